@@ -1,0 +1,1 @@
+"""host-receiver: receive server-initiated MCP sampling and elicitation requests as tasks."""
