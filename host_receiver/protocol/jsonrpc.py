@@ -1,0 +1,214 @@
+"""JSON-RPC 2.0 messages as MCP uses them: parse one frame, encode one message.
+
+Rules of this module:
+
+- One frame is one JSON object. Arrays are batches, which MCP removed in
+  2025-06-18: they are refused with -32600, like any other non-object.
+- Ids are strings or integers (booleans and floats are not ids). A request
+  must have one; ``null`` is refused. An error response may lack a usable id
+  (the peer could not read ours): it is kept with ``id=None``, and such a
+  response is encoded without an ``id`` member, as the MCP schema wants.
+- ``params`` and ``result`` are JSON objects; MCP never uses positional params.
+  ``"params": null`` is read as absent.
+- Parsing raises :class:`InvalidMessage` and nothing else; the exception is
+  the error to answer with, carries the id when one could be read, and says
+  whether an answer is due at all (a broken *response* is never answered, or
+  two peers could trade errors forever).
+- This is the hot path: plain dicts in, frozen slotted dataclasses out, no
+  validation library, exact ``type()`` checks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from host_receiver.protocol.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
+from host_receiver.protocol.types import RequestId
+
+__all__ = [
+    "ErrorResponse",
+    "InvalidMessage",
+    "Message",
+    "Notification",
+    "Request",
+    "Response",
+    "decode_message",
+    "dumps_message",
+    "encode_message",
+    "is_request_id",
+    "parse_message",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request: the peer owes a response with the same ``id``."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A one-way message: no ``id``, no response."""
+
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A successful response to the request with the same ``id``."""
+
+    id: RequestId
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    """An error response; ``id`` is None when the peer could not read one."""
+
+    id: RequestId | None
+    error: RpcError
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+
+
+class InvalidMessage(RpcError):
+    """A frame that is not a valid JSON-RPC message for MCP.
+
+    ``request_id`` is the id to answer to, when one could be read;
+    ``respond`` is False when the frame was meant as a response.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        request_id: RequestId | None = None,
+        respond: bool = True,
+    ) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+        self.respond = respond
+
+    def response(self) -> ErrorResponse:
+        """The error response that answers this frame."""
+        return ErrorResponse(self.request_id, RpcError(self.code, self.message))
+
+    def __repr__(self) -> str:
+        return f"InvalidMessage({self.code}, {self.message!r}, request_id={self.request_id!r})"
+
+
+def is_request_id(value: object) -> bool:
+    """Whether ``value`` may be a JSON-RPC id in MCP: a string or an integer."""
+    kind = type(value)
+    return kind is str or kind is int
+
+
+_MISSING: Any = object()
+
+
+def parse_message(obj: Any) -> Message:
+    """Classify one decoded JSON value; raise :class:`InvalidMessage` if it is none."""
+    if type(obj) is not dict:
+        if type(obj) is list:
+            raise InvalidMessage(INVALID_REQUEST, "Batches are not supported by MCP")
+        raise InvalidMessage(INVALID_REQUEST, "A JSON-RPC message must be a JSON object")
+    raw_id = obj.get("id", _MISSING)
+    request_id: RequestId | None = raw_id if is_request_id(raw_id) else None
+    method = obj.get("method", _MISSING)
+    is_response = method is _MISSING and ("result" in obj or "error" in obj)
+
+    def invalid(reason: str) -> InvalidMessage:
+        return InvalidMessage(
+            INVALID_REQUEST, reason, request_id=request_id, respond=not is_response
+        )
+
+    if obj.get("jsonrpc") != "2.0":
+        raise invalid('"jsonrpc" must be "2.0"')
+
+    if method is not _MISSING:
+        if type(method) is not str:
+            raise invalid('"method" must be a string')
+        if "result" in obj or "error" in obj:
+            raise invalid('A request cannot carry "result" or "error"')
+        params = obj.get("params")
+        if params is not None and type(params) is not dict:
+            raise invalid('"params" must be an object')
+        if raw_id is _MISSING:
+            return Notification(method, params)
+        if request_id is None:
+            raise invalid('A request "id" must be a string or an integer')
+        return Request(request_id, method, params)
+
+    if "result" in obj:
+        if "error" in obj:
+            raise invalid('A response cannot carry both "result" and "error"')
+        if request_id is None:
+            raise invalid('A response "id" must be a string or an integer')
+        result = obj["result"]
+        if type(result) is not dict:
+            raise invalid('"result" must be an object')
+        return Response(request_id, result)
+
+    if "error" in obj:
+        error = obj["error"]
+        if (
+            type(error) is not dict
+            or type(error.get("code")) is not int
+            or type(error.get("message")) is not str
+        ):
+            raise invalid('"error" must be an object with an integer code and a string message')
+        if request_id is None and raw_id is not _MISSING and raw_id is not None:
+            raise invalid('A response "id" must be a string or an integer')
+        return ErrorResponse(request_id, RpcError(error["code"], error["message"], error.get("data")))
+
+    raise invalid('A message needs "method", "result" or "error"')
+
+
+def decode_message(data: bytes | str) -> Message:
+    """Parse one frame of JSON text; not JSON at all is -32700."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError and undecodable UTF-8.
+        raise InvalidMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+    return parse_message(obj)
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """The wire object of ``message``."""
+    out: dict[str, Any] = {"jsonrpc": "2.0"}
+    if isinstance(message, Request):
+        out["id"] = message.id
+        out["method"] = message.method
+        if message.params is not None:
+            out["params"] = message.params
+    elif isinstance(message, Notification):
+        out["method"] = message.method
+        if message.params is not None:
+            out["params"] = message.params
+    elif isinstance(message, Response):
+        out["id"] = message.id
+        out["result"] = message.result
+    else:
+        if message.id is not None:
+            out["id"] = message.id
+        out["error"] = message.error.to_dict()
+    return out
+
+
+def dumps_message(message: Message) -> bytes:
+    """Compact UTF-8 JSON for ``message``, without newlines.
+
+    Raises TypeError or ValueError if the content is not JSON (NaN included).
+    """
+    return json.dumps(
+        encode_message(message), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode()

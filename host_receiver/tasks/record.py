@@ -1,0 +1,119 @@
+"""What is kept about one task: an immutable record, plain data.
+
+A record is replaced, never mutated, on every change; the only way to change
+its status is :meth:`TaskRecord.moved_to`, which enforces the lifecycle table
+in :mod:`host_receiver.tasks.state`. Records hold the final outcome as JSON
+data (a result object or a JSON-RPC error object), so any store can persist
+them as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import secrets
+import struct
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from host_receiver.protocol.errors import RpcError
+from host_receiver.tasks.state import INITIAL, TaskStatus, check_move
+
+_ID_RANDOM_BYTES = 16  # 128 bits from the OS CSPRNG
+_ID_DEADLINE = struct.Struct(">Q")
+
+
+def new_task_id(deadline: float | None) -> str:
+    """A fresh task id: 128 random bits, then the expiry deadline (ms, 0 = none).
+
+    Carrying the deadline lets the receiver tell an expired id from one it
+    never issued without keeping anything after the task is gone.
+    """
+    deadline_ms = 0 if deadline is None else int(deadline * 1000)
+    raw = secrets.token_bytes(_ID_RANDOM_BYTES) + _ID_DEADLINE.pack(deadline_ms)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def deadline_of(task_id: str) -> float | None:
+    """The expiry deadline (epoch seconds) an id issued by :func:`new_task_id` carries."""
+    try:
+        raw = base64.urlsafe_b64decode(task_id + "=" * (-len(task_id) % 4))
+    except (ValueError, UnicodeEncodeError):
+        return None
+    if len(raw) != _ID_RANDOM_BYTES + _ID_DEADLINE.size:
+        return None
+    (deadline_ms,) = _ID_DEADLINE.unpack_from(raw, _ID_RANDOM_BYTES)
+    return deadline_ms / 1000 if deadline_ms else None
+
+
+def iso8601(timestamp: float) -> str:
+    """``timestamp`` (epoch seconds) as an ISO 8601 UTC string with milliseconds."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as stored: identity, owner, lifecycle state and outcome."""
+
+    task_id: str
+    requestor: str
+    seq: int
+    method: str
+    created_at: float
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    status: TaskStatus = INITIAL
+    status_message: str | None = None
+    last_updated_at: float = 0.0
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def deadline(self) -> float | None:
+        """When the task and its result may be deleted (epoch seconds), or None."""
+        return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status.is_terminal
+
+    def moved_to(
+        self,
+        status: TaskStatus,
+        now: float,
+        *,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: RpcError | None = None,
+    ) -> TaskRecord:
+        """A copy in ``status``; raises IllegalTransition for a forbidden move."""
+        check_move(self.status, status)
+        return dataclasses.replace(
+            self,
+            status=status,
+            status_message=message,
+            last_updated_at=now,
+            result=result,
+            error=None if error is None else error.to_dict(),
+        )
+
+    def with_message(self, message: str | None, now: float) -> TaskRecord:
+        """A copy with a new ``statusMessage`` and the same status."""
+        return dataclasses.replace(self, status_message=message, last_updated_at=now)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``Task`` object of the protocol (``ttl`` always present, null = unlimited)."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status.value,
+            "createdAt": iso8601(self.created_at),
+            "lastUpdatedAt": iso8601(self.last_updated_at or self.created_at),
+            "ttl": self.ttl_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        if self.poll_interval_ms is not None:
+            task["pollInterval"] = self.poll_interval_ms
+        return task

@@ -1,0 +1,86 @@
+"""The one interface every transport implements, and what they share.
+
+A :class:`Transport` is a recipe for a connection (a command line, a URL);
+``transport.connect()`` is an async context manager that opens the connection
+and yields a :class:`MessageStream`, and closes it on exit.
+
+Rules every message stream follows:
+
+- ``send`` takes one JSON-RPC message and may be called from many tasks at
+  once; the stream serialises writes itself if its medium needs it. A broken
+  connection raises :class:`TransportError` (or a subclass).
+- ``receive`` returns the next message from the peer. A frame that is not a
+  valid message comes back as an :class:`InvalidMessage` *value*, not raised,
+  so one bad frame never ends the stream. The peer ending the connection
+  raises ``anyio.EndOfStream``; a fatal transport failure raises
+  :class:`TransportError`. Only one task receives.
+- Streams know bytes and JSON-RPC, not MCP methods. The two lifecycle hooks,
+  :meth:`MessageStream.set_protocol_version` and
+  :meth:`MessageStream.open_listener`, are how the MCP layer tells a stream
+  what it needs to know; they do nothing where nothing needs doing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import anyio
+from anyio.abc import TaskGroup
+
+from host_receiver.protocol.jsonrpc import InvalidMessage, Message
+
+__all__ = ["MessageStream", "Transport", "TransportError", "background_task_group"]
+
+
+class TransportError(Exception):
+    """The connection to the peer failed; ``str()`` says how."""
+
+
+class MessageStream(ABC):
+    """A bidirectional stream of JSON-RPC messages with one peer."""
+
+    @abstractmethod
+    async def send(self, message: Message) -> None:
+        """Deliver ``message`` to the peer."""
+
+    @abstractmethod
+    async def receive(self) -> Message | InvalidMessage:
+        """The next message from the peer (see the module rules)."""
+
+    def set_protocol_version(self, version: str) -> None:
+        """The MCP handshake agreed on ``version``; called before ``initialized``."""
+
+    async def open_listener(self) -> None:
+        """Open the channel for messages the peer starts on its own, if there is one.
+
+        Called once, after ``notifications/initialized`` was sent. Returns when
+        the channel is open (or known not to exist).
+        """
+
+
+class Transport(ABC):
+    """How to reach one peer."""
+
+    @abstractmethod
+    def connect(self) -> AbstractAsyncContextManager[MessageStream]:
+        """Open a connection; the stream is closed when the context exits."""
+
+
+@asynccontextmanager
+async def background_task_group() -> AsyncIterator[TaskGroup]:
+    """A task group for helper tasks that is cancelled when the block ends.
+
+    Unlike ``async with create_task_group()``, an exception raised by the
+    block itself propagates unchanged instead of inside an ExceptionGroup:
+    the helpers here are plumbing, and the caller's errors are the caller's.
+    A helper that crashes still cancels the block and surfaces as a group.
+    """
+    group = anyio.create_task_group()
+    await group.__aenter__()
+    try:
+        yield group
+    finally:
+        group.cancel_scope.cancel()
+        await group.__aexit__(None, None, None)
