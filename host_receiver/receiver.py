@@ -503,15 +503,19 @@ class Requestor:
         if deadline < earliest:
             self._deadline_changed.set()
 
+    async def expire_due(self) -> None:
+        """Delete every task whose ttl has run out by the receiver's clock (runs on its own
+        schedule; call it after moving a test clock)."""
+        now = self.receiver.clock()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, task_id = heapq.heappop(self._deadlines)
+            await self._expire(task_id)
+
     async def _expire_forever(self) -> None:
-        clock = self.receiver.clock
         while True:
-            now = clock()
-            while self._deadlines and self._deadlines[0][0] <= now:
-                _, task_id = heapq.heappop(self._deadlines)
-                await self._expire(task_id)
+            await self.expire_due()
             self._deadline_changed = anyio.Event()
-            delay = self._deadlines[0][0] - now if self._deadlines else math.inf
+            delay = self._deadlines[0][0] - self.receiver.clock() if self._deadlines else math.inf
             with anyio.move_on_after(delay):
                 await self._deadline_changed.wait()
 

@@ -15,9 +15,7 @@ import anyio
 
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import (
-    CreateMessageRequestParams,
     CreateMessageResult,
-    ElicitRequestParams,
     ElicitResult,
     TextContent,
 )

@@ -417,7 +417,9 @@ async def test_progress_token_lives_with_the_task_and_carries_related_meta() -> 
         context = script.calls[0][1]
         await context.report_progress(5, 10, "halfway")
         await context.set_status_message("Waiting for the user")
-        assert (await server.request("tasks/get", {"taskId": task_id}))["statusMessage"] == "Waiting for the user"
+        assert (await server.request("tasks/get", {"taskId": task_id}))[
+            "statusMessage"
+        ] == "Waiting for the user"
         script.release.set()
         await server.request("tasks/result", {"taskId": task_id})
         progress = [p for m, p in server.notifications if m == "notifications/progress"]
@@ -495,7 +497,9 @@ async def test_leaving_the_scope_cancels_work_and_deletes_tasks() -> None:
         ("tasks/list", {"cursor": 5}, "cursor"),
     ],
 )
-async def test_malformed_params_name_the_field(method: str, params: dict[str, object] | None, needle: str) -> None:
+async def test_malformed_params_name_the_field(
+    method: str, params: dict[str, object] | None, needle: str
+) -> None:
     receiver = Receiver(sampling=sampling_script(block=False), elicitation=elicitation_script(block=False))
     async with connect(receiver) as server:
         error = await server.error(method, params)
@@ -512,7 +516,9 @@ async def test_unknown_and_unhandled_methods_are_method_not_found() -> None:
 
 
 async def test_tasks_methods_not_offered_when_no_task_capability() -> None:
-    receiver = Receiver(sampling=sampling_script(block=False), config=ReceiverConfig(task_methods=frozenset()))
+    receiver = Receiver(
+        sampling=sampling_script(block=False), config=ReceiverConfig(task_methods=frozenset())
+    )
     async with connect(receiver) as server:
         assert (await server.error("tasks/list", {})).code == METHOD_NOT_FOUND
         assert (await server.error("tasks/cancel", {"taskId": "x"})).code == METHOD_NOT_FOUND
