@@ -1,0 +1,211 @@
+"""Human-in-the-loop hooks: what a host implements to let a person decide.
+
+A host plugs in a :class:`SamplingApprover` (see, edit or refuse a sampling
+request; review, edit or refuse its result) and an :class:`ElicitationUI`
+(fill a form; consent to a URL). Every hook is an async call that may wait for
+a person for as long as it takes; cancelling the task (``tasks/cancel``, the
+server leaving, expiry) cancels the call, which must then close its prompt.
+
+Ready-made policies for hosts without a person at hand: :class:`AutoApprove`,
+:class:`DenyAll`, :class:`FillDefaults` and :class:`DeclineAll`. Without an
+explicit approver a host refuses sampling (the safe default).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+from urllib.parse import urlsplit
+
+from host_receiver.elicitation import FormSchema
+from host_receiver.protocol.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitResult,
+    ElicitValue,
+    SamplingMessage,
+)
+
+_DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
+
+RememberScope = Literal["once", "session", "always", "never"]
+
+
+# --- sampling -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingRequestView:
+    """What the person is shown before anything is sent to a model."""
+
+    server: str
+    task_id: str | None
+    params: CreateMessageRequestParams
+    model: str
+    #: Models the person may switch to (the server's allow-list, as configured).
+    allowed_models: tuple[str, ...]
+
+    @property
+    def max_tokens(self) -> int:
+        return self.params.max_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Go ahead, optionally with edits (None keeps what the server sent)."""
+
+    messages: list[SamplingMessage] | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    #: How long to remember this answer for the requesting server.
+    remember: RememberScope = "once"
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """Do not go ahead: the server gets JSON-RPC error -1."""
+
+    reason: str = "User rejected sampling request"
+    remember: RememberScope = "once"
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingResultView:
+    """What the person is shown before a generated result goes back to the server."""
+
+    server: str
+    task_id: str | None
+    params: CreateMessageRequestParams
+    result: CreateMessageResult
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send the result, or ``result`` instead when the person edited it."""
+
+    result: CreateMessageResult | None = None
+
+
+RequestDecision = Approve | Refuse
+ResultDecision = Send | Refuse
+
+
+class SamplingApprover(Protocol):
+    """The person (or a policy) who approves sampling requests and their results."""
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision: ...
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision: ...
+
+
+class AutoApprove:
+    """Approve every request and send every result unchanged (for trusted servers)."""
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        return Approve()
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return Send()
+
+
+class DenyAll:
+    """Refuse every sampling request (the safe default when nobody can be asked)."""
+
+    def __init__(self, reason: str = "User rejected sampling request") -> None:
+        self.reason = reason
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        return Refuse(self.reason)
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return Refuse(self.reason)
+
+
+# --- elicitation -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FormView:
+    """A form to show: who asks, what for, the fields with their defaults."""
+
+    server: str
+    task_id: str | None
+    message: str
+    schema: FormSchema
+    #: Values to pre-fill: the schema's defaults, then the person's last answer.
+    values: dict[str, ElicitValue] = field(default_factory=dict)
+    #: Field -> what was wrong with the last answer (empty on the first showing).
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlView:
+    """A URL the server wants the person to open, and what to warn about."""
+
+    server: str
+    task_id: str | None
+    message: str
+    url: str
+    elicitation_id: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def domain(self) -> str:
+        """The host name the URL leads to (shown highlighted)."""
+        return urlsplit(self.url).hostname or ""
+
+
+UrlAnswer = Literal["accept", "decline", "cancel"]
+
+
+class ElicitationUI(Protocol):
+    """The person (or a policy) who answers elicitation requests."""
+
+    async def fill_form(self, view: FormView) -> ElicitResult: ...
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer: ...
+
+
+class FillDefaults:
+    """Accept forms with every default filled in; decline forms that need more, and URLs."""
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        content = view.schema.defaults()
+        if view.schema.problems(content):
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=content)
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        return "decline"
+
+
+class DeclineAll:
+    """Decline every elicitation."""
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        return ElicitResult(action="decline")
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        return "decline"
+
+
+def url_warnings(url: str, message: str) -> tuple[str, ...]:
+    """What a person should be warned of before opening ``url``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    warnings = []
+    if any(label.startswith("xn--") for label in host.split(".")):
+        warnings.append(f"The domain {host!r} is internationalised (punycode); it may imitate another.")
+    elif not host.isascii():
+        warnings.append(f"The domain {host!r} contains non-ASCII characters; it may imitate another.")
+    if parts.scheme != "https":
+        warnings.append("The link is not encrypted (http, not https).")
+    if parts.username or parts.password:
+        warnings.append("The link carries a user name or password before the domain.")
+    mentioned = set(_DOMAIN.findall(message.lower()))
+    if mentioned and host.lower() not in mentioned:
+        shown = ", ".join(sorted(mentioned))
+        warnings.append(f"The message names {shown}, but the link leads to {host}.")
+    return tuple(warnings)

@@ -1,0 +1,183 @@
+"""The sampling and elicitation handlers a host plugs into the receiver.
+
+Sampling: choose a model -> the person reviews the request (approve, edit,
+refuse) -> the provider generates, reporting progress -> the person reviews
+the result (send, edit, refuse). A refusal at either stage is JSON-RPC error
+-1; a provider failure is -32603 with the provider's safe message.
+
+Elicitation: a form is shown with its defaults and re-shown with the problems
+of an invalid answer until it is valid (or the person gives up); a URL is
+shown with its domain and warnings and opened in the system browser only
+after consent, never fetched by the host.
+
+While a hook waits for the person, the task's ``statusMessage`` says so.
+"""
+
+from __future__ import annotations
+
+import webbrowser
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import anyio
+
+from host_receiver.approval import (
+    ElicitationUI,
+    FormView,
+    Refuse,
+    SamplingApprover,
+    SamplingRequestView,
+    SamplingResultView,
+    UrlView,
+    url_warnings,
+)
+from host_receiver.elicitation import parse_form_schema
+from host_receiver.protocol.errors import INTERNAL_ERROR, USER_REJECTED, RpcError, invalid_params
+from host_receiver.protocol.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+)
+from host_receiver.work import WorkContext
+from providers import ModelInfo, Provider, ProviderError, SamplingProgress
+
+
+class ModelRouter(Protocol):
+    """Picks the provider and model that serve a request for a server."""
+
+    def choose(
+        self, params: CreateMessageRequestParams, server: str, model: str | None = None
+    ) -> tuple[Provider, ModelInfo]:
+        """The model for ``params`` (``model`` forces one, if the server may use it)."""
+        ...
+
+    def allowed_models(self, server: str) -> Sequence[str]:
+        """The model ids ``server`` may use."""
+        ...
+
+
+class SamplingService:
+    """A sampling handler: approval, model choice, provider call, result review."""
+
+    def __init__(self, router: ModelRouter, approver: SamplingApprover) -> None:
+        self.router = router
+        self.approver = approver
+
+    async def __call__(self, params: CreateMessageRequestParams, context: WorkContext) -> CreateMessageResult:
+        server = context.requestor_name
+        provider, model = self._choose(params, server, None)
+        view = SamplingRequestView(
+            server=server,
+            task_id=context.task_id,
+            params=params,
+            model=model.id,
+            allowed_models=tuple(self.router.allowed_models(server)),
+        )
+        await context.set_status_message(f"Waiting for the user to approve the request (model {model.id})")
+        decision = await self.approver.review_request(view)
+        if isinstance(decision, Refuse):
+            raise RpcError(USER_REJECTED, decision.reason)
+        edits: dict[str, object] = {}
+        if decision.messages is not None:
+            edits["messages"] = decision.messages
+        if decision.system_prompt is not None:
+            edits["system_prompt"] = decision.system_prompt
+        if decision.max_tokens is not None:
+            if not 0 < decision.max_tokens <= params.max_tokens:
+                raise invalid_params("an edited maxTokens must be positive and no higher than requested")
+            edits["max_tokens"] = decision.max_tokens
+        if edits:
+            params = params.model_copy(update=edits)
+        if decision.model is not None and decision.model != model.id:
+            provider, model = self._choose(params, server, decision.model)
+
+        await context.set_status_message(f"Generating with {model.id}")
+
+        async def progress(update: SamplingProgress) -> None:
+            message = f"Generating with {model.id}: {update.output_tokens} tokens"
+            await context.report_progress(update.output_tokens, params.max_tokens, message)
+            await context.set_status_message(message)
+
+        try:
+            result = await provider.sample(params, model, progress)
+        except ProviderError as exc:
+            raise RpcError(INTERNAL_ERROR, f"The model call failed: {exc}") from None
+
+        await context.set_status_message("Waiting for the user to review the result")
+        verdict = await self.approver.review_result(
+            SamplingResultView(server=server, task_id=context.task_id, params=params, result=result)
+        )
+        if isinstance(verdict, Refuse):
+            raise RpcError(USER_REJECTED, verdict.reason)
+        return verdict.result if verdict.result is not None else result
+
+    def _choose(
+        self, params: CreateMessageRequestParams, server: str, model: str | None
+    ) -> tuple[Provider, ModelInfo]:
+        try:
+            return self.router.choose(params, server, model)
+        except ProviderError as exc:
+            raise invalid_params(str(exc)) from None
+
+
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in the system browser; False when none could be started."""
+    return webbrowser.open(url, new=2)
+
+
+class ElicitationService:
+    """An elicitation handler: forms checked field by field, URLs opened only after consent."""
+
+    def __init__(
+        self,
+        ui: ElicitationUI,
+        *,
+        opener: Callable[[str], bool] = open_in_browser,
+        max_attempts: int = 5,
+    ) -> None:
+        self.ui = ui
+        self.opener = opener
+        self.max_attempts = max_attempts
+
+    async def __call__(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
+        if isinstance(params, ElicitRequestFormParams):
+            return await self._form(params, context)
+        view = UrlView(
+            server=context.requestor_name,
+            task_id=context.task_id,
+            message=params.message,
+            url=params.url,
+            elicitation_id=params.elicitation_id,
+            warnings=url_warnings(params.url, params.message),
+        )
+        await context.set_status_message("Waiting for the user to consent to opening a URL")
+        answer = await self.ui.consent_url(view)
+        if answer == "accept":
+            await anyio.to_thread.run_sync(self.opener, params.url)
+        return ElicitResult(action=answer)
+
+    async def _form(self, params: ElicitRequestFormParams, context: WorkContext) -> ElicitResult:
+        schema = parse_form_schema(params.requested_schema)
+        values = schema.defaults()
+        problems: dict[str, str] = {}
+        await context.set_status_message("Waiting for the user to fill in a form")
+        for _ in range(self.max_attempts):
+            view = FormView(
+                server=context.requestor_name,
+                task_id=context.task_id,
+                message=params.message,
+                schema=schema,
+                values=values,
+                problems=problems,
+            )
+            answer = await self.ui.fill_form(view)
+            if answer.action != "accept":
+                return ElicitResult(action=answer.action)
+            content = dict(answer.content or {})
+            problems = schema.problems(content)
+            if not problems:
+                return ElicitResult(action="accept", content=content)
+            values = {**values, **content}
+        return ElicitResult(action="cancel")

@@ -1,0 +1,293 @@
+"""The sampling and elicitation pipelines behind the receiver, with scripted people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver.approval import (
+    Approve,
+    AutoApprove,
+    DeclineAll,
+    DenyAll,
+    FillDefaults,
+    FormView,
+    Refuse,
+    RequestDecision,
+    ResultDecision,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+    UrlAnswer,
+    UrlView,
+)
+from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED
+from host_receiver.protocol.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitResult,
+    TextContent,
+)
+from host_receiver.receiver import Receiver
+from providers import ModelInfo, ProgressSink, ProviderError, SamplingProgress
+from tests.receiver_harness import connect, form_params, sampling_params, settle
+
+pytestmark = pytest.mark.anyio
+SAMPLING = "sampling/createMessage"
+ELICIT = "elicitation/create"
+
+
+@dataclass
+class RecordingProvider:
+    """A provider plug-in that answers with what it was asked, and can fail or report progress."""
+
+    name: str = "test"
+    fail: str | None = None
+    progress_steps: int = 0
+    seen: list[tuple[CreateMessageRequestParams, str]] = field(default_factory=list)
+
+    def models(self) -> Sequence[ModelInfo]:
+        return [ModelInfo(id="small", provider=self.name), ModelInfo(id="large", provider=self.name)]
+
+    async def sample(
+        self, params: CreateMessageRequestParams, model: ModelInfo, progress: ProgressSink | None = None
+    ) -> CreateMessageResult:
+        self.seen.append((params, model.id))
+        for step in range(1, self.progress_steps + 1):
+            if progress is not None:
+                await progress(SamplingProgress(output_tokens=step * 10, text="x" * step))
+        if self.fail is not None:
+            raise ProviderError(self.fail)
+        text = f"system={params.system_prompt} max={params.max_tokens}"
+        return CreateMessageResult(role="assistant", content=TextContent(text=text), model=model.id)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class Router:
+    provider: RecordingProvider
+    allowed: tuple[str, ...] = ("small", "large")
+
+    def choose(
+        self, params: CreateMessageRequestParams, server: str, model: str | None = None
+    ) -> tuple[RecordingProvider, ModelInfo]:
+        wanted = model or "small"
+        if wanted not in self.allowed:
+            raise ProviderError(f"model {wanted!r} is not allowed for {server}")
+        return self.provider, next(m for m in self.provider.models() if m.id == wanted)
+
+    def allowed_models(self, server: str) -> Sequence[str]:
+        return self.allowed
+
+
+@dataclass
+class ScriptedPerson:
+    request: RequestDecision | None = None
+    result: ResultDecision = field(default_factory=Send)
+    views: list[Any] = field(default_factory=list)
+    asked: anyio.Event = field(default_factory=anyio.Event)
+    closed: int = 0
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        self.views.append(view)
+        self.asked.set()
+        if self.request is None:  # wait for ever, like a person who walked away
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.closed += 1
+        assert self.request is not None
+        return self.request
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        self.views.append(view)
+        return self.result
+
+
+def sampling_receiver(
+    person: Any, provider: RecordingProvider | None = None
+) -> tuple[Receiver, RecordingProvider]:
+    provider = provider or RecordingProvider()
+    return Receiver(sampling=SamplingService(Router(provider), person)), provider
+
+
+async def test_refusal_is_minus_one_directly_and_through_tasks_result() -> None:
+    receiver, provider = sampling_receiver(DenyAll())
+    async with connect(receiver) as server:
+        direct = await server.error(SAMPLING, sampling_params())
+        assert (direct.code, direct.message) == (USER_REJECTED, "User rejected sampling request")
+        task_id = await server.create_task(SAMPLING, sampling_params())
+        replay = await server.error("tasks/result", {"taskId": task_id})
+        assert (replay.code, replay.message) == (USER_REJECTED, "User rejected sampling request")
+        task = await server.request("tasks/get", {"taskId": task_id})
+        assert task["status"] == "failed" and "User rejected" in task["statusMessage"]
+    assert provider.seen == []
+
+
+async def test_edits_reach_the_provider() -> None:
+    person = ScriptedPerson(request=Approve(system_prompt="Be brief.", max_tokens=7, model="large"))
+    receiver, provider = sampling_receiver(person)
+    async with connect(receiver, "notes-server") as server:
+        result = await server.request(SAMPLING, sampling_params(systemPrompt="Be verbose."))
+    [(params, model)] = provider.seen
+    assert (params.system_prompt, params.max_tokens, model) == ("Be brief.", 7, "large")
+    assert result["content"]["text"] == "system=Be brief. max=7" and result["model"] == "large"
+    request_view = person.views[0]
+    assert isinstance(request_view, SamplingRequestView)
+    assert (request_view.server, request_view.model, request_view.max_tokens) == ("notes-server", "small", 50)
+    assert request_view.allowed_models == ("small", "large")
+
+
+async def test_edits_cannot_raise_max_tokens_or_pick_a_forbidden_model() -> None:
+    for decision in (Approve(max_tokens=500), Approve(model="huge")):
+        receiver, provider = sampling_receiver(ScriptedPerson(request=decision))
+        async with connect(receiver) as server:
+            assert (await server.error(SAMPLING, sampling_params())).code == INVALID_PARAMS
+        assert provider.seen == []
+
+
+async def test_result_review_can_refuse_or_edit() -> None:
+    receiver, _ = sampling_receiver(ScriptedPerson(request=Approve(), result=Refuse("Not this answer")))
+    async with connect(receiver) as server:
+        error = await server.error(SAMPLING, sampling_params())
+        assert (error.code, error.message) == (USER_REJECTED, "Not this answer")
+    edited = CreateMessageResult(role="assistant", content=TextContent(text="edited"), model="small")
+    receiver, _ = sampling_receiver(ScriptedPerson(request=Approve(), result=Send(edited)))
+    async with connect(receiver) as server:
+        assert (await server.request(SAMPLING, sampling_params()))["content"]["text"] == "edited"
+
+
+async def test_cancel_closes_a_pending_prompt_and_task_waits_with_a_status_message() -> None:
+    person = ScriptedPerson()
+    receiver, provider = sampling_receiver(person)
+    async with connect(receiver) as server:
+        task_id = await server.create_task(SAMPLING, sampling_params())
+        await person.asked.wait()
+        task = await server.request("tasks/get", {"taskId": task_id})
+        assert task["status"] == "working"
+        assert task["statusMessage"] == "Waiting for the user to approve the request (model small)"
+        await server.request("tasks/cancel", {"taskId": task_id})
+        await settle()
+        assert person.closed == 1
+    assert provider.seen == []
+
+
+async def test_provider_progress_and_failure_reach_the_server() -> None:
+    receiver, _ = sampling_receiver(
+        AutoApprove(), RecordingProvider(fail="rate limited (429)", progress_steps=2)
+    )
+    async with connect(receiver) as server:
+        params = {**sampling_params(), "_meta": {"progressToken": 7}}
+        task_id = await server.create_task(SAMPLING, params)
+        error = await server.error("tasks/result", {"taskId": task_id})
+        assert error.code == INTERNAL_ERROR and "rate limited (429)" in error.message
+        task = await server.request("tasks/get", {"taskId": task_id})
+        assert task["status"] == "failed" and "rate limited (429)" in task["statusMessage"]
+        progress = [p for m, p in server.notifications if m == "notifications/progress"]
+        assert [(p["progress"], p["total"]) for p in progress] == [(10, 50), (20, 50)]
+        assert progress[0]["message"] == "Generating with small: 10 tokens"
+
+
+# --- elicitation -----------------------------------------------------------------
+
+
+@dataclass
+class ScriptedFormFiller:
+    answers: list[ElicitResult]
+    url_answer: UrlAnswer = "accept"
+    views: list[FormView | UrlView] = field(default_factory=list)
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        self.views.append(view)
+        return self.answers.pop(0)
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        self.views.append(view)
+        return self.url_answer
+
+
+AGE_FORM = {
+    "mode": "form",
+    "message": "Tell us your age",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {"age": {"type": "integer", "minimum": 18, "default": 30}},
+        "required": ["age"],
+    },
+}
+
+
+async def test_forms_prefill_defaults_and_reprompt_invalid_answers() -> None:
+    person = ScriptedFormFiller(
+        [
+            ElicitResult(action="accept", content={"age": 12}),
+            ElicitResult(action="accept", content={"age": 40}),
+        ]
+    )
+    receiver = Receiver(elicitation=ElicitationService(person))
+    async with connect(receiver, "survey") as server:
+        result = await server.request(ELICIT, AGE_FORM)
+    assert result == {"action": "accept", "content": {"age": 40}}
+    first, second = person.views
+    assert isinstance(first, FormView) and isinstance(second, FormView)
+    assert (first.server, first.values, first.problems) == ("survey", {"age": 30}, {})
+    assert second.values == {"age": 12} and second.problems == {"age": "must be at least 18"}
+
+
+async def test_a_person_who_never_answers_validly_gives_cancel() -> None:
+    person = ScriptedFormFiller([ElicitResult(action="accept", content={"age": "old"})] * 2)
+    receiver = Receiver(elicitation=ElicitationService(person, max_attempts=2))
+    async with connect(receiver) as server:
+        assert await server.request(ELICIT, AGE_FORM) == {"action": "cancel"}
+
+
+async def test_declined_form_sends_no_content() -> None:
+    person = ScriptedFormFiller([ElicitResult(action="decline", content={"age": 44})])
+    receiver = Receiver(elicitation=ElicitationService(person))
+    async with connect(receiver) as server:
+        assert await server.request(ELICIT, AGE_FORM) == {"action": "decline"}
+
+
+URL_PARAMS = {
+    "mode": "url",
+    "message": "Sign in at example.com",
+    "url": "https://xn--exmple-cua.com/login",
+    "elicitationId": "e-1",
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "opened"), [("accept", ["https://xn--exmple-cua.com/login"]), ("decline", [])]
+)
+async def test_urls_open_only_after_consent(answer: UrlAnswer, opened: list[str]) -> None:
+    person = ScriptedFormFiller([], url_answer=answer)
+    calls: list[str] = []
+    receiver = Receiver(elicitation=ElicitationService(person, opener=lambda url: calls.append(url) is None))
+    async with connect(receiver) as server:
+        task_id = await server.create_task(ELICIT, URL_PARAMS)
+        assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == answer
+    assert calls == opened
+    [view] = person.views
+    assert isinstance(view, UrlView) and view.domain == "xn--exmple-cua.com"
+    assert any("punycode" in w for w in view.warnings)
+    assert any("names example.com" in w for w in view.warnings)
+
+
+async def test_ready_policies() -> None:
+    receiver = Receiver(elicitation=ElicitationService(FillDefaults()))
+    async with connect(receiver) as server:
+        assert await server.request(ELICIT, form_params()) == {"action": "accept", "content": {"name": "Ada"}}
+        no_default = {**AGE_FORM, "requestedSchema": {"type": "object", "properties": {
+            "age": {"type": "integer"}}, "required": ["age"]}}  # fmt: skip
+        assert await server.request(ELICIT, no_default) == {"action": "decline"}
+        assert await server.request(ELICIT, URL_PARAMS) == {"action": "decline"}
+    receiver = Receiver(elicitation=ElicitationService(DeclineAll()))
+    async with connect(receiver) as server:
+        assert await server.request(ELICIT, form_params()) == {"action": "decline"}
