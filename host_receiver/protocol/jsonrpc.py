@@ -126,9 +126,7 @@ def parse_message(obj: Any) -> Message:
     is_response = method is _MISSING and ("result" in obj or "error" in obj)
 
     def invalid(reason: str) -> InvalidMessage:
-        return InvalidMessage(
-            INVALID_REQUEST, reason, request_id=request_id, respond=not is_response
-        )
+        return InvalidMessage(INVALID_REQUEST, reason, request_id=request_id, respond=not is_response)
 
     if obj.get("jsonrpc") != "2.0":
         raise invalid('"jsonrpc" must be "2.0"')

@@ -51,6 +51,7 @@ class MessageStream(ABC):
 
     def set_protocol_version(self, version: str) -> None:
         """The MCP handshake agreed on ``version``; called before ``initialized``."""
+        return None
 
     async def open_listener(self) -> None:
         """Open the channel for messages the peer starts on its own, if there is one.
@@ -58,6 +59,7 @@ class MessageStream(ABC):
         Called once, after ``notifications/initialized`` was sent. Returns when
         the channel is open (or known not to exist).
         """
+        return None
 
 
 class Transport(ABC):

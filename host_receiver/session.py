@@ -1,0 +1,498 @@
+"""A JSON-RPC session: one peer, one message stream, traffic both ways.
+
+The session owns request ids, matches responses to requests, dispatches what
+the peer asks for, and implements the JSON-RPC level utilities MCP defines for
+every connection: cancellation, progress and ping. It knows nothing of tasks,
+sampling or elicitation: those are the request handler's business.
+
+Rules:
+
+- Every incoming request runs in its own task: a handler that blocks for
+  minutes never delays other traffic. A handler's :class:`RpcError` becomes an
+  error response; any other exception becomes -32603 "Internal error", logged
+  with its traceback, its text never sent to the peer.
+- The receive loop never waits on the peer: the replies the session makes
+  itself (ping, errors for malformed frames) are sent from their own tasks, so
+  two sessions wired to each other cannot deadlock on full buffers.
+- ``notifications/cancelled`` cancels the named in-flight handler, and its
+  reply is then never sent. An outgoing request that times out or whose caller
+  is cancelled sends ``notifications/cancelled`` (except ``initialize``, which
+  MCP forbids cancelling).
+- ``notifications/progress`` goes to the ``on_progress`` callback of the
+  outgoing request whose token it names, in arrival order; every update that
+  arrived before the response is delivered before ``request()`` returns.
+- ``ping`` is answered ``{}`` by the session itself.
+- Other notifications go to the notification handler one at a time, in
+  arrival order (a handler must not wait for a response from this same peer:
+  it would hold up the receive loop once the queue is full).
+- Closing the session, or the peer ending its stream, fails pending outgoing
+  requests with :class:`ConnectionClosed` and cancels in-flight handlers; a
+  reply already computed is still written (within ``reply_grace`` seconds).
+  The session never closes the stream: whoever opened it does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, suppress
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError, method_not_found
+from host_receiver.protocol.jsonrpc import (
+    ErrorResponse,
+    InvalidMessage,
+    Notification,
+    Request,
+    Response,
+    is_request_id,
+)
+from host_receiver.protocol.types import ProgressToken, RequestId
+from host_receiver.transports.base import MessageStream, TransportError, background_task_group
+
+__all__ = [
+    "ConnectionClosed",
+    "IncomingRequest",
+    "NotificationHandler",
+    "ProgressCallback",
+    "RequestHandler",
+    "Session",
+]
+
+logger = logging.getLogger(__name__)
+
+#: How many progress updates may wait for a slow ``on_progress``; more are dropped.
+_PROGRESS_BUFFER = 64
+#: How many notifications may wait for the notification handler.
+_NOTIFICATION_BUFFER = 64
+#: How many timed-out or cancelled request ids are remembered, to drop late answers quietly.
+_ABANDONED_MEMORY = 256
+
+
+class ConnectionClosed(Exception):
+    """The session ended before a response arrived; ``str()`` says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingRequest:
+    """A request from the peer, as the request handler sees it."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """``params._meta``, if the peer sent an object there."""
+        meta = self.params.get("_meta") if self.params is not None else None
+        return meta if type(meta) is dict else None
+
+    @property
+    def progress_token(self) -> ProgressToken | None:
+        """``params._meta.progressToken``: the peer wants progress under this token."""
+        meta = self.meta
+        token = meta.get("progressToken") if meta is not None else None
+        return token if is_request_id(token) else None
+
+
+RequestHandler: TypeAlias = Callable[[IncomingRequest], Awaitable[dict[str, Any]]]
+NotificationHandler: TypeAlias = Callable[[str, dict[str, Any] | None], Awaitable[None]]
+#: ``on_progress(progress, total, message)``.
+ProgressCallback: TypeAlias = Callable[[float, float | None, str | None], Awaitable[None]]
+
+_Progress: TypeAlias = tuple[float, float | None, str | None]
+_Outcome: TypeAlias = dict[str, Any] | RpcError | ConnectionClosed
+
+
+async def _no_such_method(request: IncomingRequest) -> dict[str, Any]:
+    raise method_not_found(request.method)
+
+
+async def _ignore_notification(method: str, params: dict[str, Any] | None) -> None:
+    logger.debug("ignored notification %s", method)
+
+
+class _Pending:
+    """An outgoing request waiting for its response."""
+
+    __slots__ = ("done", "outcome", "progress")
+
+    def __init__(self, progress: MemoryObjectSendStream[_Progress] | None) -> None:
+        self.done = anyio.Event()
+        self.outcome: _Outcome | None = None
+        self.progress = progress
+
+    def settle(self, outcome: _Outcome) -> None:
+        if self.done.is_set():
+            return
+        self.outcome = outcome
+        self.done.set()
+        if self.progress is not None:
+            self.progress.close()
+
+
+class Session:
+    """JSON-RPC over one :class:`MessageStream`; use as ``async with Session(...)``.
+
+    ``name`` labels the peer in log messages. ``reply_grace`` bounds how long
+    closing waits for replies that were already computed.
+    """
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        *,
+        request_handler: RequestHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+        name: str = "peer",
+        reply_grace: float = 5.0,
+    ) -> None:
+        self.name = name
+        self.reply_grace = reply_grace
+        self._stream = stream
+        self._request_handler = request_handler or _no_such_method
+        self._notification_handler = notification_handler or _ignore_notification
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._abandoned: dict[RequestId, None] = {}
+        self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        self._reply_scopes: set[anyio.CancelScope] = set()
+        self._closed_reason: str | None = None
+        self._closed = anyio.Event()
+        self._notifications_in, self._notifications_out = anyio.create_memory_object_stream[
+            tuple[str, dict[str, Any] | None]
+        ](_NOTIFICATION_BUFFER)
+        self._lifetime: AbstractAsyncContextManager[TaskGroup] | None = None
+        self._tasks: TaskGroup | None = None
+
+    # --- lifetime --------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        self._lifetime = background_task_group()
+        group: TaskGroup = await self._lifetime.__aenter__()
+        await group.start(self._run)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._close("the session was closed")
+        assert self._lifetime is not None
+        await self._lifetime.__aexit__(exc_type, exc, tb)
+
+    @property
+    def closed_reason(self) -> str | None:
+        """Why the session ended, or None while it runs."""
+        return self._closed_reason
+
+    async def wait_closed(self) -> None:
+        """Return once the session has ended (closed here or by the peer)."""
+        await self._closed.wait()
+
+    def _close(self, reason: str) -> None:
+        if self._closed_reason is not None:
+            return
+        self._closed_reason = reason
+        logger.debug("session with %s closing: %s", self.name, reason)
+        for pending in self._pending.values():
+            pending.settle(ConnectionClosed(f"connection to {self.name} closed: {reason}"))
+        deadline = anyio.current_time() + self.reply_grace
+        for scope in self._reply_scopes:
+            scope.deadline = min(scope.deadline, deadline)
+        self._notifications_in.close()
+        self._closed.set()
+
+    async def _run(self, *, task_status: TaskStatus[None]) -> None:
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
+                tasks.start_soon(self._dispatch_notifications)
+                task_status.started()
+                reason = await self._receive_loop()
+                self._close(reason)
+                tasks.cancel_scope.cancel()
+        finally:
+            self._close("the session was closed")
+
+    # --- outgoing ----------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and return its result.
+
+        Raises :class:`RpcError` for an error response, ``TimeoutError`` after
+        ``timeout`` seconds, :class:`ConnectionClosed` if the session ends
+        first, :class:`TransportError` if the message cannot be sent.
+        """
+        self._check_open()
+        request_id = next(self._ids)
+        progress_out: MemoryObjectReceiveStream[_Progress] | None = None
+        progress_in: MemoryObjectSendStream[_Progress] | None = None
+        if on_progress is not None:
+            params = _with_progress_token(params, request_id)
+            progress_in, progress_out = anyio.create_memory_object_stream[_Progress](_PROGRESS_BUFFER)
+        pending = _Pending(progress_in)
+        self._pending[request_id] = pending
+        try:
+            with anyio.fail_after(timeout):
+                await self._stream.send(Request(request_id, method, params))
+                if progress_out is None:
+                    await pending.done.wait()
+                else:
+                    assert on_progress is not None
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(self._deliver_progress, progress_out, on_progress)
+                        await pending.done.wait()
+        except (TimeoutError, anyio.get_cancelled_exc_class()) as exc:
+            if not pending.done.is_set():
+                self._abandon(request_id)
+                if method != "initialize":
+                    reason = "timed out" if isinstance(exc, TimeoutError) else "cancelled by the caller"
+                    await self._send_cancellation(request_id, reason)
+            raise
+        finally:
+            del self._pending[request_id]
+            if progress_in is not None:
+                progress_in.close()
+        outcome = pending.outcome
+        if isinstance(outcome, dict):
+            return outcome
+        assert outcome is not None
+        raise outcome
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification."""
+        self._check_open()
+        await self._stream.send(Notification(method, params))
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Send ``ping`` and wait for the answer."""
+        await self.request("ping", timeout=timeout)
+
+    def _check_open(self) -> None:
+        if self._closed_reason is not None:
+            raise ConnectionClosed(f"connection to {self.name} closed: {self._closed_reason}")
+
+    def _abandon(self, request_id: RequestId) -> None:
+        """Remember that nobody waits for ``request_id`` any more (late answers are normal)."""
+        self._abandoned[request_id] = None
+        if len(self._abandoned) > _ABANDONED_MEMORY:
+            del self._abandoned[next(iter(self._abandoned))]
+
+    async def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
+        if self._closed_reason is not None:
+            return
+        notice = Notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
+        with anyio.move_on_after(self.reply_grace, shield=True):
+            try:
+                await self._stream.send(notice)
+            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                logger.debug("could not tell %s that request %r was cancelled", self.name, request_id)
+
+    async def _deliver_progress(
+        self, updates: MemoryObjectReceiveStream[_Progress], on_progress: ProgressCallback
+    ) -> None:
+        async with updates:
+            async for progress, total, message in updates:
+                try:
+                    await on_progress(progress, total, message)
+                except Exception:
+                    logger.exception("progress callback failed")
+
+    # --- incoming ----------------------------------------------------------
+
+    async def _receive_loop(self) -> str:
+        """Read and route messages until the stream ends; return why it ended."""
+        stream = self._stream
+        while True:
+            try:
+                message = await stream.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return f"{self.name} closed the connection"
+            except TransportError as exc:
+                logger.error("connection to %s failed: %s", self.name, exc)
+                return str(exc)
+            match message:
+                case Request():
+                    self._on_request(message)
+                case Notification():
+                    await self._on_notification(message)
+                case Response() | ErrorResponse():
+                    self._on_response(message)
+                case InvalidMessage():
+                    self._on_invalid(message)
+
+    def _spawn_reply(self, reply: Response | ErrorResponse) -> None:
+        assert self._tasks is not None
+        self._tasks.start_soon(self._send_reply, reply)
+
+    def _on_request(self, request: Request) -> None:
+        if request.method == "ping":
+            self._spawn_reply(Response(request.id, {}))
+            return
+        if request.id in self._in_flight:
+            logger.warning("%s reused request id %r while it was in flight", self.name, request.id)
+            return
+        scope = anyio.CancelScope()
+        self._in_flight[request.id] = scope
+        assert self._tasks is not None
+        self._tasks.start_soon(self._handle_request, request, scope)
+
+    async def _handle_request(self, request: Request, scope: anyio.CancelScope) -> None:
+        reply: Response | ErrorResponse | None = None
+        try:
+            with scope:
+                reply = await self._call_handler(request)
+        finally:
+            self._in_flight.pop(request.id, None)
+        if scope.cancel_called or reply is None:
+            logger.debug("request %r from %s was cancelled; no reply", request.id, self.name)
+            return
+        await self._send_reply(reply)
+
+    async def _call_handler(self, request: Request) -> Response | ErrorResponse:
+        incoming = IncomingRequest(request.id, request.method, request.params)
+        try:
+            result = await self._request_handler(incoming)
+        except RpcError as exc:
+            return ErrorResponse(request.id, exc)
+        except Exception as exc:
+            only = _sole_rpc_error(exc)
+            if only is not None:
+                return ErrorResponse(request.id, only)
+            logger.exception("handler for %s (id %r) failed", request.method, request.id)
+            return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
+        if type(result) is not dict:
+            logger.error("handler for %s returned %s, not a dict", request.method, type(result))
+            return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
+        return Response(request.id, result)
+
+    async def _send_reply(self, reply: Response | ErrorResponse) -> None:
+        """Write a reply even while the session closes, within ``reply_grace``."""
+        with anyio.CancelScope(shield=True) as scope:
+            if self._closed_reason is not None:
+                scope.deadline = anyio.current_time() + self.reply_grace
+            self._reply_scopes.add(scope)
+            try:
+                await self._write_reply(reply)
+            finally:
+                self._reply_scopes.discard(scope)
+        if scope.cancelled_caught:
+            logger.warning("gave up sending reply %r to %s while closing", reply.id, self.name)
+
+    async def _write_reply(self, reply: Response | ErrorResponse) -> None:
+        try:
+            try:
+                await self._stream.send(reply)
+            except (TypeError, ValueError):
+                logger.exception("reply to %s (id %r) is not JSON", self.name, reply.id)
+                await self._stream.send(ErrorResponse(reply.id, RpcError(INTERNAL_ERROR, "Internal error")))
+        except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            logger.warning("could not send reply %r to %s: %s", reply.id, self.name, exc)
+
+    async def _on_notification(self, notification: Notification) -> None:
+        method, params = notification.method, notification.params
+        if method == "notifications/cancelled":
+            self._on_cancelled(params)
+        elif method == "notifications/progress":
+            self._on_progress(params)
+        else:
+            with suppress(anyio.ClosedResourceError):
+                await self._notifications_in.send((method, params))
+
+    async def _dispatch_notifications(self) -> None:
+        async for method, params in self._notifications_out:
+            try:
+                await self._notification_handler(method, params)
+            except Exception:
+                logger.exception("notification handler failed for %s", method)
+
+    def _on_cancelled(self, params: dict[str, Any] | None) -> None:
+        request_id = params.get("requestId") if params else None
+        if not is_request_id(request_id):
+            logger.debug("%s sent notifications/cancelled without a usable requestId", self.name)
+            return
+        assert request_id is not None
+        scope = self._in_flight.get(request_id)
+        if scope is None:
+            logger.debug("%s cancelled request %r, which is not running", self.name, request_id)
+            return
+        assert params is not None
+        logger.info("%s cancelled request %r: %s", self.name, request_id, params.get("reason"))
+        scope.cancel()
+
+    def _on_progress(self, params: dict[str, Any] | None) -> None:
+        params = params or {}
+        token, progress = params.get("progressToken"), params.get("progress")
+        total, message = params.get("total"), params.get("message")
+        pending = self._pending.get(token) if is_request_id(token) else None  # type: ignore[arg-type]
+        if pending is None or pending.progress is None:
+            logger.debug("%s sent progress for unknown token %r", self.name, token)
+            return
+        value, limit = _number(progress), _number(total)
+        if value is None or (total is not None and limit is None):
+            logger.debug("%s sent malformed progress %r", self.name, params)
+            return
+        update: _Progress = (value, limit, message if isinstance(message, str) else None)
+        try:
+            pending.progress.send_nowait(update)
+        except anyio.WouldBlock:
+            logger.debug("progress update for %r dropped: the callback is behind", token)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def _on_response(self, response: Response | ErrorResponse) -> None:
+        pending = self._pending.get(response.id) if response.id is not None else None
+        if pending is None:
+            if response.id in self._abandoned:
+                del self._abandoned[response.id]
+                logger.debug("late answer to abandoned request %r from %s dropped", response.id, self.name)
+            elif isinstance(response, ErrorResponse) and response.id is None:
+                logger.warning("%s reported an error: %r", self.name, response.error)
+            else:
+                logger.warning("%s answered unknown request id %r; dropped", self.name, response.id)
+            return
+        pending.settle(response.result if isinstance(response, Response) else response.error)
+
+    def _on_invalid(self, invalid: InvalidMessage) -> None:
+        logger.warning("malformed message from %s: %s", self.name, invalid.message)
+        if invalid.respond:
+            self._spawn_reply(invalid.response())
+
+
+def _with_progress_token(params: dict[str, Any] | None, token: ProgressToken) -> dict[str, Any]:
+    """A copy of ``params`` with ``_meta.progressToken`` set."""
+    params = dict(params or {})
+    meta = params.get("_meta")
+    params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}
+    return params
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a float if it is a JSON number, else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _sole_rpc_error(exc: BaseException) -> RpcError | None:
+    """The RpcError inside an exception group of exactly one, as task groups make."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, RpcError) else None

@@ -1,0 +1,372 @@
+"""The Streamable HTTP transport (MCP 2025-11-25), client side, on httpx.
+
+Rules:
+
+- Every message is its own POST to the endpoint, with
+  ``Accept: application/json, text/event-stream``. A request's answer is a
+  JSON body or an SSE stream (which may carry server requests and
+  notifications before the response); notifications and responses get 202.
+- ``send`` of a request returns once the server accepted it (a JSON answer is
+  already delivered by then); an SSE answer is read by a task of the
+  connection. An HTTP failure raises :class:`TransportError` from ``send``;
+  one that happens after acceptance (the stream broke and could not be
+  resumed) is delivered as an error response (-32000) to the waiting request.
+- The ``Mcp-Session-Id`` the server sets (on the initialize response) is sent
+  on every later request; ``MCP-Protocol-Version`` is sent once the MCP layer
+  has called :meth:`set_protocol_version`.
+- :meth:`open_listener` opens the standalone GET SSE stream, where servers send
+  requests of their own (the Python SDK's task helpers do); 405 means the
+  server offers none. The stream is reopened when the server closes it.
+- Resumption: SSE event ids are tracked per stream; after a disconnect the
+  client waits the server's ``retry:`` (default ``default_retry``) and GETs
+  with ``Last-Event-ID``, up to ``max_reconnects`` attempts in a row that
+  bring no new event.
+- A 404 on a request that carried a session id means the server ended the
+  session: :class:`SessionExpired`, from ``send`` and from ``receive`` (the
+  session ends). A new connection is the only way on.
+- Closing cancels the streams and DELETEs the session (405 is fine).
+- Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
+  its own ``httpx.AsyncClient`` (left open on exit).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup, TaskStatus
+from httpx_sse import EventSource
+
+from host_receiver.protocol.errors import RpcError
+from host_receiver.protocol.jsonrpc import (
+    ErrorResponse,
+    InvalidMessage,
+    Message,
+    Request,
+    Response,
+    decode_message,
+    dumps_message,
+)
+from host_receiver.protocol.types import RequestId
+from host_receiver.transports.base import (
+    MessageStream,
+    Transport,
+    TransportError,
+    background_task_group,
+)
+
+__all__ = ["CONNECTION_CLOSED", "HttpTransport", "SessionExpired"]
+
+logger = logging.getLogger(__name__)
+
+#: Error code delivered to a request whose answer stream broke for good.
+CONNECTION_CLOSED = -32000
+_POST_ACCEPT = "application/json, text/event-stream"
+_SSE = "text/event-stream"
+_INCOMING_BUFFER = 64
+#: Connect and write limits; reads are unbounded (SSE streams idle; sessions time out requests).
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
+
+
+class SessionExpired(TransportError):
+    """The server no longer knows our MCP session (HTTP 404); reconnect from scratch."""
+
+
+class HttpTransport(Transport):
+    """Streamable HTTP to the MCP endpoint at ``url``.
+
+    ``headers`` go on every request. ``auth`` and ``timeout`` configure the
+    client this transport creates; a caller-supplied ``client`` brings its own.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        default_retry: float = 1.0,
+        max_reconnects: int = 3,
+        close_timeout: float = 5.0,
+    ) -> None:
+        if client is not None and auth is not None:
+            raise ValueError("pass auth to your own httpx.AsyncClient, not to the transport")
+        self.url = url
+        self.headers = dict(headers or {})
+        self.auth = auth
+        self.client = client
+        self.timeout = timeout
+        self.default_retry = default_retry
+        self.max_reconnects = max_reconnects
+        self.close_timeout = close_timeout
+
+    def __repr__(self) -> str:
+        return f"HttpTransport({self.url!r})"
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[MessageStream]:
+        async with AsyncExitStack() as stack:
+            client = self.client
+            if client is None:
+                client = httpx.AsyncClient(timeout=self.timeout, auth=self.auth, follow_redirects=True)
+                await stack.enter_async_context(client)
+            async with background_task_group() as tasks:
+                stream = _HttpStream(self, client, tasks)
+                try:
+                    yield stream
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await stream.end_session()
+
+
+@dataclass
+class _Cursor:
+    """Where one SSE stream stands: last event id, the server's retry, events seen."""
+
+    retry: float
+    last_event_id: str = ""
+    events: int = 0
+
+
+class _HttpStream(MessageStream):
+    def __init__(self, config: HttpTransport, client: httpx.AsyncClient, tasks: TaskGroup) -> None:
+        self._config = config
+        self._client = client
+        self._tasks = tasks
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._failure: TransportError | None = None
+        self._incoming_in, self._incoming_out = anyio.create_memory_object_stream[Message | InvalidMessage](
+            _INCOMING_BUFFER
+        )
+
+    # --- MessageStream -------------------------------------------------------
+
+    async def send(self, message: Message) -> None:
+        self._raise_failure()
+        body = dumps_message(message)
+        if isinstance(message, Request):
+            await self._tasks.start(self._post_request, message, body)
+        else:
+            await self._post_one_way(body)
+
+    async def receive(self) -> Message | InvalidMessage:
+        try:
+            return await self._incoming_out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._raise_failure()
+            raise anyio.EndOfStream from None
+
+    def set_protocol_version(self, version: str) -> None:
+        self.protocol_version = version
+
+    async def open_listener(self) -> None:
+        await self._tasks.start(self._listen)
+
+    # --- POST ------------------------------------------------------------------
+
+    async def _post_one_way(self, body: bytes) -> None:
+        """POST a notification or a response; the server answers 202."""
+        try:
+            async with self._open("POST", body=body) as response:
+                await self._check(response)
+        except httpx.HTTPError as exc:
+            raise TransportError(f"POST to {self._config.url} failed: {exc}") from exc
+
+    async def _post_request(self, request: Request, body: bytes, *, task_status: TaskStatus[None]) -> None:
+        """POST a request and deliver its answer, resuming a broken SSE answer.
+
+        Until ``task_status.started()`` failures raise (from ``send``); after
+        it they end as an error response to the request.
+        """
+        cursor = _Cursor(retry=self._config.default_retry)
+        accepted = False
+        try:
+            async with self._open("POST", body=body) as response:
+                await self._check(response)
+                kind = _content_type(response)
+                if kind == "application/json":
+                    answer = _decode(await response.aread())
+                    await self._deliver(answer)
+                    if not _answers(answer, request.id):
+                        await self._deliver(_closed(request.id, "the server answered something else"))
+                    task_status.started()
+                    return
+                if kind != _SSE:
+                    raise TransportError(f"unexpected content type {kind!r} in answer to a request")
+                task_status.started()
+                accepted = True
+                if await self._read_events(response, cursor, answer_to=request.id):
+                    return
+        except httpx.HTTPError as exc:
+            if not accepted:
+                raise TransportError(f"POST to {self._config.url} failed: {exc}") from exc
+            logger.debug("answer stream for request %r broke: %s", request.id, exc)
+        except Exception:
+            if not accepted:
+                raise
+            logger.exception("reading the answer to request %r failed", request.id)
+        await self._resume(request.id, cursor)
+
+    async def _resume(self, request_id: RequestId, cursor: _Cursor) -> None:
+        """GET with Last-Event-ID until the answer to ``request_id`` arrives, or give up."""
+        fruitless = 0
+        while cursor.last_event_id and fruitless < self._config.max_reconnects:
+            await anyio.sleep(cursor.retry)
+            seen = cursor.events
+            try:
+                async with self._open("GET", last_event_id=cursor.last_event_id) as response:
+                    await self._check(response)
+                    if await self._read_events(response, cursor, answer_to=request_id):
+                        return
+            except httpx.HTTPError as exc:
+                logger.debug("resuming the answer to %r failed: %s", request_id, exc)
+            except Exception as exc:  # an HTTP error status, or a broken event stream
+                logger.warning("cannot resume the answer to %r: %s", request_id, exc)
+                break
+            fruitless = 0 if cursor.events > seen else fruitless + 1
+        await self._deliver(_closed(request_id, "the server's stream ended before the response"))
+
+    # --- GET -----------------------------------------------------------------
+
+    async def _listen(self, *, task_status: TaskStatus[None]) -> None:
+        """Keep the standalone GET stream open for messages the server starts."""
+        cursor = _Cursor(retry=self._config.default_retry)
+        started = False
+        fruitless = 0
+        try:
+            while fruitless < self._config.max_reconnects:
+                seen = cursor.events
+                try:
+                    async with self._open("GET", last_event_id=cursor.last_event_id) as response:
+                        if response.status_code == 405:
+                            logger.info("%s offers no GET stream (405)", self._config.url)
+                            break
+                        await self._check(response)
+                        if _content_type(response) != _SSE:
+                            logger.warning(
+                                "the GET answer from %s is not SSE; not listening", self._config.url
+                            )
+                            break
+                        if not started:
+                            task_status.started()
+                            started = True
+                        await self._read_events(response, cursor, answer_to=None)
+                except httpx.HTTPError as exc:
+                    logger.debug("GET stream broke: %s", exc)
+                fruitless = 0 if cursor.events > seen else fruitless + 1
+                await anyio.sleep(cursor.retry)
+            else:
+                logger.warning("GET stream to %s is gone; server requests may not arrive", self._config.url)
+        except SessionExpired:
+            if not started:
+                raise
+            return
+        except Exception as exc:  # an HTTP error status, or a broken event stream
+            logger.warning("GET stream to %s failed: %s", self._config.url, exc)
+        if not started:
+            task_status.started()
+
+    # --- shared ------------------------------------------------------------------
+
+    def _open(
+        self, method: str, *, body: bytes | None = None, last_event_id: str = ""
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        headers = {**self._config.headers, "accept": _SSE if method == "GET" else _POST_ACCEPT}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if last_event_id:
+            headers["last-event-id"] = last_event_id
+        return self._client.stream(method, self._config.url, content=body, headers=headers)
+
+    async def _read_events(
+        self, response: httpx.Response, cursor: _Cursor, *, answer_to: RequestId | None
+    ) -> bool:
+        """Deliver the messages of an SSE stream; True once ``answer_to`` is answered."""
+        async for event in EventSource(response).aiter_sse():
+            cursor.events += 1
+            if event.id:
+                cursor.last_event_id = event.id
+            if event.retry is not None:
+                cursor.retry = event.retry / 1000
+            if event.event != "message" or not event.data:
+                continue  # the priming event: an id and no data
+            message = _decode(event.data)
+            await self._deliver(message)
+            if answer_to is not None and _answers(message, answer_to):
+                return True
+        return False
+
+    async def _check(self, response: httpx.Response) -> None:
+        """Remember the session id; turn an HTTP error status into TransportError."""
+        session_id = response.headers.get("mcp-session-id")
+        if session_id and self.session_id is None:
+            if all(0x21 <= ord(char) <= 0x7E for char in session_id):
+                self.session_id = session_id
+            else:
+                logger.warning("ignored a session id with characters outside visible ASCII")
+        status = response.status_code
+        if status < 400:
+            return
+        sent_session = response.request.headers.get("mcp-session-id")
+        if status == 404 and sent_session:
+            if self._failure is None:
+                self._failure = SessionExpired(
+                    f"the server ended MCP session {sent_session} (HTTP 404); open a new connection"
+                )
+                self._incoming_in.close()  # receive() drains what came before, then raises
+            self._raise_failure()
+        detail = (await response.aread())[:500].decode(errors="replace")
+        raise TransportError(f"HTTP {status} from {self._config.url}: {detail}")
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise type(self._failure)(str(self._failure))
+
+    async def _deliver(self, message: Message | InvalidMessage) -> None:
+        try:
+            await self._incoming_in.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("dropped a message that arrived after the stream closed")
+
+    async def end_session(self) -> None:
+        """Stop delivering, and DELETE the session if the server still has it."""
+        self._incoming_in.close()
+        if self.session_id is None or self._failure is not None:
+            return
+        with anyio.move_on_after(self._config.close_timeout):
+            try:
+                async with self._open("DELETE") as response:
+                    logger.debug("DELETE of the session answered %d", response.status_code)
+            except httpx.HTTPError as exc:
+                logger.debug("DELETE of the session failed: %s", exc)
+
+
+def _content_type(response: httpx.Response) -> str:
+    content_type = str(response.headers.get("content-type", ""))
+    return content_type.partition(";")[0].strip().lower()
+
+
+def _decode(data: bytes | str) -> Message | InvalidMessage:
+    try:
+        return decode_message(data)
+    except InvalidMessage as invalid:
+        return invalid
+
+
+def _answers(message: Message | InvalidMessage, request_id: RequestId) -> bool:
+    return isinstance(message, Response | ErrorResponse) and message.id == request_id
+
+
+def _closed(request_id: RequestId, reason: str) -> ErrorResponse:
+    return ErrorResponse(request_id, RpcError(CONNECTION_CLOSED, f"Connection closed: {reason}"))

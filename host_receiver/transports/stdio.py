@@ -1,0 +1,293 @@
+"""The stdio transport: the server is a child process speaking JSON lines.
+
+Rules:
+
+- One message per line on the child's stdin and stdout, UTF-8. Our encoder
+  never emits a raw newline inside a message. Blank lines from the server are
+  skipped; a trailing ``\\r`` is tolerated.
+- A line that is not a valid message is handed to the session as an
+  :class:`InvalidMessage` value. A line longer than ``max_message_size`` is
+  dropped without being buffered and reported once. A server's garbage never
+  ends the stream.
+- The child's stderr is forwarded line by line to this module's logger
+  (``stderr_level``, INFO by default: MCP says stderr is not an error channel).
+- The server closing its stdout, usually by exiting, ends the stream cleanly:
+  ``receive`` raises ``anyio.EndOfStream``.
+- One writer task owns stdin, so a sender that is cancelled never leaves half
+  a line behind; ``send`` waits only while the write queue is full.
+- Shutdown, shielded from cancellation (the MCP stdio lifecycle): finish
+  queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
+  again, SIGKILL. On POSIX the child gets its own session, so the signals
+  reach the helpers it started (``npx``, ``uv run``) and a Ctrl-C meant for the
+  host does not hit it first.
+- Environment: by default the child sees only a small safe subset of ours
+  (PATH, HOME, ...) plus ``env``: API keys in the host's environment do not
+  leak to every server. ``inherit_env=True`` passes everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from host_receiver.protocol.errors import PARSE_ERROR
+from host_receiver.protocol.jsonrpc import InvalidMessage, Message, decode_message, dumps_message
+from host_receiver.transports.base import (
+    MessageStream,
+    Transport,
+    TransportError,
+    background_task_group,
+)
+
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
+_CHUNK = 64 * 1024
+_WRITE_QUEUE = 32
+_MAX_LOGGED_LINE = 8 * 1024
+
+_SAFE_VARIABLES_POSIX = (
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
+)  # fmt: skip
+_SAFE_VARIABLES_WINDOWS = (
+    "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
+    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME",
+    "USERPROFILE",
+)  # fmt: skip
+_POSIX = sys.platform != "win32"
+
+
+def safe_environment() -> dict[str, str]:
+    """The part of our environment a server needs to start, and nothing secret."""
+    names = _SAFE_VARIABLES_POSIX if _POSIX else _SAFE_VARIABLES_WINDOWS
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
+class StdioTransport(Transport):
+    """Start ``command args...`` and talk to it over its stdin and stdout."""
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        terminate_grace: float = 2.0,
+        stderr_level: int = logging.INFO,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.inherit_env = inherit_env
+        self.cwd = cwd
+        self.name = name or Path(command).name
+        self.terminate_grace = terminate_grace
+        self.stderr_level = stderr_level
+        self.max_message_size = max(max_message_size, _CHUNK)
+
+    def __repr__(self) -> str:
+        return f"StdioTransport({self.command!r}, {self.args!r})"
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[MessageStream]:
+        environment = dict(os.environ) if self.inherit_env else safe_environment()
+        environment.update(self.env)
+        try:
+            process = await anyio.open_process(
+                [self.command, *self.args],
+                env=environment,
+                cwd=self.cwd,
+                start_new_session=_POSIX,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start {self.name}: {exc}") from exc
+        logger.debug("started %s (pid %d)", self.name, process.pid)
+        assert process.stdin and process.stdout and process.stderr
+        writes_in, writes_out = anyio.create_memory_object_stream[bytes](_WRITE_QUEUE)
+        stream = _StdioStream(self.name, process.stdout, writes_in, self.max_message_size)
+        writer_done, stderr_done = anyio.Event(), anyio.Event()
+        async with process, background_task_group() as tasks:
+            tasks.start_soon(_write_lines, self.name, process.stdin, writes_out, writer_done)
+            tasks.start_soon(self._forward_stderr, process.stderr, stderr_done)
+            try:
+                yield stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    writes_in.close()
+                    await self._stop(process, writer_done, stderr_done)
+
+    async def _stop(self, process: Process, writer_done: anyio.Event, stderr_done: anyio.Event) -> None:
+        """Close stdin, then escalate until the process is gone."""
+        grace = self.terminate_grace
+        with anyio.move_on_after(grace):
+            await writer_done.wait()  # queued messages written, stdin closed
+        signalled = None
+        for signum in (signal.SIGTERM, signal.SIGKILL if _POSIX else signal.SIGTERM):
+            with anyio.move_on_after(grace):
+                await process.wait()
+            if process.returncode is not None:
+                break
+            logger.info("%s did not exit; sending %s", self.name, signal.Signals(signum).name)
+            _signal_group(process, signum)
+            signalled = signum
+        await process.wait()
+        with anyio.move_on_after(grace):
+            await stderr_done.wait()
+        code = process.returncode
+        if signalled is None and code:
+            logger.warning("%s exited with status %s", self.name, code)
+        else:
+            logger.debug("%s exited with status %s", self.name, code)
+
+    async def _forward_stderr(self, stderr: ByteReceiveStream, done: anyio.Event) -> None:
+        partial = b""
+        try:
+            async for chunk in stderr:
+                *lines, partial = (partial + chunk).split(b"\n")
+                for line in lines:
+                    self._log_stderr(line)
+                if len(partial) > _MAX_LOGGED_LINE:
+                    self._log_stderr(partial)
+                    partial = b""
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            if partial:
+                self._log_stderr(partial)
+            done.set()
+
+    def _log_stderr(self, line: bytes) -> None:
+        text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
+        logger.log(self.stderr_level, "[%s] %s", self.name, text)
+
+
+def _signal_group(process: Process, signum: int) -> None:
+    try:
+        if _POSIX:
+            os.killpg(process.pid, signum)
+        else:  # pragma: no cover - Windows
+            process.terminate()
+    except ProcessLookupError:
+        pass
+
+
+async def _write_lines(
+    name: str, stdin: ByteSendStream, lines: MemoryObjectReceiveStream[bytes], done: anyio.Event
+) -> None:
+    """Own the child's stdin: write queued lines whole, then close it."""
+    try:
+        async with lines:
+            async for line in lines:
+                await stdin.send(line)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+        logger.debug("cannot write to %s any more: %s", name, exc)
+    finally:
+        with suppress(anyio.BrokenResourceError, OSError):
+            await stdin.aclose()
+        done.set()
+
+
+class _StdioStream(MessageStream):
+    """Messages over a child's stdout (read here) and a write queue to its stdin."""
+
+    def __init__(
+        self,
+        name: str,
+        stdout: ByteReceiveStream,
+        writes: MemoryObjectSendStream[bytes],
+        max_message_size: int,
+    ) -> None:
+        self._name = name
+        self._stdout = stdout
+        self._writes = writes
+        self._max = max_message_size
+        self._lines: deque[bytes | InvalidMessage] = deque()
+        self._partial: list[bytes] = []
+        self._partial_size = 0
+        self._oversized = False
+        self._eof = False
+
+    async def send(self, message: Message) -> None:
+        line = dumps_message(message) + b"\n"
+        try:
+            await self._writes.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise TransportError(f"{self._name} is no longer reading its input") from None
+
+    async def receive(self) -> Message | InvalidMessage:
+        lines = self._lines
+        while True:
+            while lines:
+                line = lines.popleft()
+                if isinstance(line, InvalidMessage):
+                    return line
+                if not line or line.isspace():
+                    continue
+                try:
+                    return decode_message(line)
+                except InvalidMessage as invalid:
+                    return invalid
+            if self._eof:
+                raise anyio.EndOfStream
+            try:
+                chunk = await self._stdout.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._eof = True
+                if self._partial:
+                    self._end_line(b"")
+                continue
+            self._split(chunk)
+
+    def _split(self, chunk: bytes) -> None:
+        """Cut ``chunk`` into lines; keep the unterminated tail for later."""
+        first, newline, rest = chunk.partition(b"\n")
+        if not newline:
+            self._grow(chunk)
+            return
+        self._end_line(first)
+        *middle, tail = rest.split(b"\n")
+        self._lines.extend(middle)
+        if tail:
+            self._grow(tail)
+
+    def _grow(self, piece: bytes) -> None:
+        if self._oversized:
+            return
+        self._partial.append(piece)
+        self._partial_size += len(piece)
+        if self._partial_size > self._max:
+            self._oversized = True
+            self._partial.clear()
+
+    def _end_line(self, last: bytes) -> None:
+        if not self._oversized and self._partial_size + len(last) > self._max:
+            self._oversized = True
+        if self._oversized:
+            logger.warning("%s sent a message over %d bytes; dropped", self._name, self._max)
+            self._lines.append(
+                InvalidMessage(PARSE_ERROR, f"Message longer than {self._max} bytes dropped", respond=False)
+            )
+        elif self._partial:
+            self._partial.append(last)
+            self._lines.append(b"".join(self._partial))
+        else:
+            self._lines.append(last)
+        self._partial.clear()
+        self._partial_size = 0
+        self._oversized = False

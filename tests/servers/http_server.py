@@ -1,0 +1,363 @@
+"""A small Streamable HTTP MCP endpoint for tests, on the standard library only.
+
+It runs in a thread (``with StreamableHttpServer() as server: server.url``)
+and speaks just enough of the 2025-11-25 transport to exercise a client:
+
+- POST ``initialize`` -> JSON answer and a new ``Mcp-Session-Id``;
+  other POSTs need that id (400 without, 404 once expired or deleted).
+- POST notification or response -> 202; recorded in :attr:`received`.
+- POST request ``ping`` -> JSON ``{}``; ``tools/call`` by tool name:
+  ``json`` -> JSON result; ``sse`` -> SSE: priming event, a progress
+  notification (if asked), a server request ``elicitation/create`` whose
+  answer it waits for, then the result quoting that answer; ``drop`` -> SSE
+  priming event with ``retry``, then the connection closes: the result
+  comes when the client resumes with ``Last-Event-ID``; ``cut`` -> an SSE
+  stream that closes at once, with no event id; ``crash`` -> HTTP 500.
+- GET -> the session's standalone SSE stream (405 if ``get_stream=False``):
+  :meth:`push` sends on it, :meth:`hang_up` closes it with a ``retry`` field
+  and queues messages the client misses, and a GET with ``Last-Event-ID``
+  replays them.
+- DELETE -> 200, the session is gone.
+
+Every HTTP request is recorded in :attr:`requests` (method, JSON-RPC method,
+headers, names in lower case) so that tests can check what the client sent and in what order.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+#: How long the server waits for the client before giving up (a test failure, not a timing claim).
+PATIENCE = 10.0
+
+
+@dataclass
+class Recorded:
+    """One HTTP request as the server saw it."""
+
+    verb: str
+    rpc_method: str | None
+    headers: dict[str, str]
+
+
+@dataclass
+class EventLog:
+    """One SSE stream's events, kept for replay: ``name:index`` is each event's id."""
+
+    name: str
+    events: list[str] = field(default_factory=list)  # JSON data; "" for the priming event
+
+    def event_id(self, index: int) -> str:
+        return f"{self.name}:{index}"
+
+
+@dataclass
+class McpSession:
+    session_id: str
+    get_log: EventLog
+    alive: bool = True
+    hang_up_retry_ms: int | None = None
+    missed: list[str] = field(default_factory=list)
+
+
+class StreamableHttpServer:
+    """The endpoint ``/mcp`` on 127.0.0.1, in a background thread."""
+
+    def __init__(self, *, get_stream: bool = True) -> None:
+        self.get_stream = get_stream
+        self.requests: list[Recorded] = []
+        self.received: list[dict[str, Any]] = []
+        self.sessions: dict[str, McpSession] = {}
+        self.post_logs: dict[str, EventLog] = {}
+        self.changed = threading.Condition()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.app = self  # type: ignore[attr-defined]
+        # A short poll interval makes shutdown() quick; the stdlib server polls for it.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/mcp"
+
+    def __enter__(self) -> StreamableHttpServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with self.changed:
+            for session in self.sessions.values():
+                session.alive = False
+            self.changed.notify_all()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    # --- control and inspection (from the test's thread) ---------------------
+
+    @property
+    def session(self) -> McpSession:
+        """The one session the tests open."""
+        (session,) = self.sessions.values()
+        return session
+
+    def push(self, message: dict[str, Any]) -> None:
+        """Send ``message`` on the standalone GET stream."""
+        with self.changed:
+            self.session.get_log.events.append(json.dumps(message))
+            self.changed.notify_all()
+
+    def hang_up(self, retry_ms: int, missed: list[dict[str, Any]]) -> None:
+        """Close the GET stream's connection after telling the client to retry in ``retry_ms``.
+
+        ``missed`` is sent on the stream once that connection is closed, so the
+        client only gets it by resuming with ``Last-Event-ID``.
+        """
+        with self.changed:
+            self.session.hang_up_retry_ms = retry_ms
+            self.session.missed = [json.dumps(message) for message in missed]
+            self.changed.notify_all()
+
+    def expire(self) -> None:
+        """Forget the session: its id gets 404 from now on."""
+        with self.changed:
+            self.session.alive = False
+            self.changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Block until ``predicate()`` holds (call it through ``anyio.to_thread``)."""
+        with self.changed:
+            if not self.changed.wait_for(predicate, timeout=PATIENCE):
+                raise TimeoutError("the client never did what the test expected")
+
+    def answer_to(self, request_id: str) -> dict[str, Any]:
+        """Wait for the client's response to the server request ``request_id``."""
+        found: list[dict[str, Any]] = []
+
+        def arrived() -> bool:
+            found[:] = [m for m in self.received if m.get("id") == request_id]
+            return bool(found)
+
+        self.wait_for(arrived)
+        return found[0]
+
+    # --- request handling (handler threads) ----------------------------------
+
+    def record(self, verb: str, rpc_method: str | None, headers: dict[str, str]) -> None:
+        with self.changed:
+            self.requests.append(Recorded(verb, rpc_method, headers))
+
+    def new_session(self) -> str:
+        session_id = secrets.token_hex(8)
+        with self.changed:
+            get_log = EventLog(f"get-{session_id}", events=[""])  # starts with the priming event
+            self.sessions[session_id] = McpSession(session_id, get_log)
+        return session_id
+
+    def find_session(self, session_id: str | None) -> McpSession | None:
+        with self.changed:
+            session = self.sessions.get(session_id or "")
+            return session if session and session.alive else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Any
+
+    @property
+    def app(self) -> StreamableHttpServer:
+        app: StreamableHttpServer = self.server.app
+        return app
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    # --- verbs -------------------------------------------------------------
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.app.record("POST", body.get("method"), {k.lower(): v for k, v in self.headers.items()})
+        accept = self.headers.get("Accept", "")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            return self.send_plain(406, "Accept must list application/json and text/event-stream")
+        if body.get("method") == "initialize":
+            return self.initialize(body)
+        session = self.session_or_error()
+        if session is None:
+            return None
+        if "id" not in body or "method" not in body:  # a notification or a response
+            with self.app.changed:
+                self.app.received.append(body)
+                self.app.changed.notify_all()
+            return self.send_plain(202, "")
+        return self.answer_request(body)
+
+    def do_GET(self) -> None:
+        self.app.record("GET", None, {k.lower(): v for k, v in self.headers.items()})
+        if not self.app.get_stream:
+            return self.send_plain(405, "no GET stream here")
+        session = self.session_or_error()
+        if session is None:
+            return None
+        last = self.headers.get("Last-Event-ID")
+        if last is None:
+            return self.stream_log(session, session.get_log, start=0, live=True)
+        name, _, index = last.rpartition(":")
+        log = session.get_log if name == session.get_log.name else self.app.post_logs.get(name)
+        if log is None:
+            return self.send_plain(404, "unknown stream")
+        return self.stream_log(session, log, start=int(index) + 1, live=log is session.get_log)
+
+    def do_DELETE(self) -> None:
+        self.app.record("DELETE", None, {k.lower(): v for k, v in self.headers.items()})
+        session = self.session_or_error()
+        if session is not None:
+            with self.app.changed:
+                session.alive = False
+                self.app.changed.notify_all()
+            self.send_plain(200, "")
+
+    # --- behaviours ----------------------------------------------------------
+
+    def initialize(self, body: dict[str, Any]) -> None:
+        session_id = self.app.new_session()
+        result = {
+            "protocolVersion": body["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "stdlib-http", "version": "1"},
+        }
+        self.send_json({"jsonrpc": "2.0", "id": body["id"], "result": result}, session_id)
+
+    def answer_request(self, body: dict[str, Any]) -> None:
+        request_id, method = body["id"], body["method"]
+        params = body.get("params") or {}
+        if method == "ping":
+            return self.send_json({"jsonrpc": "2.0", "id": request_id, "result": {}})
+        tool = params.get("name") if method == "tools/call" else None
+        if tool == "json":
+            return self.send_json({"jsonrpc": "2.0", "id": request_id, "result": _text("json")})
+        if tool == "sse":
+            return self.sse_with_server_request(request_id, params)
+        if tool == "drop":
+            log = EventLog(f"post-{secrets.token_hex(4)}")
+            log.events = ["", json.dumps({"jsonrpc": "2.0", "id": request_id, "result": _text("resumed")})]
+            self.app.post_logs[log.name] = log
+            self.start_sse()
+            self.write_event(log.event_id(0), "", retry_ms=20)
+            return None  # the connection closes here, without the response
+        if tool == "cut":
+            self.start_sse()
+            return None  # closes without an event id: nothing to resume from
+        if tool == "crash":
+            return self.send_plain(500, "something broke")
+        error = {"code": -32601, "message": f"Method not found: {method}"}
+        return self.send_json({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def sse_with_server_request(self, request_id: Any, params: dict[str, Any]) -> None:
+        self.start_sse()
+        self.write_event("", "")
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            progress = {"progressToken": token, "progress": 1, "total": 2}
+            self.write_event("", json.dumps(_notification("notifications/progress", progress)))
+        ask = {"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create", "params": {"message": "?"}}
+        self.write_event("", json.dumps(ask))
+        answer = self.app.answer_to("srv-1")
+        result = _text(f"client answered {json.dumps(answer['result'], sort_keys=True)}")
+        self.write_event("", json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
+
+    def stream_log(self, session: McpSession, log: EventLog, *, start: int, live: bool) -> None:
+        """Write ``log`` from ``start``; if ``live``, keep writing what is pushed."""
+        app = self.app
+        self.start_sse()
+        index = start
+        while True:
+            with app.changed:
+                app.changed.wait_for(partial(_news, log, index, session))
+                pending = log.events[index:]
+                retry = session.hang_up_retry_ms if live else None
+                if retry is not None:
+                    session.hang_up_retry_ms = None
+                    log.events.extend(session.missed)
+                alive = session.alive
+            for data in pending:
+                if not self.write_event(log.event_id(index), data):
+                    return
+                index += 1
+            if not live or not alive:
+                return
+            if retry is not None:
+                self.write_event("", "", retry_ms=retry)
+                return
+
+    # --- wire helpers --------------------------------------------------------
+
+    def session_or_error(self) -> McpSession | None:
+        session_id = self.headers.get("Mcp-Session-Id")
+        if session_id is None:
+            self.send_plain(400, "missing Mcp-Session-Id")
+            return None
+        session = self.app.find_session(session_id)
+        if session is None:
+            self.send_plain(404, "session not found")
+        return session
+
+    def send_json(self, message: dict[str, Any], session_id: str | None = None) -> None:
+        data = json.dumps(message).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if session_id:
+            self.send_header("Mcp-Session-Id", session_id)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_plain(self, status: int, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_sse(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.flush()
+
+    def write_event(self, event_id: str, data: str, *, retry_ms: int | None = None) -> bool:
+        """Write one SSE event; False if the client has gone."""
+        lines = [f"id: {event_id}"] if event_id else []
+        if retry_ms is not None:
+            lines.append(f"retry: {retry_ms}")
+        lines.append(f"data: {data}")
+        try:
+            self.wfile.write(("\n".join(lines) + "\n\n").encode())
+            self.wfile.flush()
+        except OSError:
+            return False
+        return True
+
+
+def _news(log: EventLog, index: int, session: McpSession) -> bool:
+    """Whether a stream writer has something to do."""
+    return len(log.events) > index or not session.alive or session.hang_up_retry_ms is not None
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def _notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -1,0 +1,116 @@
+"""A raw MCP server on stdio for the transport tests: no SDK, one JSON message per line.
+
+Usage: python stdio_mcp_server.py [--version V]
+
+``initialize`` answers the client's version when it is one this server knows,
+else its newest; ``--version V`` forces the answer to V (to test negotiation).
+``tools/list`` serves seven tools over three pages. ``tools/call`` by name:
+
+- ``echo``: returns its arguments as JSON text;
+- ``ask``: sends ``sampling/createMessage`` to the client, checks the answer's
+  shape, and returns the text the client sampled;
+- ``garbage``: writes a line that is not JSON and a batch, reads the client's
+  two error replies, and returns their codes;
+- ``log``: writes ``arguments.text`` to stderr, then answers;
+- ``env``: returns the value of the environment variable ``arguments.name``;
+- ``big``: writes a line of ``arguments.size`` bytes that is no message, then answers;
+- ``die``: exits at once, without answering.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from _jsonlines import error, read, result, text_result, write, write_raw
+
+KNOWN_VERSIONS = ("2025-11-25", "2025-06-18")
+TOOLS = [
+    {"name": name, "inputSchema": {"type": "object"}}
+    for name in ("echo", "ask", "garbage", "log", "die", "env", "big")
+]
+PAGES = {None: (0, 3, "p2"), "p2": (3, 6, "p3"), "p3": (6, 7, None)}
+
+
+def main() -> None:
+    forced = sys.argv[sys.argv.index("--version") + 1] if "--version" in sys.argv else None
+    initialized = False
+    while (message := read()) is not None:
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if method == "notifications/initialized":
+            initialized = True
+        elif method == "initialize":
+            wanted = params["protocolVersion"]
+            version = forced or (wanted if wanted in KNOWN_VERSIONS else KNOWN_VERSIONS[0])
+            result(
+                request_id,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "raw-stdio", "version": "1.0"},
+                    "instructions": f"client sent {json.dumps(params, sort_keys=True)}",
+                },
+            )
+        elif method == "ping":
+            result(request_id, {})
+        elif method == "tools/list":
+            start, stop, next_cursor = PAGES[params.get("cursor")]
+            page: dict[str, Any] = {"tools": TOOLS[start:stop]}
+            if next_cursor:
+                page["nextCursor"] = next_cursor
+            result(request_id, page)
+        elif method == "tools/call" and initialized:
+            call_tool(request_id, params["name"], params.get("arguments") or {})
+        elif request_id is not None:
+            error(request_id, -32601, f"Method not found: {method}")
+
+
+def call_tool(request_id: Any, name: str, arguments: dict[str, Any]) -> None:
+    if name == "echo":
+        result(request_id, text_result(json.dumps(arguments, sort_keys=True)))
+    elif name == "ask":
+        write(
+            {
+                "jsonrpc": "2.0",
+                "id": "s-1",
+                "method": "sampling/createMessage",
+                "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "maxTokens": 10,
+                },
+            }
+        )
+        answer = read()
+        ok = (
+            answer is not None
+            and answer.get("id") == "s-1"
+            and answer["result"]["role"] == "assistant"
+            and answer["result"]["content"]["type"] == "text"
+        )
+        text = answer["result"]["content"]["text"] if ok and answer else f"bad answer {answer}"
+        result(request_id, text_result(text, is_error=not ok))
+    elif name == "garbage":
+        write_raw("this is not JSON")
+        write_raw('[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+        replies = [read(), read()]
+        codes = [reply["error"]["code"] for reply in replies if reply and "error" in reply]
+        result(request_id, text_result(json.dumps(codes)))
+    elif name == "log":
+        print(arguments["text"], file=sys.stderr, flush=True)
+        result(request_id, text_result("logged"))
+    elif name == "env":
+        result(request_id, text_result(os.environ.get(arguments["name"], "<unset>")))
+    elif name == "big":
+        write_raw("x" * arguments["size"])
+        result(request_id, text_result("after big"))
+    elif name == "die":
+        sys.exit(3)
+    else:
+        result(request_id, text_result(f"unknown tool {name}", is_error=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The Streamable HTTP transport against a real HTTP server on loopback (tests/servers/http_server.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from host_receiver.connection import ClientConnection
+from host_receiver.protocol.errors import RpcError
+from host_receiver.protocol.types import LATEST_PROTOCOL_VERSION
+from host_receiver.session import IncomingRequest
+from host_receiver.transports.base import TransportError
+from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport, SessionExpired
+from tests.servers.http_server import StreamableHttpServer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def server() -> Iterator[StreamableHttpServer]:
+    with StreamableHttpServer() as running:
+        yield running
+
+
+class BearerAuth(httpx.Auth):
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["authorization"] = "Bearer t0ken"
+        yield request
+
+
+async def answer(request: IncomingRequest) -> dict[str, Any]:
+    if request.method == "elicitation/create":
+        return {"action": "accept", "content": {"n": 1}}
+    return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+
+@asynccontextmanager
+async def connect(url: str, **kwargs: Any) -> AsyncIterator[ClientConnection]:
+    notes: list[tuple[str, Any]] = kwargs.pop("notes", [])
+
+    async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        notes.append((method, params))
+
+    transport = HttpTransport(url, **kwargs)
+    async with ClientConnection.connect(
+        transport,
+        capabilities={"sampling": {}, "elicitation": {}},
+        request_handler=answer,
+        notification_handler=on_notification,
+    ) as conn:
+        yield conn
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+async def wait_until(server: StreamableHttpServer, predicate: Any) -> None:
+    await anyio.to_thread.run_sync(server.wait_for, predicate)
+
+
+async def test_headers_session_id_and_order_of_the_handshake(server: StreamableHttpServer) -> None:
+    async with connect(server.url, headers={"x-host": "tests"}, auth=BearerAuth()) as conn:
+        assert text_of(await conn.call_tool("json")) == "json"
+        session_id = server.session.session_id
+    steps = [(r.verb, r.rpc_method) for r in server.requests]
+    assert steps[:3] == [("POST", "initialize"), ("POST", "notifications/initialized"), ("GET", None)]
+    assert steps[-1] == ("DELETE", None)
+    first, *later = server.requests
+    assert "mcp-session-id" not in first.headers and "mcp-protocol-version" not in first.headers
+    for recorded in later:
+        assert recorded.headers["mcp-session-id"] == session_id
+        assert recorded.headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+    for recorded in server.requests:
+        assert recorded.headers["x-host"] == "tests"
+        assert recorded.headers["authorization"] == "Bearer t0ken"
+        expected = "text/event-stream" if recorded.verb == "GET" else "application/json, text/event-stream"
+        assert recorded.headers["accept"] == expected
+
+
+async def test_an_sse_answer_carries_progress_and_a_server_request(server: StreamableHttpServer) -> None:
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total))
+
+    async with connect(server.url) as conn:
+        result = await conn.call_tool("sse", on_progress=on_progress)
+    assert text_of(result) == 'client answered {"action": "accept", "content": {"n": 1}}'
+    assert progress == [(1.0, 2.0)]
+    # The client's answer to the server's request went back as its own POST, accepted with 202.
+    assert any(m.get("id") == "srv-1" and "result" in m for m in server.received)
+
+
+async def test_server_requests_on_the_get_stream_are_answered(server: StreamableHttpServer) -> None:
+    async with connect(server.url):
+        request = {"jsonrpc": "2.0", "id": "g-1", "method": "sampling/createMessage", "params": {}}
+        server.push(request)
+        reply = await anyio.to_thread.run_sync(server.answer_to, "g-1")
+    assert reply["result"]["model"] == "m"
+
+
+async def test_the_get_stream_resumes_with_last_event_id(server: StreamableHttpServer) -> None:
+    notes: list[tuple[str, Any]] = []
+    async with connect(server.url, notes=notes):
+        server.push({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 1}})
+        server.hang_up(10, missed=[{"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 2}}])
+        reply = await anyio.to_thread.run_sync(_push_and_wait, server)
+        assert reply["result"]["model"] == "m"
+    assert notes == [("notifications/message", {"n": 1}), ("notifications/message", {"n": 2})]
+    gets = [r.headers for r in server.requests if r.verb == "GET"]
+    assert len(gets) == 2
+    assert "last-event-id" not in gets[0]
+    assert gets[1]["last-event-id"] == f"get-{server.session.session_id}:1"
+
+
+def _push_and_wait(server: StreamableHttpServer) -> dict[str, Any]:
+    server.push({"jsonrpc": "2.0", "id": "g-2", "method": "sampling/createMessage", "params": {}})
+    return server.answer_to("g-2")
+
+
+async def test_a_broken_answer_stream_is_resumed(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        assert text_of(await conn.call_tool("drop")) == "resumed"
+    resumed = [r.headers for r in server.requests if r.verb == "GET" and "last-event-id" in r.headers]
+    assert len(resumed) == 1 and resumed[0]["last-event-id"].startswith("post-")
+
+
+async def test_an_answer_stream_that_cannot_be_resumed_fails_the_request(
+    server: StreamableHttpServer,
+) -> None:
+    async with connect(server.url) as conn:
+        with pytest.raises(RpcError) as caught:
+            await conn.call_tool("cut")
+        assert caught.value.code == CONNECTION_CLOSED
+        assert text_of(await conn.call_tool("json")) == "json"
+
+
+async def test_a_server_without_get_stream_is_fine() -> None:
+    with StreamableHttpServer(get_stream=False) as server:
+        async with connect(server.url) as conn:
+            assert text_of(await conn.call_tool("json")) == "json"
+        assert [r.verb for r in server.requests].count("GET") == 1
+
+
+async def test_http_errors_are_transport_errors(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        with pytest.raises(TransportError, match=r"HTTP 500.*something broke"):
+            await conn.call_tool("crash")
+        await conn.ping()  # the connection is still good
+
+
+async def test_an_expired_session_is_a_clear_error_and_ends_the_connection(
+    server: StreamableHttpServer,
+) -> None:
+    async with connect(server.url) as conn:
+        server.expire()
+        with pytest.raises(SessionExpired, match="HTTP 404"):
+            await conn.ping()
+        await conn.wait_closed()
+        assert "HTTP 404" in (conn.session.closed_reason or "")
+    assert [r.verb for r in server.requests].count("DELETE") == 0
+
+
+async def test_an_unreachable_server_is_a_transport_error() -> None:
+    with StreamableHttpServer() as server:
+        url = server.url
+    with pytest.raises(TransportError, match="POST to"):
+        async with connect(url):
+            pass  # pragma: no cover
