@@ -1,0 +1,135 @@
+"""The host: several servers at once over in-memory transports, each its own requestor."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver.host import Host
+from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.receiver import Receiver
+from host_receiver.session import IncomingRequest, Session
+from host_receiver.transports.memory import MemoryTransport
+from tests.receiver_harness import sampling_params, sampling_script
+from tests.schema import validate, validate_notification
+
+pytestmark = pytest.mark.anyio
+
+
+class PlayedServer:
+    """The test's side of a memory connection: answers initialize, then sends what the test says."""
+
+    def __init__(self, session: Session, version: str) -> None:
+        self.session = session
+        self.version = version
+        self.initialized = anyio.Event()
+        self.client_capabilities: dict[str, Any] = {}
+        self.notifications: list[tuple[str, dict[str, Any] | None]] = []
+
+    async def on_request(self, request: IncomingRequest) -> dict[str, Any]:
+        assert request.method == "initialize"
+        assert request.params is not None
+        validate("InitializeRequestParams", request.params)
+        self.client_capabilities = request.params["capabilities"]
+        return {
+            "protocolVersion": self.version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "played", "version": "1"},
+        }
+
+    async def on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/initialized":
+            self.initialized.set()
+        else:
+            validate_notification(method, params)
+            self.notifications.append((method, params))
+
+
+@asynccontextmanager
+async def played(version: str = "2025-11-25") -> AsyncIterator[tuple[MemoryTransport, PlayedServer]]:
+    transport = MemoryTransport()
+    server: PlayedServer | None = None
+
+    async def on_request(request: IncomingRequest) -> dict[str, Any]:
+        assert server is not None
+        return await server.on_request(request)
+
+    async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        assert server is not None
+        await server.on_notification(method, params)
+
+    async with Session(transport.peer, request_handler=on_request, notification_handler=on_notification) as s:
+        server = PlayedServer(s, version)
+        yield transport, server
+
+
+async def test_two_servers_are_served_and_isolated() -> None:
+    script = sampling_script(block=False)
+    async with Host(Receiver(sampling=script)) as host, played() as (ta, a), played() as (tb, b):
+        await host.connect("a", ta)
+        await host.connect("b", tb)
+        await a.initialized.wait()
+        assert a.client_capabilities["tasks"]["requests"] == {"sampling": {"createMessage": {}}}
+        created = await a.session.request("sampling/createMessage", {**sampling_params(), "task": {}})
+        task_id = created["task"]["taskId"]
+        result = await a.session.request("tasks/result", {"taskId": task_id})
+        assert result["model"] == "test-model"
+        with pytest.raises(RpcError) as foreign:
+            await b.session.request("tasks/get", {"taskId": task_id})
+        assert foreign.value.code == INVALID_PARAMS
+        assert (await b.session.request("tasks/list"))["tasks"] == []
+        assert [m for m, _ in a.notifications] == ["notifications/tasks/status"]
+        assert script.calls[0][1].requestor_name == "a"
+
+
+async def test_a_server_that_goes_away_ends_only_its_connection() -> None:
+    script = sampling_script()
+    async with Host(Receiver(sampling=script)) as host, played() as (ta, a), played() as (tb, b):
+        conn_a = await host.connect("a", ta)
+        conn_b = await host.connect("b", tb)
+        await a.session.request("sampling/createMessage", {**sampling_params(), "task": {}})
+        await script.started.wait()
+        await ta.peer.aclose()  # server a vanishes mid-task
+        await conn_a.wait_closed()
+        assert script.cancelled == 1  # its work was cancelled
+        assert not conn_b.closed
+        created = await b.session.request("sampling/createMessage", {**sampling_params(), "task": {}})
+        assert created["task"]["status"] == "working"
+        script.release.set()
+
+
+async def test_older_protocol_version_is_followed_from_the_first_request() -> None:
+    script = sampling_script(block=False)
+    async with Host(Receiver(sampling=script)) as host, played("2025-06-18") as (transport, server):
+        connection = await host.connect("old", transport)
+        assert connection.protocol_version == "2025-06-18"
+        # No tasks in 2025-06-18: the task member is ignored and the result comes directly.
+        result = await server.session.request("sampling/createMessage", {**sampling_params(), "task": {}})
+        assert result["model"] == "test-model"
+        tools = {"tools": [{"name": "f", "inputSchema": {"type": "object"}}]}
+        with pytest.raises(RpcError) as refused:
+            await server.session.request("sampling/createMessage", {**sampling_params(), **tools})
+        assert refused.value.code == INVALID_PARAMS and "sampling.tools" in refused.value.message
+
+
+async def test_closing_a_server_deletes_its_tasks() -> None:
+    script = sampling_script()
+    receiver = Receiver(sampling=script)
+    async with Host(receiver) as host, played() as (transport, server):
+        connection = await host.connect("a", transport)
+        await server.session.request("sampling/createMessage", {**sampling_params(), "task": {}})
+        await script.started.wait()
+        await connection.close()
+        assert connection.closed and script.cancelled == 1
+        assert len(receiver.store) == 0  # type: ignore[arg-type]
+
+
+async def test_duplicate_names_are_refused() -> None:
+    async with Host(Receiver()) as host, played() as (transport, _), played() as (other, _):
+        await host.connect("a", transport)
+        with pytest.raises(ValueError, match="already connected"):
+            await host.connect("a", other)
