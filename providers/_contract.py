@@ -1,0 +1,112 @@
+"""The contract between the sampling layer and an LLM backend.
+
+Rules:
+
+* A :class:`Provider` turns validated ``sampling/createMessage`` params into a
+  ``CreateMessageResult`` for one model of its own catalogue. It knows nothing
+  of tasks, sessions or servers.
+* The result's ``model`` is the chosen :attr:`ModelInfo.id`; its ``role`` is
+  ``assistant``.
+* Cancellation is structured: the caller cancels the enclosing anyio scope,
+  and the provider releases everything it holds (an HTTP request is closed)
+  before the cancellation propagates. Providers never swallow cancellation.
+* Failures are raised as :class:`~providers.ProviderError` with a message that
+  is safe to show.
+* Progress is optional: when a sink is given, the provider awaits it with a
+  :class:`SamplingProgress` whenever it has produced more output. The sink
+  must not raise; a slow sink slows the provider down (natural backpressure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # no runtime import: see providers/__init__.py on import order
+    from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
+
+__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One catalogue entry: a model, who serves it, how it rates, what it accepts.
+
+    Ratings are in 0..1 and "higher is better" for the server's priorities:
+    ``cost`` is cheapness (1 = cheapest), ``speed`` is 1 for the fastest, and
+    ``intelligence`` is 1 for the most capable.
+    """
+
+    id: str
+    provider: str
+    cost: float = 0.5
+    speed: float = 0.5
+    intelligence: float = 0.5
+    tools: bool = True
+    images: bool = True
+    audio: bool = False
+    context_tokens: int = 128_000
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("a model needs a non-empty id")
+        for rating in ("cost", "speed", "intelligence"):
+            value = getattr(self, rating)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"model {self.id!r}: {rating} must be between 0 and 1")
+        if self.context_tokens < 1:
+            raise ValueError(f"model {self.id!r}: context_tokens must be positive")
+
+
+@dataclass(frozen=True)
+class SamplingProgress:
+    """What a provider has produced so far.
+
+    ``output_tokens`` is the backend's count when it reports one, otherwise an
+    estimate (one per streamed piece of output). ``text`` is the text so far,
+    keeping only its last :data:`PROGRESS_TEXT_LIMIT` characters.
+    """
+
+    output_tokens: int
+    text: str
+
+
+#: The most characters of generated text a :class:`SamplingProgress` carries.
+PROGRESS_TEXT_LIMIT = 2000
+
+ProgressSink = Callable[[SamplingProgress], Awaitable[None]]
+
+
+def progress_text(text: str) -> str:
+    """The tail of ``text`` that fits in a :class:`SamplingProgress`."""
+    if len(text) <= PROGRESS_TEXT_LIMIT:
+        return text
+    return "…" + text[-(PROGRESS_TEXT_LIMIT - 1) :]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An LLM backend: a named catalogue of models and the call that samples one."""
+
+    @property
+    def name(self) -> str:
+        """The configured provider entry's name (``ModelInfo.provider``)."""
+        ...
+
+    def models(self) -> Sequence[ModelInfo]:
+        """The catalogue, in preference order for ties."""
+        ...
+
+    async def sample(
+        self,
+        params: CreateMessageRequestParams,
+        model: ModelInfo,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        """Sample one assistant message from ``model``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the provider is not used afterwards."""
+        ...

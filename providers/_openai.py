@@ -1,0 +1,279 @@
+"""The OpenAI-compatible provider, on the official ``openai`` client (``AsyncOpenAI``).
+
+One provider entry is one backend (a base URL and a key): OpenAI itself, Azure
+OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, OpenRouter and the like.
+
+Rules:
+
+* The wire mapping lives in :mod:`providers._openai_wire`; this module does the
+  I/O, the streaming and the error mapping.
+* With a progress sink (and ``stream`` enabled) the request is streamed with
+  ``stream_options.include_usage``; each chunk that adds output is reported.
+  Without a sink the request is a plain JSON call.
+* Retries are the ``openai`` client's own (``max_retries``): on connection
+  errors, timeouts, 408, 409, 429 and 5xx, with exponential backoff from 0.5 s
+  up to 8 s with jitter, honouring ``Retry-After``/``retry-after-ms`` up to two
+  minutes. A stream that breaks after it started is not retried. ``timeout``
+  bounds connecting and every read (the wait for each streamed chunk).
+* Cancellation closes the HTTP request before it propagates (the client's
+  stream is an async context manager; cancelling a plain call aborts it).
+* Every ``openai`` failure becomes a :class:`ProviderError` whose message names
+  the provider, the base URL (no credentials) and the cause, with the backend's
+  own message redacted. The key is never formatted into anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
+
+from ._contract import (
+    PROGRESS_TEXT_LIMIT,
+    ModelInfo,
+    ProgressSink,
+    SamplingProgress,
+    progress_text,
+)
+from ._errors import ProviderError
+from ._openai_wire import MaxTokensParam, Reply, ToolCallBuffer, build_request, make_result
+from ._redact import Redactor, safe_url
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
+
+log = logging.getLogger("providers.openai")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_MESSAGE_LIMIT = 300
+_STATUS_HINTS = {
+    400: "the request was rejected",
+    401: "authentication failed; check the API key configured for this provider",
+    403: "permission denied for this key",
+    404: "not found; check the base URL and the model name",
+    408: "the backend timed out",
+    409: "conflict",
+    413: "the request is too large",
+    422: "the request was rejected",
+    429: "rate limited",
+}
+
+
+def default_max_tokens_param(base_url: str) -> MaxTokensParam:
+    """``max_completion_tokens`` for OpenAI and Azure OpenAI, ``max_tokens`` elsewhere.
+
+    OpenAI's newer models refuse ``max_tokens``; many compatible servers only
+    know ``max_tokens``.
+    """
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "api.openai.com" or host.endswith(".openai.azure.com"):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
+class OpenAIProvider:
+    """A provider backed by an OpenAI-compatible chat-completions endpoint."""
+
+    def __init__(
+        self,
+        name: str,
+        models: Sequence[ModelInfo],
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        stream: bool = True,
+        forward_metadata: bool = False,
+        max_tokens_param: MaxTokensParam | None = None,
+        default_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not api_key:
+            raise ValueError("api_key must not be empty")
+        if timeout <= 0 or max_retries < 0:
+            raise ValueError("timeout must be positive and max_retries not negative")
+        for model in models:
+            if model.provider != name:
+                raise ValueError(f"model {model.id!r} belongs to provider {model.provider!r}")
+        self._name = name
+        self._models = tuple(models)
+        self.base_url = base_url or DEFAULT_BASE_URL
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.stream = stream
+        self.forward_metadata = forward_metadata
+        self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
+        self._redactor = Redactor([api_key])
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=dict(default_headers or {}),
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def sample(
+        self,
+        params: CreateMessageRequestParams,
+        model: ModelInfo,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        body = build_request(
+            params,
+            model.id,
+            max_tokens_param=self.max_tokens_param,
+            forward_metadata=self.forward_metadata,
+        )
+        log.debug("sampling %s via %s", model.id, self)
+        try:
+            if self.stream and progress is not None:
+                reply = await self._streamed(body, progress)
+            else:
+                reply = await self._plain(body)
+            return make_result(reply, model.id, params.stop_sequences)
+        except openai.OpenAIError as exc:
+            failure = self._failure(exc)
+        except ProviderError as exc:
+            failure = ProviderError(f"{self._who()}: {exc}")
+        log.debug("sampling failed: %s", failure)
+        raise failure
+
+    # --- calls -------------------------------------------------------------
+
+    async def _plain(self, body: dict[str, Any]) -> Reply:
+        completion = await self._client.chat.completions.create(**body)
+        if not completion.choices:
+            raise ProviderError("the backend returned no choices")
+        choice = completion.choices[0]
+        message = choice.message
+        calls = [
+            ToolCallBuffer(call.id, call.function.name, call.function.arguments)
+            for call in message.tool_calls or ()
+            if call.type == "function"
+        ]
+        return Reply(
+            text=message.content or message.refusal or "",
+            calls=calls,
+            finish_reason=choice.finish_reason,
+            matched_stop=(choice.model_extra or {}).get("stop_reason"),
+        )
+
+    async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> Reply:
+        reply = Reply()
+        parts: list[str] = []
+        refusal: list[str] = []
+        calls: dict[int, ToolCallBuffer] = {}
+        pieces = 0
+        reported = 0
+        usage: int | None = None
+        stream = await self._client.chat.completions.create(
+            **body, stream=True, stream_options={"include_usage": True}
+        )
+        async with stream:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage.completion_tokens
+                grew = False
+                for choice in chunk.choices:
+                    if choice.index != 0:
+                        continue
+                    delta = choice.delta
+                    if delta.content:
+                        parts.append(delta.content)
+                        grew = True
+                    if delta.refusal:
+                        refusal.append(delta.refusal)
+                        grew = True
+                    for fragment in delta.tool_calls or ():
+                        call = calls.setdefault(fragment.index, ToolCallBuffer())
+                        call.id = fragment.id or call.id
+                        if fragment.function is not None:
+                            call.name = fragment.function.name or call.name
+                            call.arguments += fragment.function.arguments or ""
+                        grew = True
+                    if choice.finish_reason is not None:
+                        reply.finish_reason = choice.finish_reason
+                        reply.matched_stop = (choice.model_extra or {}).get("stop_reason")
+                if grew:
+                    pieces += 1
+                count = usage if usage is not None else pieces
+                if (grew or usage is not None) and count != reported:
+                    reported = count
+                    await progress(SamplingProgress(count, _tail(parts)))
+        reply.text = "".join(parts) or "".join(refusal)
+        reply.calls = [calls[index] for index in sorted(calls)]
+        return reply
+
+    # --- failures ----------------------------------------------------------
+
+    def _who(self) -> str:
+        return f"provider {self._name!r} ({safe_url(self.base_url)})"
+
+    def _failure(self, exc: openai.OpenAIError) -> ProviderError:
+        who = self._who()
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderError(f"{who}: no response within {self.timeout:g} s{_attempts(exc)}")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = self._redactor.text(str(cause), limit=_MESSAGE_LIMIT) if cause else ""
+            what = "could not connect" if "Connect" in type(cause).__name__ else "connection failed"
+            return ProviderError(f"{who}: {what}{': ' + detail if detail else ''}{_attempts(exc)}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            hint = _STATUS_HINTS.get(status, "server error" if status >= 500 else "request failed")
+            detail = self._redactor.text(_server_message(exc.body), limit=_MESSAGE_LIMIT)
+            retried = _attempts(exc) if status in (408, 409, 429) or status >= 500 else ""
+            text = f"{who}: HTTP {status}, {hint}{': ' + detail if detail else ''}{retried}"
+            return ProviderError(text, status=status)
+        if isinstance(exc, openai.APIError):
+            detail = self._redactor.text(exc.message, limit=_MESSAGE_LIMIT)
+            return ProviderError(f"{who}: the backend reported an error: {detail}")
+        return ProviderError(f"{who}: {type(exc).__name__}")
+
+
+def _server_message(body: object) -> str:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return body if isinstance(body, str) else ""
+
+
+def _attempts(exc: openai.APIError) -> str:
+    """`` after N attempts`` when the client retried, from its retry-count header."""
+    try:
+        count = int(exc.request.headers.get("x-stainless-retry-count", "0")) + 1
+    except (ValueError, RuntimeError):
+        return ""
+    return f" (after {count} attempts)" if count > 1 else ""
+
+
+def _tail(parts: list[str]) -> str:
+    """The generated text's tail, built without joining the whole text."""
+    tail: list[str] = []
+    size = 0
+    for part in reversed(parts):
+        tail.append(part)
+        size += len(part)
+        if size >= PROGRESS_TEXT_LIMIT:
+            break
+    return progress_text("".join(reversed(tail)))

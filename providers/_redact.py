@@ -1,0 +1,48 @@
+"""Keep secrets out of messages: redaction of known keys and key-like tokens.
+
+Rules: every text that came from a backend (error bodies, exception texts) goes
+through :meth:`Redactor.text` before it is put in a :class:`ProviderError`.
+The known secrets are replaced wherever they occur; so are tokens that look
+like API keys (``sk-...``, ``Bearer ...``), because a backend may echo a
+partly masked key or a different one. URLs are shown without user info,
+query or fragment (:func:`safe_url`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["MASK", "Redactor", "safe_url"]
+
+MASK = "***"
+_KEY_LIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{4,}|(?i:bearer)\s+[A-Za-z0-9_\-.~+/*=]{4,}")
+
+
+class Redactor:
+    """Replaces the given secrets and key-like tokens by ``***``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Longest first, so that a key containing another is removed whole.
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def text(self, text: str, *, limit: int | None = None) -> str:
+        """``text`` without secrets, cut to ``limit`` characters if given."""
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        text = _KEY_LIKE.sub(MASK, text)
+        if limit is not None and len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return text
+
+
+def safe_url(url: str) -> str:
+    """``url`` without credentials, query string or fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -1,0 +1,239 @@
+"""The TOML config file and building the registry for ``run`` from config, flags and environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import keyring
+import keyring.backends.fail
+import pytest
+
+from host_receiver.protocol.types import CreateMessageRequestParams
+from providers import (
+    CONFIG_ENV,
+    Config,
+    ConfigError,
+    EchoProvider,
+    ModelInfo,
+    OpenAIProvider,
+    ProviderEntry,
+    SamplingLimits,
+    build_registry,
+    config_path,
+    find_key,
+    load_config,
+    save_config,
+    store_key,
+)
+from tests.fake_openai import FakeOpenAI
+from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("memory_keyring")]
+__all__ = ["memory_keyring"]
+
+PARAMS = CreateMessageRequestParams.model_validate(
+    {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}
+)
+FULL = Config(
+    providers=(
+        ProviderEntry(
+            "openai",
+            models=(
+                ModelInfo("gpt-4o-mini", "openai", cost=0.9, speed=0.8, intelligence=0.6),
+                ModelInfo("gpt-4o", "openai", cost=0.3, intelligence=0.9, audio=True),
+            ),
+            max_tokens_param="max_completion_tokens",
+        ),
+        ProviderEntry(
+            "ollama",
+            base_url="http://localhost:11434/v1",
+            api_key_required=False,
+            timeout=30.0,
+            max_retries=0,
+            stream=False,
+            forward_metadata=True,
+            models=(ModelInfo("llama3.2:3b", "ollama", tools=False, images=False, context_tokens=8192),),
+        ),
+        ProviderEntry("demo", type="echo", delay=0.5),
+    ),
+    aliases={"claude-3-sonnet": "gpt-4o", "claude": "gpt-4o-mini"},
+    servers={"weather": ("gpt-4o-mini",), "*": ("llama3.2:3b",)},
+    limits=SamplingLimits(max_tokens=4096, max_messages=50),
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def test_round_trip_keeps_every_setting_and_the_order(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "config.toml"
+    save_config(FULL, path)
+    assert load_config(path) == FULL
+    text = path.read_text()
+    assert text.index("[providers.openai]") < text.index("[providers.ollama]")
+
+
+def test_missing_file_is_an_empty_config(tmp_path: Path) -> None:
+    assert load_config(tmp_path / "nope.toml") == Config()
+
+
+def test_config_path_argument_then_environment_then_platform(tmp_path: Path) -> None:
+    assert config_path(tmp_path / "a.toml", {CONFIG_ENV: "/elsewhere.toml"}) == tmp_path / "a.toml"
+    assert config_path(None, {CONFIG_ENV: "/elsewhere.toml"}) == Path("/elsewhere.toml")
+    default = config_path(None, {})
+    assert default.name == "config.toml" and "host-receiver" in str(default)
+
+
+# (case, TOML text, words the error must contain)
+BAD = [
+    ("invalid TOML", "[providers", "invalid TOML"),
+    ("unknown top-level key", "colour = 1", "colour is not a known setting"),
+    ("typo in an entry", '[providers.x]\nbase_ulr = "u"', "providers.x.base_ulr is not a known"),
+    ("key in the file", '[providers.x]\ntoken = "t"', "API keys are never read from the config"),
+    ("bad type", '[providers.x]\ntype = "anthropic"', 'providers.x.type must be "openai" or "echo"'),
+    ("rating out of range", '[[providers.x.models]]\nid = "m"\ncost = 2', "models[0].cost must be between"),
+    ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
+    ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
+    ("negative timeout", "[providers.x]\ntimeout = -1", "providers.x.timeout must be positive"),
+    ("boolean as string", '[providers.x]\nstream = "yes"', "providers.x.stream must be true or false"),
+    ("allow-list not a list", '[servers.s]\nallowed_models = "m"', "must be a list"),
+    ("bad limit", "[limits]\nmax_tokens = 0", "limits.max_tokens must be an integer of at least 1"),
+    ("alias not a string", "[aliases]\nx = 1", "aliases.x must be a non-empty string"),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), [pytest.param(*c[1:], id=c[0]) for c in BAD])
+def test_config_errors_name_the_key(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert words in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+# --- building the registry ----------------------------------------------------------
+
+
+def test_nothing_configured_means_offline_echo(tmp_path: Path) -> None:
+    registry = build_registry(path=tmp_path / "none.toml", environ={"OPENAI_API_KEY": "sk-x"})
+    assert [type(p) for p in registry.providers] == [EchoProvider]
+
+
+async def test_provider_openai_works_with_only_the_standard_environment(
+    fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-key-123456")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "absent.toml"))
+    async with build_registry(provider="openai", model="my-model") as registry:
+        result = await registry.sample(PARAMS)
+    assert result.model == "my-model"
+    assert fake.chat_bodies[0]["model"] == "my-model"
+    assert fake.requests[0].headers["authorization"] == "Bearer sk-env-key-123456"
+
+
+def test_provider_openai_needs_a_model(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'openai' lists no models; pass --model"):
+        build_registry(provider="openai", config=Config(), environ={"OPENAI_API_KEY": "k"})
+
+
+def test_missing_key_says_how_to_provide_one(memory_keyring: MemoryKeyring) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build_registry(provider="openai", model="m", config=Config(), environ={})
+    assert str(caught.value) == (
+        "no API key for provider 'openai': export OPENAI_API_KEY, or run `host-receiver providers add openai`"
+    )
+
+
+def entry(name: str, **kwargs: Any) -> ProviderEntry:
+    return ProviderEntry(name, models=(ModelInfo("m", name),), **kwargs)
+
+
+# (case, entry, environment, keyring contents, expected key source or None)
+KEYS = [
+    ("api_key_env first", entry("p", api_key_env="MINE"), {"MINE": "a", "OPENAI_API_KEY": "b"},
+     {"p": "c"}, "env MINE"),
+    ("OPENAI_API_KEY before the keyring", entry("p"), {"OPENAI_API_KEY": "b"}, {"p": "c"},
+     "env OPENAI_API_KEY"),
+    ("keyring", entry("p"), {}, {"p": "c"}, "keyring"),
+    ("empty variable skipped", entry("p", api_key_env="MINE"), {"MINE": ""}, {"p": "c"}, "keyring"),
+    ("OPENAI_API_KEY never goes to another base URL", entry("p", base_url="http://h/v1"),
+     {"OPENAI_API_KEY": "b"}, {}, None),
+    ("nothing", entry("p"), {}, {"q": "c"}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("the_entry", "environ", "stored", "source"), [pytest.param(*c[1:], id=c[0]) for c in KEYS]
+)
+def test_key_lookup_order(
+    memory_keyring: MemoryKeyring,
+    the_entry: ProviderEntry,
+    environ: dict[str, str],
+    stored: dict[str, str],
+    source: str | None,
+) -> None:
+    for name, value in stored.items():
+        store_key(name, value)
+    found = find_key(the_entry, environ)
+    assert (found.source if found else None) == source
+
+
+async def test_keyless_local_server_gets_a_placeholder(fake: FakeOpenAI) -> None:
+    config = Config(providers=(entry("ollama", base_url=fake.url, api_key_required=False),))
+    async with build_registry(config=config, environ={}) as registry:
+        await registry.sample(PARAMS)
+    assert fake.requests[0].headers["authorization"] == "Bearer no-key-needed"
+
+
+def test_model_flag_restricts_or_extends_the_catalogue() -> None:
+    env = {"OPENAI_API_KEY": "k"}
+    registry = build_registry(model="gpt-4o", config=FULL, environ=env)
+    assert [(m.provider, m.id) for m in registry.catalogue()] == [("openai", "gpt-4o")]
+    added = build_registry(provider="ollama", model="qwen3", config=FULL, environ=env)
+    assert added.catalogue() == (ModelInfo("qwen3", "ollama"),)
+    with pytest.raises(ConfigError, match="name the provider that serves it with --provider"):
+        build_registry(model="qwen3", config=FULL, environ=env)
+    with pytest.raises(ConfigError, match="serves only 'echo-offline'"):
+        build_registry(provider="echo", model="gpt-4o", config=Config(), environ={})
+    echo = build_registry(model="echo-offline", config=Config(), environ={})
+    assert [m.id for m in echo.catalogue()] == ["echo-offline"]
+
+
+def test_settings_reach_the_registry_and_providers() -> None:
+    registry = build_registry(config=FULL, environ={"OPENAI_API_KEY": "k"})
+    assert registry.aliases == FULL.aliases
+    assert registry.limits == FULL.limits
+    assert registry.allowed_models("weather") == ("gpt-4o-mini",)
+    assert registry.allowed_models("other") == ("llama3.2:3b",)
+    openai_p, ollama_p, demo = registry.providers
+    assert isinstance(openai_p, OpenAIProvider) and isinstance(ollama_p, OpenAIProvider)
+    assert (openai_p.base_url, openai_p.max_tokens_param) == (
+        "https://api.openai.com/v1",
+        "max_completion_tokens",
+    )
+    assert (ollama_p.timeout, ollama_p.max_retries, ollama_p.stream) == (30.0, 0, False)
+    assert ollama_p.forward_metadata and ollama_p.max_tokens_param == "max_tokens"
+    assert isinstance(demo, EchoProvider) and demo.delay == 0.5
+
+
+def test_unknown_provider_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown provider 'groq' \(known: echo, openai, openai, ollama"):
+        build_registry(provider="groq", config=FULL, environ={})
+
+
+def test_without_a_usable_keyring_lookups_are_empty_and_storing_explains() -> None:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(keyring.backends.fail.Keyring())  # type: ignore[no-untyped-call]
+    try:
+        assert find_key(entry("p"), {}) is None
+        with pytest.raises(ConfigError, match="set api_key_env in the provider entry"):
+            store_key("p", "secret")
+    finally:
+        keyring.set_keyring(previous)
