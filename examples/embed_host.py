@@ -1,0 +1,71 @@
+"""Embed host-receiver with your own approval callbacks. Run: .venv/bin/python examples/embed_host.py"""
+
+# It connects to examples/slow_summary_server.py (run on the Python that has
+# mcp, by default .peers/py/bin/python, or $HOST_RECEIVER_DEMO_PYTHON) and asks
+# it for a summary; the server's sampling task comes back to the callbacks
+# below, behind a rate limit, and is served by the offline echo provider.
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+
+from host_receiver.approval import (
+    Approve,
+    FormView,
+    Refuse,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+    UrlAnswer,
+    UrlView,
+)
+from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.host import Host
+from host_receiver.policies import RateLimit, RateLimits
+from host_receiver.protocol.types import ElicitResult
+from host_receiver.receiver import Receiver
+from providers import EchoProvider, ProviderRegistry
+
+HERE = Path(__file__).resolve().parent
+PYTHON = os.environ.get("HOST_RECEIVER_DEMO_PYTHON", str(HERE.parent / ".peers" / "py" / "bin" / "python"))
+
+
+class MyApprover:
+    """Approve small requests, refuse big ones; send every result, logging it."""
+
+    async def review_request(self, view: SamplingRequestView) -> Approve | Refuse:
+        print(f"{view.server} asks {view.model} for up to {view.max_tokens} tokens (task {view.task_id})")
+        return Approve() if view.max_tokens <= 500 else Refuse("Too long for this host")
+
+    async def review_result(self, view: SamplingResultView) -> Send | Refuse:
+        print(f"result from {view.result.model}: stop reason {view.result.stop_reason}")
+        return Send()
+
+
+class MyForms:
+    """Fill forms with their defaults; never open links."""
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        return ElicitResult(action="accept", content=view.schema.defaults())
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        return "decline"
+
+
+async def main() -> None:
+    registry = ProviderRegistry([EchoProvider()])
+    approver = RateLimit(MyApprover(), RateLimits(requests_per_minute=20, tokens_per_hour=100_000))
+    receiver = Receiver(
+        sampling=SamplingService(registry, approver), elicitation=ElicitationService(MyForms())
+    )
+    async with registry, Host(receiver) as host:
+        server = await host.connect_stdio("summaries", PYTHON, [str(HERE / "slow_summary_server.py")])
+        result = await server.call_tool("summarise", {"text": "Tasks let a host answer long requests later."})
+        print("summary:", result["content"][0]["text"])
+
+
+if __name__ == "__main__":
+    anyio.run(main)

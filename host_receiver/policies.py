@@ -1,0 +1,343 @@
+"""Ready sampling policies that wrap another approver: memory, model allow-lists, rate limits.
+
+Each policy is a :class:`~host_receiver.approval.SamplingApprover` around an
+inner one (a person at a terminal, another policy), so they stack::
+
+    approver = RateLimit(RememberDecisions(ModelAllowList(TerminalApprover(console))),
+                         RateLimits(requests_per_minute=10, tokens_per_hour=50_000))
+
+Rules:
+
+- :class:`RememberDecisions` remembers an answer per server for the scope the
+  person chose (``Approve``/``Refuse`` ``remember=``):
+
+  ============  =====================  ==================================
+  scope         Approve                Refuse
+  ============  =====================  ==================================
+  ``once``      ask again next time    ask again next time
+  ``session``   approve until exit     refuse until exit
+  ``always``    approve, saved         refuse, saved
+  ``never``     (as ``once``)          refuse, saved ("never allow")
+  ============  =====================  ==================================
+
+  A remembered approval also sends results without review; a remembered
+  refusal answers -1 at once. Saved decisions live in ``decisions.json`` in
+  the platform's user config directory, or where ``$HOST_RECEIVER_DECISIONS``
+  or the ``path`` argument says. Servers are known by their name.
+- :class:`ModelAllowList` refuses (-1) a request whose chosen or edited model
+  is not on the server's allow-list (by default the one the router reports).
+- :class:`RateLimit` counts per server, before anyone is asked: requests in
+  the last minute, and tokens in the last hour (a request costs its estimated
+  input tokens plus the ``maxTokens`` finally granted, an upper bound of what
+  the model may produce). Over a limit it answers at once with JSON-RPC
+  -32600, the code the receiver uses for its other policy limits; the message
+  names the limit and when to retry, ``data`` carries ``limit``, ``max``
+  and ``retryAfterSeconds``. Nothing is queued.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import platformdirs
+
+from host_receiver.approval import (
+    Approve,
+    Refuse,
+    RequestDecision,
+    ResultDecision,
+    SamplingApprover,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+)
+from host_receiver.protocol.errors import INVALID_REQUEST, RpcError
+from providers import estimate_input_tokens
+
+logger = logging.getLogger("host_receiver.policies")
+
+DECISIONS_ENV = "HOST_RECEIVER_DECISIONS"
+Verdict = Literal["approve", "refuse"]
+
+
+def decisions_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """Where saved decisions live: ``path``, else ``$HOST_RECEIVER_DECISIONS``, else the config dir."""
+    if path is not None:
+        return Path(path)
+    if os.environ.get(DECISIONS_ENV):
+        return Path(os.environ[DECISIONS_ENV])
+    return platformdirs.user_config_path("host-receiver", appauthor=False) / "decisions.json"
+
+
+class DecisionStore:
+    """The "always" and "never" answers per server, in a small JSON file.
+
+    The file is read once, on first use; every change re-reads it and writes it
+    back atomically (temporary file, then rename), off the event loop. An
+    unreadable file counts as empty and is logged, never fatal.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = decisions_path(path)
+        self._cache: dict[str, Verdict] | None = None
+
+    async def get(self, server: str) -> Verdict | None:
+        """The saved answer for ``server``, if any."""
+        if self._cache is None:
+            self._cache = await anyio.to_thread.run_sync(self._read)
+        return self._cache.get(server)
+
+    async def set(self, server: str, verdict: Verdict | None) -> None:
+        """Save ``verdict`` for ``server`` (None forgets it)."""
+        self._cache = await anyio.to_thread.run_sync(self._update, server, verdict)
+
+    def _read(self) -> dict[str, Verdict]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            logger.warning("ignoring unreadable decisions file %s: %s", self.path, exc)
+            return {}
+        servers = data.get("servers") if isinstance(data, dict) else None
+        if not isinstance(servers, dict):
+            logger.warning("ignoring decisions file %s: no 'servers' object", self.path)
+            return {}
+        return {k: v for k, v in servers.items() if v in ("approve", "refuse")}
+
+    def _update(self, server: str, verdict: Verdict | None) -> dict[str, Verdict]:
+        current = self._read()
+        if verdict is None:
+            current.pop(server, None)
+        else:
+            current[server] = verdict
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": 1, "servers": current}, indent=2, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(prefix=".decisions-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(text + "\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return current
+
+
+class RememberDecisions:
+    """Asks ``inner`` only when no remembered answer applies (scopes in the module docstring)."""
+
+    def __init__(self, inner: SamplingApprover, store: DecisionStore | None = None) -> None:
+        self.inner = inner
+        self.store = store if store is not None else DecisionStore()
+        self._session: dict[str, Verdict] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def remembered(self, server: str) -> Verdict | None:
+        """What is remembered for ``server``: this session's answer first, then the saved one."""
+        return self._session.get(server) or await self.store.get(server)
+
+    async def forget(self, server: str) -> None:
+        """Ask again next time, in this session and later ones."""
+        self._session.pop(server, None)
+        await self.store.set(server, None)
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        # One question per server at a time, so that a second request waits for
+        # the answer to the first and then obeys it instead of asking again.
+        lock = self._locks.setdefault(view.server, anyio.Lock())
+        async with lock:
+            verdict = await self.remembered(view.server)
+            if verdict == "approve":
+                return Approve()
+            if verdict == "refuse":
+                return Refuse(f"Sampling requests from {view.server!r} are refused (remembered decision)")
+            decision = await self.inner.review_request(view)
+            await self._remember(view.server, decision)
+            return decision
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        if await self.remembered(view.server) == "approve":
+            return Send()
+        return await self.inner.review_result(view)
+
+    async def _remember(self, server: str, decision: RequestDecision) -> None:
+        verdict: Verdict = "approve" if isinstance(decision, Approve) else "refuse"
+        scope = decision.remember
+        if scope == "session":
+            self._session[server] = verdict
+        elif scope == "always" or (scope == "never" and verdict == "refuse"):
+            self._session[server] = verdict
+            await self.store.set(server, verdict)
+
+
+class ModelAllowList:
+    """Refuses requests whose chosen or edited model is not allowed for the server.
+
+    ``allowed`` maps server names (``"*"`` for the others) to model ids; without
+    it, the list the model router gives in the view applies.
+    """
+
+    def __init__(self, inner: SamplingApprover, allowed: Mapping[str, Collection[str]] | None = None) -> None:
+        self.inner = inner
+        self.allowed = allowed
+
+    def allowed_for(self, view: SamplingRequestView) -> Collection[str]:
+        if self.allowed is None:
+            return view.allowed_models
+        if view.server in self.allowed:
+            return self.allowed[view.server]
+        return self.allowed.get("*", view.allowed_models)
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        allowed = self.allowed_for(view)
+        if view.model not in allowed:
+            return Refuse(self._refusal(view.server, view.model, allowed))
+        decision = await self.inner.review_request(view)
+        if isinstance(decision, Approve) and decision.model is not None and decision.model not in allowed:
+            return Refuse(self._refusal(view.server, decision.model, allowed))
+        return decision
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return await self.inner.review_result(view)
+
+    @staticmethod
+    def _refusal(server: str, model: str, allowed: Collection[str]) -> str:
+        shown = ", ".join(sorted(allowed)) or "none"
+        return f"Model {model!r} is not allowed for {server!r} (allowed: {shown})"
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimits:
+    """How much sampling one server may ask for (None: no limit)."""
+
+    requests_per_minute: int | None = None
+    tokens_per_hour: int | None = None
+
+
+@dataclass(slots=True)
+class _Charge:
+    at: float
+    tokens: int
+
+
+@dataclass(slots=True)
+class _Usage:
+    requests: deque[float]
+    charges: deque[_Charge]
+
+
+class RateLimit:
+    """Refuses at once, with -32600, a server that goes over its limits (rules above)."""
+
+    MINUTE = 60.0
+    HOUR = 3600.0
+
+    def __init__(
+        self,
+        inner: SamplingApprover,
+        limits: RateLimits,
+        *,
+        overrides: Mapping[str, RateLimits] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.inner = inner
+        self.limits = limits
+        self.overrides = dict(overrides or {})
+        self.clock = clock
+        self._usage: dict[str, _Usage] = {}
+
+    def limits_for(self, server: str) -> RateLimits:
+        return self.overrides.get(server, self.limits)
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        limits = self.limits_for(view.server)
+        usage = self._usage.setdefault(view.server, _Usage(deque(), deque()))
+        now = self.clock()
+        _drop_before(usage.requests, now - self.MINUTE)
+        while usage.charges and usage.charges[0].at <= now - self.HOUR:
+            usage.charges.popleft()
+        input_tokens = estimate_input_tokens(view.params)
+        cost = input_tokens + view.params.max_tokens
+        if limits.requests_per_minute is not None and len(usage.requests) >= limits.requests_per_minute:
+            wait = usage.requests[0] + self.MINUTE - now
+            raise _limit_error(
+                f"{view.server!r} may make {limits.requests_per_minute} sampling requests per minute",
+                "requests_per_minute",
+                limits.requests_per_minute,
+                wait,
+            )
+        if limits.tokens_per_hour is not None:
+            self._check_tokens(view.server, usage, limits.tokens_per_hour, cost, now)
+        usage.requests.append(now)
+        charge = _Charge(now, cost)
+        usage.charges.append(charge)
+        try:
+            decision = await self.inner.review_request(view)
+        except BaseException:
+            charge.tokens = 0
+            raise
+        if isinstance(decision, Refuse):
+            charge.tokens = 0
+        elif decision.max_tokens is not None:
+            charge.tokens = input_tokens + decision.max_tokens
+        return decision
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return await self.inner.review_result(view)
+
+    def _check_tokens(self, server: str, usage: _Usage, budget: int, cost: int, now: float) -> None:
+        name = f"{server!r} may use {budget} tokens per hour"
+        if cost > budget:
+            raise _limit_error(
+                f"{name}; this request alone needs up to {cost}", "tokens_per_hour", budget, None
+            )
+        used = sum(c.tokens for c in usage.charges)
+        if used + cost <= budget:
+            return
+        # Wait until enough of the oldest charges leave the hour window.
+        freed, wait = 0, 0.0
+        for charge in usage.charges:
+            freed += charge.tokens
+            wait = charge.at + self.HOUR - now
+            if used - freed + cost <= budget:
+                break
+        remaining = max(budget - used, 0)
+        raise _limit_error(
+            f"{name}; this request needs up to {cost} and {remaining} remain",
+            "tokens_per_hour",
+            budget,
+            wait,
+        )
+
+
+def _drop_before(times: deque[float], cutoff: float) -> None:
+    while times and times[0] <= cutoff:
+        times.popleft()
+
+
+def _limit_error(what: str, limit: str, maximum: int, retry_after: float | None) -> RpcError:
+    data: dict[str, object] = {"limit": limit, "max": maximum}
+    message = f"Rate limit: {what}"
+    if retry_after is not None:
+        seconds = max(math.ceil(retry_after), 1)
+        data["retryAfterSeconds"] = seconds
+        message += f"; try again in {_duration(seconds)}"
+    return RpcError(INVALID_REQUEST, message, data)
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    return f"{math.ceil(seconds / 60)} min"

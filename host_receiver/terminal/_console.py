@@ -1,0 +1,256 @@
+"""The terminal shared by every request: one question at a time, notices, the live line.
+
+Rules:
+
+- A request talks to the person only inside a :meth:`Console.turn`; turns are
+  granted one at a time in arrival order (a fair lock). Inside a turn,
+  :meth:`Turn.show` prints and :meth:`Turn.ask` prompts.
+- :meth:`Console.say` prints from anywhere: above the open prompt when there
+  is one, otherwise straight away.
+- When no prompt is open and a model is generating, the bottom line shows the
+  activity, redrawn every ``refresh_interval`` seconds; when nothing runs the
+  drawing job sleeps on an event. When a prompt is open, its bottom toolbar
+  shows the same line plus how many requests are waiting.
+- A cancelled turn says so on screen before it lets the cancellation through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+
+import anyio
+import anyio.abc
+from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.completion import Completer
+from prompt_toolkit.formatted_text import AnyFormattedText, FormattedText
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.styles import Style
+
+from host_receiver.terminal._activity import Activity, task_label
+
+STYLE = Style.from_dict(
+    {
+        "title": "bold",
+        "server": "bold ansicyan",
+        "label": "ansibrightblack",
+        "domain": "reverse bold",
+        "warn": "bold ansiyellow",
+        "bad": "ansired",
+        "good": "ansigreen",
+        "key": "bold",
+        "bottom-toolbar": "noreverse ansibrightblack",
+    }
+)
+
+
+class Interrupted(Exception):
+    """The person pressed Ctrl-C or Ctrl-D at a prompt."""
+
+
+class Console:
+    """The terminal: turns for requests, printing, and the live activity line."""
+
+    def __init__(
+        self,
+        *,
+        input: Input | None = None,
+        output: Output | None = None,
+        activity: Activity | None = None,
+        refresh_interval: float = 0.5,
+    ) -> None:
+        self.input = input if input is not None else create_input()
+        self.output = output if output is not None else create_output(stdout=sys.stderr)
+        self.activity = activity if activity is not None else Activity()
+        self.activity.on_change = self._wake_up
+        self.refresh_interval = refresh_interval
+        self._turns = anyio.Lock()
+        self._waiting = 0
+        self._prompting = False
+        self._line_shown = False
+        self._wake = anyio.Event()
+        self._group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Console:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "the terminal host runs on asyncio (prompt_toolkit needs it), not trio"
+            ) from None
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        self._group.start_soon(self._draw_activity)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+        try:
+            return await self._group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._clear_line()
+
+    # --- printing -------------------------------------------------------------
+
+    def write(self, text: AnyFormattedText) -> None:
+        """Print now; only for when no prompt is open (inside a turn, between prompts)."""
+        self._clear_line()
+        print_formatted_text(text, output=self.output, style=STYLE)
+        self._wake_up()
+
+    async def say(self, text: AnyFormattedText) -> None:
+        """Print from anywhere: above the open prompt, if there is one."""
+        if self._prompting:
+            await run_in_terminal(lambda: print_formatted_text(text, output=self.output, style=STYLE))
+        else:
+            self.write(text)
+
+    # --- turns ----------------------------------------------------------------
+
+    @asynccontextmanager
+    async def turn(self, server: str, task_id: str | None) -> AsyncIterator[Turn]:
+        """Wait for this request's turn to talk to the person."""
+        label = f"{server} · {task_label(task_id)}"
+        self._waiting += 1
+        self._wake_up()
+        try:
+            try:
+                self._turns.acquire_nowait()
+            except anyio.WouldBlock:
+                notice = f"… {label}: queued behind the question on screen"
+                await self.say(FormattedText([("class:label", notice)]))
+                await self._turns.acquire()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.say(FormattedText([("class:bad", f"✗ {label}: cancelled before it was shown")]))
+            raise
+        finally:
+            self._waiting -= 1
+        try:
+            yield Turn(self, label)
+        except anyio.get_cancelled_exc_class():
+            self.write(FormattedText([("class:bad", f"✗ {label}: the request was cancelled; prompt closed")]))
+            raise
+        finally:
+            self._turns.release()
+            self._wake_up()
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for their turn."""
+        return self._waiting
+
+    def toolbar(self) -> FormattedText:
+        """The bottom toolbar of an open prompt: activity, queue, and the Ctrl-C hint."""
+        parts = []
+        line = self.activity.describe()
+        if line is not None:
+            parts.append(line)
+        if self._waiting:
+            parts.append(f"{self._waiting} more request(s) waiting")
+        parts.append("Ctrl-C refuses or cancels this request")
+        return FormattedText([("", "  ·  ".join(parts))])
+
+    # --- the live line --------------------------------------------------------
+
+    def _wake_up(self) -> None:
+        self._wake.set()
+
+    async def _draw_activity(self) -> None:
+        while True:
+            wake = self._wake = anyio.Event()
+            line = None if self._prompting else self.activity.describe()
+            if line is None:
+                self._clear_line()
+                await wake.wait()
+                continue
+            self._draw_line(line)
+            with anyio.move_on_after(self.refresh_interval):
+                await wake.wait()
+
+    def _draw_line(self, line: str) -> None:
+        width = max(self.output.get_size().columns - 1, 10)
+        self.output.write_raw("\r")
+        self.output.erase_end_of_line()
+        self.output.write(line[:width])
+        self.output.hide_cursor()
+        self.output.flush()
+        self._line_shown = True
+
+    def _clear_line(self) -> None:
+        if not self._line_shown:
+            return
+        self.output.write_raw("\r")
+        self.output.erase_end_of_line()
+        self.output.show_cursor()
+        self.output.flush()
+        self._line_shown = False
+
+
+class Turn:
+    """One request's time with the person: show things and ask questions."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        self.console = console
+        self.label = label
+
+    def show(self, text: AnyFormattedText) -> None:
+        self.console.write(text)
+
+    async def ask(
+        self,
+        message: str,
+        *,
+        default: str = "",
+        completer: Completer | None = None,
+        multiline: bool = False,
+    ) -> str:
+        """One line (or several, ``multiline``) of input; raises :class:`Interrupted` on Ctrl-C/D."""
+        console = self.console
+        console._clear_line()
+        session: PromptSession[str] = PromptSession(input=console.input, output=console.output)
+        console._prompting = True
+        try:
+            return await session.prompt_async(
+                FormattedText([("class:key", message)]),
+                default=default,
+                completer=completer,
+                complete_while_typing=False,
+                reserve_space_for_menu=0,
+                multiline=multiline,
+                bottom_toolbar=console.toolbar,
+                refresh_interval=console.refresh_interval,
+                style=STYLE,
+                handle_sigint=False,
+                set_exception_handler=False,
+            )
+        except (KeyboardInterrupt, EOFError):
+            raise Interrupted from None
+        finally:
+            console._prompting = False
+            console._wake_up()
+
+    async def choose(self, question: str, options: Sequence[tuple[str, str]]) -> str:
+        """One of the ``(key, label)`` options, by key or by label; asks again otherwise."""
+        legend: list[tuple[str, str]] = []
+        for key, label in options:
+            legend += [("", "  "), ("class:key", f"[{key}]"), ("", f" {label}")]
+        self.show(FormattedText(legend))
+        keys = "/".join(key for key, _ in options)
+        while True:
+            answer = (await self.ask(f"{question} [{keys}] ")).strip().lower()
+            for key, label in options:
+                if answer in (key, label.lower()):
+                    return key
+            self.show(FormattedText([("class:bad", f"✗ Type one of {', '.join(k for k, _ in options)}.")]))

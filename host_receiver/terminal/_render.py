@@ -1,0 +1,208 @@
+"""What the screens show: sampling requests and results, forms, URLs (pure functions).
+
+Rules: everything a person must judge is shown in full (messages, system
+prompt, tool names, the whole URL); each screen opens with a title naming
+the server and the task; media is described, never dumped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from prompt_toolkit.formatted_text import FormattedText
+
+from host_receiver.approval import Approve, FormView, SamplingRequestView, SamplingResultView, UrlView
+from host_receiver.elicitation import FormField, FormSchema
+from host_receiver.protocol.types import (
+    AudioContent,
+    CreateMessageResult,
+    ElicitValue,
+    ImageContent,
+    SamplingContent,
+    TextContent,
+    ToolResultContent,
+    ToolUseContent,
+)
+from host_receiver.terminal._activity import task_label
+
+Lines = list[tuple[str, str]]
+
+
+def title(what: str, server: str, task_id: str | None) -> Lines:
+    return [
+        ("class:title", f"\n─── {what} from "),
+        ("class:server", server),
+        ("class:title", f" · {task_label(task_id)} ───\n"),
+    ]
+
+
+def _row(name: str, value: str, width: int = 12) -> Lines:
+    return [("class:label", f"  {name:<{width}} "), ("", f"{value}\n")]
+
+
+def describe_block(block: SamplingContent) -> str:
+    """A content block as text a person can read."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        size = len(block.data) * 3 // 4
+        return f"[{block.type} {block.mime_type}, {size} bytes]"
+    if isinstance(block, ToolUseContent):
+        return f"[calls tool {block.name} with {json.dumps(block.input, ensure_ascii=False)}]"
+    if isinstance(block, ToolResultContent):
+        inner = " ".join(b.text if isinstance(b, TextContent) else f"[{b.type}]" for b in block.content)
+        return f"[result of tool call {block.tool_use_id}: {inner}]"
+    return f"[{getattr(block, 'type', 'content')}]"
+
+
+def _indent(text: str, prefix: str = "      ") -> str:
+    return text.replace("\n", "\n" + prefix)
+
+
+def sampling_request(view: SamplingRequestView, edits: Approve | None = None) -> FormattedText:
+    params = view.params
+    lines = title("Sampling request", view.server, view.task_id)
+    allowed = ", ".join(view.allowed_models) or "none"
+    lines += _row("model", f"{view.model}   (allowed for this server: {allowed})")
+    lines += _row("max tokens", str(view.max_tokens))
+    lines += _row("system", _indent(params.system_prompt) if params.system_prompt else "(none)")
+    if params.tools:
+        names = ", ".join(t.name for t in params.tools)
+        choice = params.tool_choice.mode if params.tool_choice and params.tool_choice.mode else "auto"
+        lines += _row("tools", f"{names}   (tool choice: {choice})")
+    else:
+        lines += _row("tools", "none")
+    if params.temperature is not None:
+        lines += _row("temperature", str(params.temperature))
+    if params.include_context not in (None, "none"):
+        lines += _row("context", f"asks to include {params.include_context} (not provided by this host)")
+    lines += _row("messages", str(len(params.messages)))
+    for number, message in enumerate(params.messages, 1):
+        text = "\n".join(describe_block(b) for b in message.blocks())
+        lines += [("class:label", f"    [{number}] {message.role}: "), ("", _indent(text) + "\n")]
+    if edits is not None:
+        lines += edit_summary(view, edits)
+    return FormattedText(lines)
+
+
+def edit_summary(view: SamplingRequestView, edits: Approve) -> Lines:
+    changes = []
+    if edits.system_prompt is not None:
+        changes.append(f"system prompt → {edits.system_prompt!r}")
+    if edits.max_tokens is not None:
+        changes.append(f"max tokens {view.max_tokens} → {edits.max_tokens}")
+    if edits.model is not None:
+        changes.append(f"model {view.model} → {edits.model}")
+    if not changes:
+        return []
+    return [("class:warn", "  your edits: "), ("", "; ".join(changes) + "\n")]
+
+
+def result_text(result: CreateMessageResult) -> str | None:
+    """The text of a result made of one text block (the only kind that can be edited)."""
+    blocks = result.content if isinstance(result.content, list) else [result.content]
+    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+        return blocks[0].text
+    return None
+
+
+def sampling_result(view: SamplingResultView, result: CreateMessageResult) -> FormattedText:
+    lines = title("Sampling result", view.server, view.task_id)
+    lines += _row("model", result.model)
+    lines += _row("stop reason", result.stop_reason or "(none)")
+    blocks = result.content if isinstance(result.content, list) else [result.content]
+    text = "\n".join(describe_block(b) for b in blocks)
+    lines += _row("text", _indent(text, " " * 15))
+    return FormattedText(lines)
+
+
+def describe_field(field: FormField) -> str:
+    """The kind of answer a field takes, with its bounds."""
+    if field.kind == "boolean":
+        return "yes or no"
+    if field.kind in ("number", "integer"):
+        kind = "whole number" if field.kind == "integer" else "number"
+        bounds = []
+        if field.minimum is not None:
+            bounds.append(f"at least {field.minimum:g}")
+        if field.maximum is not None:
+            bounds.append(f"at most {field.maximum:g}")
+        return ", ".join([kind, *bounds])
+    if field.kind == "enum":
+        return "one of " + ", ".join(_option(v, label) for v, label in field.options)
+    if field.kind == "multi_enum":
+        count = []
+        if field.min_items is not None:
+            count.append(f"at least {field.min_items}")
+        if field.max_items is not None:
+            count.append(f"at most {field.max_items}")
+        how = f" ({', '.join(count)})" if count else ""
+        return "any of " + ", ".join(_option(v, label) for v, label in field.options) + how
+    parts = ["text"]
+    if field.format is not None:
+        parts.append(field.format)
+    if field.min_length is not None and field.max_length is not None:
+        parts.append(f"{field.min_length}-{field.max_length} characters")
+    elif field.min_length is not None:
+        parts.append(f"at least {field.min_length} characters")
+    elif field.max_length is not None:
+        parts.append(f"at most {field.max_length} characters")
+    return ", ".join(parts)
+
+
+def _option(value: str, label: str) -> str:
+    return value if value == label else f"{label} ({value})"
+
+
+def format_value(field: FormField, value: ElicitValue | None) -> str:
+    """A value as the person would type it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(value)
+    if isinstance(value, float) and value.is_integer() and field.kind == "integer":
+        return str(int(value))
+    return str(value)
+
+
+def form(view: FormView) -> FormattedText:
+    lines = title("Form", view.server, view.task_id)
+    lines += [("", f"  {_indent(view.message, '  ')}\n")]
+    width = max((len(f.label) + 1 for f in view.schema.fields), default=0)
+    for field in view.schema.fields:
+        name = field.label + ("*" if field.required else "")
+        lines += [("class:key", f"  {name:<{width}} "), ("class:label", describe_field(field))]
+        default = view.values.get(field.name)
+        if default is not None:
+            lines += [("class:label", f"   [{format_value(field, default)}]")]
+        lines += [("", "\n")]
+        if field.description:
+            lines += [("class:label", f"      {field.description}\n")]
+        problem = view.problems.get(field.name)
+        if problem is not None:
+            lines += [("class:bad", f"      ✗ {problem}\n")]
+    lines += [("class:label", "  (* required)\n")]
+    return FormattedText(lines)
+
+
+def answers(schema: FormSchema, values: Mapping[str, ElicitValue]) -> FormattedText:
+    lines: Lines = [("class:title", "  Your answers:\n")]
+    width = max((len(f.label) for f in schema.fields), default=0)
+    for field in schema.fields:
+        shown = format_value(field, values[field.name]) if field.name in values else "(left empty)"
+        lines += _row(field.label, shown, width)
+    return FormattedText(lines)
+
+
+def url(view: UrlView) -> FormattedText:
+    lines = title("Link to open", view.server, view.task_id)
+    lines += [("", f"  {_indent(view.message, '  ')}\n")]
+    lines += _row("URL", view.url)
+    lines += [("class:label", f"  {'domain':<12} "), ("class:domain", f" {view.domain} "), ("", "\n")]
+    for warning in view.warnings:
+        lines += [("class:warn", f"  ⚠ {warning}\n")]
+    lines += [("class:label", "  Nothing is opened or fetched unless you agree.\n")]
+    return FormattedText(lines)

@@ -1,0 +1,403 @@
+"""The interactive terminal host, driven like a person would: through a pseudo-terminal.
+
+Each pexpect test starts ``host-receiver run --approve ask --elicit ask --call
+TOOL`` on a real MCP server (the Python SDK peer, or an example server), answers
+the prompts by typing, and checks what the server finally got. Every expect
+has a timeout, so a missing prompt fails the test instead of hanging it. The
+last tests drive the same prompts in-process through prompt_toolkit's pipe
+input, for what a stdio server cannot set up (several models, a queue).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pexpect
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output.plain_text import PlainTextOutput
+
+from host_receiver.approval import (
+    Approve,
+    Refuse,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+    UrlView,
+    url_warnings,
+)
+from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
+from host_receiver.terminal import Console, TerminalApprover, TerminalElicitationUI
+from tests.receiver_harness import sampling_params
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = Path(sys.executable).parent / "host-receiver"
+PEER_PYTHON = ROOT / ".peers" / "py" / "bin" / "python"
+PEER_SERVER = ROOT / "tests" / "interop" / "peers" / "py_server.py"
+TIMEOUT = 30  # seconds for any single expect; a hang fails instead of blocking CI
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
+CLEAR_LINE = "\x15"  # Ctrl-U: erase the pre-filled answer
+FINISH = "\x1b\r"  # Esc, Enter: finish a multi-line answer
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    if not PEER_PYTHON.exists():
+        pytest.skip("the Python peer is not installed (run .ci/install-peers)")
+    return {
+        **os.environ,
+        "HOST_RECEIVER_CONFIG": str(tmp_path / "config.toml"),  # absent: the offline echo provider
+        "HOST_RECEIVER_DECISIONS": str(tmp_path / "decisions.json"),
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        "TERM": "xterm",
+    }
+
+
+class Terminal:
+    """A host-receiver run in a pseudo-terminal, read as a person sees it (escape codes removed)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.child = pexpect.spawn(
+            str(HOST), list(args), env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 200)
+        )
+        self.raw = ""
+        self.seen = 0  # how far expect has read the screen
+
+    @property
+    def screen(self) -> str:
+        return ANSI.sub("", self.raw)
+
+    def _read(self, deadline: float) -> bool:
+        """Read more output; False at the end of the output."""
+        try:
+            self.raw += self.child.read_nonblocking(
+                65536, timeout=max(min(deadline - time.monotonic(), 1), 0)
+            )
+        except pexpect.TIMEOUT:
+            pass
+        except pexpect.EOF:
+            return False
+        return True
+
+    def expect(self, pattern: str) -> re.Match[str]:
+        """Wait (at most TIMEOUT seconds) until ``pattern`` shows after what was already matched."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            match = regex.search(self.screen, self.seen)
+            if match is not None:
+                self.seen = match.end()
+                return match
+            if time.monotonic() > deadline or not self._read(deadline):
+                end = self.screen[-3000:]
+                raise AssertionError(f"{pattern!r} never showed; the screen ends with:\n{end}")
+
+    def answer(self, prompt: str, text: str) -> None:
+        """Type ``text`` at the next ``prompt``; wait until the prompt shows it accepted."""
+        self.expect(re.escape(prompt.rstrip()))
+        self.child.send(text if text.endswith(FINISH) else text + "\r")
+        shown = text.replace(CLEAR_LINE, "").replace(FINISH, "")
+        self.expect(re.escape(prompt.rstrip()) + r"[^\n]*" + re.escape(shown) + r"\n")
+
+    def wait_exit(self) -> int:
+        """Wait (at most TIMEOUT seconds) for the host to exit; its exit status."""
+        deadline = time.monotonic() + TIMEOUT
+        while self._read(deadline):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the host never ended; the screen ends with:\n{self.screen[-3000:]}")
+        self.child.close()
+        return int(self.child.exitstatus or 0)
+
+    def finish(self) -> dict[str, Any]:
+        """Wait for the end; the ``CallToolResult`` the host printed."""
+        assert self.wait_exit() == 0, self.screen
+        line = [ln for ln in self.screen.splitlines() if ln.startswith('{"content"')][-1]
+        return dict(json.loads(line))
+
+    def result(self) -> dict[str, Any]:
+        """Wait for the end; the JSON report of the peer's tool."""
+        return dict(json.loads(self.finish()["content"][0]["text"]))
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    started: list[Terminal] = []
+    yield started
+    for terminal in started:
+        terminal.child.terminate(force=True)
+
+
+def run(
+    env: dict[str, str], terminals: list[Terminal], tool: str, server: Path = PEER_SERVER, **args: Any
+) -> Terminal:
+    command = ["run", "--approve", "ask", "--elicit", "ask", "--name", "peer", "--call", tool]
+    command += ["--args", json.dumps(args), "--", str(PEER_PYTHON), str(server)]
+    terminal = Terminal(env, *command)
+    terminals.append(terminal)
+    return terminal
+
+
+def test_approve_a_request_and_send_its_result(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "sample_task", prompt="hello there")
+    task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
+    t.expect(r"max tokens\s+200")
+    t.expect(r"\[1\] user: hello there")
+    t.answer("Approve this request? [y/s/a/e/n/x]", "y")
+    t.expect(rf"Sampling result from peer · task {task}")
+    t.expect(r"text\s+echo: hello there")
+    t.answer("Send this result to the server? [y/e/n]", "y")
+    report = t.result()
+    assert report["task"]["taskId"].startswith(task)
+    assert report["result"]["content"]["text"] == "echo: hello there"
+    assert report["statuses"][-1] == "completed"
+
+
+def test_edit_the_request_then_the_result(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "sample_task", prompt="one two three four five six")
+    t.answer("Approve this request?", "e")
+    t.answer("System prompt (Esc then Enter to finish): ", "Be brief." + FINISH)
+    t.answer("Max tokens (1-200): ", CLEAR_LINE + "0")
+    t.expect("Type a whole number from 1 to 200")
+    t.answer("Max tokens (1-200): ", CLEAR_LINE + "3")
+    t.expect("your edits: system prompt → 'Be brief.'; max tokens 200 → 3")
+    t.answer("Approve this request?", "y")
+    t.expect(r"stop reason\s+maxTokens")
+    t.answer("Send this result to the server?", "e")
+    t.answer("Text (Esc then Enter to finish): ", CLEAR_LINE + "A shorter answer." + FINISH)
+    t.expect(r"text\s+A shorter answer\.")
+    t.answer("Send this result to the server?", "y")
+    report = t.result()
+    assert report["result"]["content"]["text"] == "A shorter answer."
+
+
+def test_refuse_and_never_are_remembered(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "sample_task", prompt="secret plans")
+    t.answer("Approve this request?", "n")
+    t.expect("✗ Refused")
+    report = t.result()
+    assert report["statuses"][-1] == "failed"
+    assert report["result_error"]["code"] == -1
+
+    t = run(env, terminals, "sample_plain", prompt="again")
+    t.answer("Approve this request?", "x")
+    t.expect("peer is refused from now on")
+    assert t.result()["error"]["code"] == -1
+    assert json.loads(Path(env["HOST_RECEIVER_DECISIONS"]).read_text())["servers"] == {"peer": "refuse"}
+
+    t = run(env, terminals, "sample_plain", prompt="and again")
+    report = t.result()  # no prompt at all this time
+    assert "remembered decision" in report["error"]["message"]
+    assert "Sampling request from" not in t.screen
+
+
+def test_ctrl_c_at_a_prompt_refuses_only_that_request(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "sample_plain", prompt="hello")
+    t.expect(re.escape("Approve this request?"))
+    t.child.sendcontrol("c")
+    t.expect("✗ Refused")
+    assert t.result()["error"]["code"] == -1
+
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "minLength": 2},
+        "age": {"type": "integer", "title": "Age", "minimum": 18, "default": 30},
+        "color": {"type": "string", "title": "Colour", "enum": ["red", "green", "blue"]},
+        "news": {"type": "boolean", "title": "Newsletter", "default": False},
+    },
+    "required": ["name", "age"],
+}
+
+
+def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "elicit_task", message="Tell us about you", schema=FORM)
+    t.expect(r"Form from peer · task \S{8}…")
+    t.expect("Tell us about you")
+    t.expect(r"Age\*\s+whole number, at least 18\s+\[30\]")
+    t.expect(r"Colour\s+one of red, green, blue")
+    t.answer("Answer this form? [f/d/c]", "f")
+    t.answer("Name* (text, at least 2 characters): ", "A")
+    t.expect("✗ Name must be at least 2 characters")
+    t.answer("Name* (text, at least 2 characters): ", CLEAR_LINE + "Ada")
+    t.answer("Age* (whole number, at least 18): ", CLEAR_LINE + "twelve")
+    t.expect("✗ Age must be a number")
+    t.answer("Age* (whole number, at least 18): ", CLEAR_LINE + "12")
+    t.expect("✗ Age must be at least 18")
+    t.answer("Age* (whole number, at least 18): ", CLEAR_LINE + "42")
+    t.expect(r"3\) blue")
+    t.answer("Colour (a number or a value): ", "3")
+    t.answer("Newsletter (yes or no): ", CLEAR_LINE + "yes")
+    t.expect(r"Your answers:")
+    t.expect(r"Age\s+42")
+    t.answer("Send these answers? [y/e/d/c]", "y")
+    report = t.result()
+    assert report["result"]["action"] == "accept"
+    assert report["result"]["content"] == {"name": "Ada", "age": 42, "color": "blue", "news": True}
+    assert report["statuses"][-1] == "completed"
+
+
+def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "connect_blog", server=ROOT / "examples" / "demo_server.py")
+    t.expect(r"Link to open from peer · task \S{8}…")
+    t.expect(r"URL\s+https://blog\.example\.com/oauth/authorize\?client_id=release-helper&state=")
+    t.expect(r"domain\s+blog\.example\.com")
+    t.expect("Nothing is opened or fetched unless you agree")
+    t.answer("Open this link on blog.example.com? [o/d/c]", "d")
+    t.expect("✗ Declined; nothing was opened")
+    report = t.result()
+    assert report["result"]["action"] == "decline"
+    assert "completed_notification" not in report
+
+
+def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], terminals: list[Terminal]) -> None:
+    server = ROOT / "examples" / "slow_summary_server.py"
+    t = run(env, terminals, "summarise_many", server=server, texts=["first text", "second text"])
+    screens: list[tuple[str, str]] = []
+    for _ in range(4):  # two requests and two results, in whatever order they come
+        kind, task = t.expect(r"Sampling (request|result) from peer · task (\S{8})…").groups()
+        screens.append((kind, task))
+        t.answer("Approve this request?" if kind == "request" else "Send this result to the server?", "y")
+    assert t.finish()["structuredContent"]["result"] == ["echo: first text", "echo: second text"]
+    requests = [task for kind, task in screens if kind == "request"]
+    results = [task for kind, task in screens if kind == "result"]
+    assert len(set(requests)) == 2 and sorted(results) == sorted(requests)
+    # After the first answer, two questions wanted the screen at once: one waited its turn.
+    assert re.search(r"peer · task \S{8}…: queued behind the question on screen", t.screen)
+
+
+def test_a_cancelled_task_closes_its_prompt(env: dict[str, str], terminals: list[Terminal]) -> None:
+    t = run(env, terminals, "cancel_task", prompt="never answered", delay_ms=1500)
+    task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
+    t.expect(re.escape("Approve this request?"))
+    t.expect(rf"✗ peer · task {task}…: the request was cancelled; prompt closed")
+    report = t.result()
+    assert report["cancel"]["status"] == "cancelled"
+
+
+def test_live_progress_line_while_the_model_works(
+    env: dict[str, str], terminals: list[Terminal], tmp_path: Path
+) -> None:
+    Path(env["HOST_RECEIVER_CONFIG"]).write_text('[providers.slow]\ntype = "echo"\ndelay = 1.0\n')
+    t = run(env, terminals, "sample_task", prompt="a b c d e f")
+    t.answer("Approve this request?", "y")
+    t.expect(r"⏳ peer · task \S{8}… generating with echo-offline: \d+/200 tokens, \d+\.\d s")
+    t.answer("Send this result to the server?", "y")
+    assert t.result()["result"]["content"]["text"] == "echo: a b c d e f"
+
+
+def test_ask_needs_a_terminal(env: dict[str, str]) -> None:
+    command = [str(HOST), "run", "--approve", "ask", "--", str(PEER_PYTHON), str(PEER_SERVER)]
+    done = subprocess.run(
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2
+    assert "'ask' needs a terminal" in done.stderr
+
+
+# --- in-process, through prompt_toolkit's pipe input ---------------------------------
+
+
+def request_view(task_id: str, models: tuple[str, ...] = ("small", "large")) -> SamplingRequestView:
+    params = CreateMessageRequestParams.model_validate(sampling_params("hi", maxTokens=100))
+    return SamplingRequestView("notes", task_id, params, models[0], models)
+
+
+@pytest.mark.anyio
+async def test_model_edit_offers_only_allowed_models() -> None:
+    screen = io.StringIO()
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            keys.send_text("e\r" + FINISH + "\r" + CLEAR_LINE + "gpt-huge\r" + CLEAR_LINE + "large\r" + "s\r")
+            decision = await TerminalApprover(console).review_request(request_view("task-one"))
+    assert decision == Approve(model="large", remember="session")
+    assert "'gpt-huge' is not allowed for notes; choose small, large." in screen.getvalue()
+
+
+@pytest.mark.anyio
+async def test_a_queued_request_cancelled_before_its_turn_is_never_shown() -> None:
+    screen = io.StringIO()
+    outcomes: dict[str, Any] = {}
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            approver = TerminalApprover(console)
+
+            async def review(task_id: str, scope: anyio.CancelScope | None = None) -> None:
+                with scope or anyio.CancelScope():
+                    outcomes[task_id] = await approver.review_request(request_view(task_id))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(review, "first-task")
+                await anyio.wait_all_tasks_blocked()
+                doomed = anyio.CancelScope()
+                group.start_soon(review, "second-task", doomed)
+                group.start_soon(review, "third-task")
+                await anyio.wait_all_tasks_blocked()
+                doomed.cancel()
+                await anyio.wait_all_tasks_blocked()
+                keys.send_text("n\r")
+                await anyio.wait_all_tasks_blocked()
+                keys.send_text("y\r")
+    text = screen.getvalue()
+    assert outcomes == {"first-task": Refuse(), "third-task": Approve()}
+    assert "notes · task third-ta…: queued behind the question on screen" in text
+    assert "notes · task second-t…: cancelled before it was shown" in text
+    assert "task second-t… ───" not in text
+    assert text.index("task first-ta… ───") < text.index("task third-ta… ───")
+
+
+@pytest.mark.anyio
+async def test_a_non_text_result_cannot_be_edited() -> None:
+    screen = io.StringIO()
+    result = CreateMessageResult(
+        role="assistant", content=[TextContent(text="a"), TextContent(text="b")], model="m"
+    )
+    params = CreateMessageRequestParams.model_validate(sampling_params())
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            keys.send_text("e\ry\r")
+            verdict = await TerminalApprover(console).review_result(
+                SamplingResultView("notes", None, params, result)
+            )
+    assert verdict == Send()
+    assert "Only a plain text result can be edited" in screen.getvalue()
+
+
+def test_the_terminal_host_says_it_needs_asyncio() -> None:
+    async def open_console() -> None:
+        with create_pipe_input() as keys:
+            async with Console(input=keys, output=PlainTextOutput(io.StringIO())):
+                pass
+
+    with pytest.raises(RuntimeError, match="runs on asyncio"):
+        anyio.run(open_console, backend="trio")
+
+
+@pytest.mark.anyio
+async def test_url_consent_shows_the_warnings_and_can_be_cancelled() -> None:
+    screen = io.StringIO()
+    link = "http://xn--pple-43d.com/login"
+    warnings = url_warnings(link, "apple.com")
+    view = UrlView("bank-helper", "task-url", "Log in at apple.com", link, "e1", warnings)
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            keys.send_text("maybe\rc\r")
+            answer = await TerminalElicitationUI(console).consent_url(view)
+    text = screen.getvalue()
+    assert answer == "cancel"
+    assert f"URL          {link}" in text
+    assert "domain        xn--pple-43d.com" in text
+    assert "⚠ The domain 'xn--pple-43d.com' is internationalised (punycode)" in text
+    assert "⚠ The link is not encrypted" in text
+    assert "✗ Type one of o, d, c." in text
+    assert "✗ Cancelled; nothing was opened" in text
