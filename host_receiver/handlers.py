@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import webbrowser
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -58,12 +59,36 @@ class ModelRouter(Protocol):
         ...
 
 
+@dataclass(eq=False, slots=True)
+class Generation:
+    """One model call in progress: who asked, which model, tokens so far."""
+
+    server: str
+    task_id: str | None
+    model: str
+    max_tokens: int
+    tokens: int = 0
+
+
+class GenerationObserver(Protocol):
+    """Told when a model call starts, progresses and ends (for a host's progress display)."""
+
+    def generation_started(self, generation: Generation) -> None: ...
+
+    def generation_progressed(self, generation: Generation) -> None: ...
+
+    def generation_ended(self, generation: Generation) -> None: ...
+
+
 class SamplingService:
     """A sampling handler: approval, model choice, provider call, result review."""
 
-    def __init__(self, router: ModelRouter, approver: SamplingApprover) -> None:
+    def __init__(
+        self, router: ModelRouter, approver: SamplingApprover, *, observer: GenerationObserver | None = None
+    ) -> None:
         self.router = router
         self.approver = approver
+        self.observer = observer
 
     async def __call__(self, params: CreateMessageRequestParams, context: WorkContext) -> CreateMessageResult:
         server = context.requestor_name
@@ -94,16 +119,26 @@ class SamplingService:
             provider, model = self._choose(params, server, decision.model)
 
         await context.set_status_message(f"Generating with {model.id}")
+        generation = Generation(server, context.task_id, model.id, params.max_tokens)
+        observer = self.observer
 
         async def progress(update: SamplingProgress) -> None:
+            generation.tokens = update.output_tokens
+            if observer is not None:
+                observer.generation_progressed(generation)
             message = f"Generating with {model.id}: {update.output_tokens} tokens"
             await context.report_progress(update.output_tokens, params.max_tokens, message)
             await context.set_status_message(message)
 
+        if observer is not None:
+            observer.generation_started(generation)
         try:
             result = await provider.sample(params, model, progress)
         except ProviderError as exc:
             raise RpcError(INTERNAL_ERROR, f"The model call failed: {exc}") from None
+        finally:
+            if observer is not None:
+                observer.generation_ended(generation)
 
         await context.set_status_message("Waiting for the user to review the result")
         verdict = await self.approver.review_result(

@@ -25,7 +25,7 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.handlers import ElicitationService, Generation, SamplingService
 from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
@@ -291,3 +291,36 @@ async def test_ready_policies() -> None:
     receiver = Receiver(elicitation=ElicitationService(DeclineAll()))
     async with connect(receiver) as server:
         assert await server.request(ELICIT, form_params()) == {"action": "decline"}
+
+
+@dataclass
+class RecordingObserver:
+    events: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def generation_started(self, generation: Generation) -> None:
+        self.events.append(("started", generation.model, generation.tokens))
+
+    def generation_progressed(self, generation: Generation) -> None:
+        self.events.append(("progressed", generation.model, generation.tokens))
+
+    def generation_ended(self, generation: Generation) -> None:
+        self.events.append(("ended", generation.model, generation.tokens))
+
+
+@pytest.mark.parametrize("fail", [None, "backend down"])
+async def test_observer_sees_each_generation_start_progress_and_end(fail: str | None) -> None:
+    observer = RecordingObserver()
+    provider = RecordingProvider(progress_steps=2, fail=fail)
+    receiver = Receiver(sampling=SamplingService(Router(provider), AutoApprove(), observer=observer))
+    async with connect(receiver) as server:
+        task_id = await server.create_task(SAMPLING, sampling_params())
+        if fail is None:
+            await server.request("tasks/result", {"taskId": task_id})
+        else:
+            assert fail in (await server.error("tasks/result", {"taskId": task_id})).message
+    assert observer.events == [
+        ("started", "small", 0),
+        ("progressed", "small", 10),
+        ("progressed", "small", 20),
+        ("ended", "small", 20),
+    ]

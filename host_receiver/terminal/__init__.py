@@ -30,7 +30,8 @@ names and choices, draws a live bottom toolbar and handles Windows consoles.
 It runs on asyncio (the CLI's backend); the terminal host does not run on trio.
 """
 
-from host_receiver.terminal._activity import Activity, Generation, terminal_sampling
+from host_receiver.handlers import Generation
+from host_receiver.terminal._activity import Activity, terminal_sampling
 from host_receiver.terminal._console import Console, Interrupted, Turn
 from host_receiver.terminal._forms import TerminalElicitationUI, parse_answer
 from host_receiver.terminal._sampling import TerminalApprover
