@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -245,7 +246,7 @@ def run_command(args: argparse.Namespace) -> int:
         name = args.name or args.url
     else:
         transport = StdioTransport(command[0], command[1:], inherit_env=True, name=args.name)
-        name = args.name or command[0]
+        name = args.name or server_name(command)
     return anyio.run(_run, args, transport, name, arguments)
 
 
@@ -323,6 +324,24 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         return describe_error(exc.exceptions[0])
     return str(exc) or type(exc).__name__
+
+
+#: Programs that run a server given as their first argument, not servers themselves.
+LAUNCHERS = frozenset({"python", "python3", "node", "deno", "bun", "npx", "uv", "uvx", "pipx", "java"})
+
+
+def server_name(command: Sequence[str]) -> str:
+    """A name for a stdio server: its script or package for a launcher, else the program's name.
+
+    ``python tools/server.py`` is ``server.py`` and ``npx -y @acme/notes`` is ``notes``,
+    so that remembered decisions for one server do not cover every server run alike.
+    """
+    program = os.path.basename(command[0])
+    if program.rstrip("0123456789.") in LAUNCHERS or program in LAUNCHERS:
+        for arg in command[1:]:
+            if not arg.startswith("-") and arg != "run":
+                return os.path.basename(arg) if os.sep in arg else arg
+    return program
 
 
 def _usage_error(message: str) -> int:
