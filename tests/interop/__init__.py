@@ -1,0 +1,106 @@
+"""Where the real MCP peers live, and how a test gets one (or is skipped without them).
+
+The peers are the official Python SDK (``.peers/py``) and TypeScript SDK
+(``.peers/node``) acting as MCP servers; ``.ci/install-peers`` installs them
+(docs/peers.md). Locally, a test that needs a missing peer is skipped with the
+command that installs it; when the ``CI`` environment variable is set, it fails
+instead, so a CI run can never pass by skipping the interop suite.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NoReturn
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS_DIR = Path(os.environ.get("PEERS_DIR", ROOT / ".peers"))
+PEER_SCRIPTS = Path(__file__).resolve().parent / "peers"
+PY_SERVER = PEER_SCRIPTS / "py_server.py"
+TS_SERVER = PEER_SCRIPTS / "ts_server.mjs"
+RAW_SERVER = PEER_SCRIPTS / "raw_server.py"
+
+#: Every wait a peer makes on our host is bounded by this (seconds), so a host bug
+#: shows up as a ``"timeout": true`` report instead of a hung test.
+PEER_WAIT_S = "20"
+
+Sdk = Literal["python", "typescript"]
+SDKS: tuple[Sdk, ...] = ("python", "typescript")
+
+
+def _missing(reason: str) -> NoReturn:
+    message = f"{reason}; install the peers with .ci/install-peers (docs/peers.md)"
+    if os.environ.get("CI"):
+        pytest.fail(f"interop peers are required on CI: {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True)
+class PeerCommand:
+    """How to start one SDK's peer server (stdio by default; add ``--port N`` for HTTP)."""
+
+    sdk: Sdk
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+    def http_argv(self, port: int = 0) -> list[str]:
+        return [*self.argv, "--port", str(port)]
+
+
+def peer_command(sdk: Sdk) -> PeerCommand:
+    """The command that starts ``sdk``'s peer; skips (or fails on CI) when it is not installed."""
+    env = {"PEER_WAIT_S": PEER_WAIT_S}
+    if sdk == "python":
+        python = PEERS_DIR / "py" / "bin" / "python"
+        if not python.exists():
+            _missing(f"the Python SDK peer is not installed ({python} is missing)")
+        return PeerCommand(sdk, (str(python), str(PY_SERVER)), env)
+    node = shutil.which("node")
+    if node is None:
+        _missing("the TypeScript SDK peer needs node on PATH")
+    sdk_dir = PEERS_DIR / "node" / "node_modules" / "@modelcontextprotocol" / "sdk"
+    if not sdk_dir.is_dir():
+        _missing(f"the TypeScript SDK peer is not installed ({sdk_dir} is missing)")
+    return PeerCommand(sdk, (node, str(TS_SERVER)), {**env, "PEERS_NODE_DIR": str(PEERS_DIR / "node")})
+
+
+class HttpPeer:
+    """One peer serving Streamable HTTP on 127.0.0.1 in its own process."""
+
+    def __init__(self, command: PeerCommand) -> None:
+        self.sdk = command.sdk
+        self.process = subprocess.Popen(
+            command.http_argv(0),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **command.env},
+            text=True,
+        )
+        assert self.process.stdout is not None
+        watchdog = threading.Timer(30, self.process.kill)  # a peer that never starts fails, not hangs
+        watchdog.start()
+        try:
+            line = self.process.stdout.readline()  # "LISTENING <url>" once the socket accepts
+        finally:
+            watchdog.cancel()
+        if not line.startswith("LISTENING "):
+            self.stop()
+            raise RuntimeError(f"the {self.sdk} HTTP peer did not start (it printed {line!r})")
+        self.url = line.split()[1]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()

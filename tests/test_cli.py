@@ -1,0 +1,346 @@
+"""The ``host-receiver`` command, run as a user runs it: a subprocess against real servers.
+
+Contract under test (host_receiver/cli.py): with ``--call`` the CallToolResult
+JSON is all there is on stdout, exit 0 on success, 1 when the result has
+``isError`` true, 2 when the connection or the protocol failed; without
+``--call`` it serves until the server leaves or SIGINT, then exits 0; logs go
+to stderr only; every option of every subcommand is explained by ``--help``.
+
+Servers: the Python SDK peer (tests/interop/peers, skipped without ``.peers``
+locally, required on CI) and the standard-library raw_server.py (always there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host_receiver.cli import build_parser
+from host_receiver.protocol.errors import USER_REJECTED
+from host_receiver.protocol.types import RELATED_TASK_META_KEY
+from tests.fake_openai import Completion, FakeOpenAI
+from tests.interop import RAW_SERVER, HttpPeer, peer_command
+
+_SCRIPT = Path(sys.executable).with_name("host-receiver")
+CLI = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
+)
+#: A safety net against a hung command, never a measure of speed.
+LIMIT_S = 60
+FORM = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "default": "Lyon"},
+        "nights": {"type": "integer", "default": 2},
+    },
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of every run: no user configuration, bounded peer waits."""
+    return {
+        **os.environ,
+        "HOST_RECEIVER_CONFIG": str(tmp_path / "absent-config.toml"),
+        "PEER_WAIT_S": "20",
+    }
+
+
+@pytest.fixture
+def py_peer() -> list[str]:
+    command = peer_command("python")
+    return list(command.argv)
+
+
+def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT_S
+    )
+
+
+def tool_result(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """stdout must be exactly one JSON document, the CallToolResult, and one newline."""
+    assert proc.stdout.endswith("}\n") and proc.stdout.count("\n") == 1, proc.stdout
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def report_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON report a peer tool put in its text content."""
+    report: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return report
+
+
+# --- --help --------------------------------------------------------------------------
+
+
+def _subcommands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _subcommands(sub, (*path, name))
+
+
+SUBCOMMANDS = list(_subcommands(build_parser()))
+
+
+@pytest.mark.parametrize(
+    "path,parser", SUBCOMMANDS, ids=[" ".join(p) or "host-receiver" for p, _ in SUBCOMMANDS]
+)
+def test_help_explains_every_option(path: tuple[str, ...], parser: argparse.ArgumentParser) -> None:
+    """Every option of every subcommand has a help text that ``--help`` shows (checked in
+    process, on the parser the command uses; the subprocess test below runs ``--help``)."""
+    text = parser.format_help()
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        assert action.help, f"{' '.join(path)} {action.option_strings[0]} has no help text"
+        assert any(option in text for option in action.option_strings), action.option_strings
+
+
+def test_run_help_covers_the_documented_contract(env: dict[str, str]) -> None:
+    proc = run(env, "run", "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    for option in ("--url", "--provider", "--model", "--approve", "--elicit", "--store", "--call", "--args"):
+        assert option in text
+    for choice in ("auto", "deny", "defaults", "decline", "memory"):
+        assert choice in text
+    assert "-- COMMAND" in text
+    assert "--log-level" in run(env, "--help").stdout
+
+
+# --- --call: exit codes and stdout -------------------------------------------------------
+
+
+def test_call_prints_only_the_result_and_exits_0(env: dict[str, str], py_peer: list[str]) -> None:
+    proc = run(
+        env,
+        "--log-level",
+        "DEBUG",
+        "run",
+        "--approve",
+        "auto",
+        "--call",
+        "sample_task",
+        "--args",
+        '{"prompt": "hello"}',
+        "--",
+        *py_peer,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = tool_result(proc)
+    assert result.get("isError") is not True
+    report = report_of(result)
+    assert report["statuses"][-1] == "completed"
+    assert report["result"]["content"] == {"type": "text", "text": "echo: hello"}
+    assert report["result"]["_meta"][RELATED_TASK_META_KEY] == {"taskId": report["task"]["taskId"]}
+    assert "connected to py-peer" in proc.stderr  # the logs went to stderr
+
+
+def test_a_tool_error_exits_1_with_the_result_on_stdout(env: dict[str, str], py_peer: list[str]) -> None:
+    proc = run(env, "run", "--call", "fail_tool", "--args", '{"message": "on purpose"}', "--", *py_peer)
+    assert proc.returncode == 1, proc.stderr
+    result = tool_result(proc)
+    assert result["isError"] is True
+    assert "on purpose" in result["content"][0]["text"]
+
+
+def test_defaults_refuse_sampling_and_decline_elicitation(env: dict[str, str], py_peer: list[str]) -> None:
+    """Without a terminal and without --approve/--elicit, nothing is approved or filled in."""
+    sampled = run(env, "run", "--call", "sample_plain", "--args", '{"prompt": "x"}', "--", *py_peer)
+    elicited = run(
+        env,
+        "run",
+        "--call",
+        "elicit_plain",
+        "--args",
+        json.dumps({"message": "Where?", "schema": FORM}),
+        "--",
+        *py_peer,
+    )
+    assert report_of(tool_result(sampled))["error"]["code"] == USER_REJECTED
+    assert report_of(tool_result(elicited))["result"] == {"action": "decline"}
+
+
+def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[str]) -> None:
+    args = json.dumps({"message": "Where?", "schema": FORM})
+    proc = run(env, "run", "--elicit", "defaults", "--call", "elicit_task", "--args", args, "--", *py_peer)
+    assert proc.returncode == 0, proc.stderr
+    assert report_of(tool_result(proc))["result"]["content"] == {"city": "Lyon", "nights": 2}
+
+
+def test_provider_from_the_config_file(env: dict[str, str], py_peer: list[str], tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    with FakeOpenAI() as fake:
+        config.write_text(
+            "[providers.fake]\n"
+            'type = "openai"\n'
+            f'base_url = "{fake.url}"\n'
+            "api_key_required = false\n"
+            "max_retries = 0\n"
+            "[[providers.fake.models]]\n"
+            'id = "fake-model"\n'
+        )
+        env = {**env, "HOST_RECEIVER_CONFIG": str(config)}
+        proc = run(
+            env,
+            "run",
+            "--provider",
+            "fake",
+            "--approve",
+            "auto",
+            "--call",
+            "sample_plain",
+            "--args",
+            '{"prompt": "hi"}',
+            "--",
+            *py_peer,
+        )
+        assert proc.returncode == 0, proc.stderr
+        result = report_of(tool_result(proc))["result"]
+        assert result["content"]["text"] == Completion().text
+        assert result["model"] == "fake-model"
+        assert len(fake.chat_bodies) == 1
+
+
+def test_call_over_streamable_http(env: dict[str, str]) -> None:
+    peer = HttpPeer(peer_command("python"))
+    try:
+        args = '{"prompt": "over http", "helper": true}'
+        proc = run(
+            env, "run", "--approve", "auto", "--url", peer.url, "--call", "sample_task", "--args", args
+        )
+    finally:
+        peer.stop()
+    assert proc.returncode == 0, proc.stderr
+    assert report_of(tool_result(proc))["result"]["content"]["text"] == "echo: over http"
+
+
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A local port where connections are refused: bound, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--call", "echo", "--", "/nonexistent/mcp-server"], id="no-such-command"),
+        pytest.param(
+            ["--call", "echo", "--", sys.executable, "-c", "raise SystemExit(3)"], id="exits-before-init"
+        ),
+        pytest.param(
+            ["--call", "echo", "--args", "{not json", "--", sys.executable, str(RAW_SERVER)],
+            id="args-not-json",
+        ),
+        pytest.param(
+            ["--call", "echo", "--args", "[1, 2]", "--", sys.executable, str(RAW_SERVER)],
+            id="args-not-object",
+        ),
+        pytest.param(
+            ["--call", "die", "--", sys.executable, str(RAW_SERVER), "--mode", "die"],
+            id="server-dies-during-call",
+        ),
+        pytest.param(["--call", "echo"], id="no-server"),
+        pytest.param(["--url", "http://127.0.0.1:1/mcp", "--", "also-a-command"], id="url-and-command"),
+    ],
+)
+def test_failures_exit_2_with_nothing_on_stdout(args: list[str], env: dict[str, str]) -> None:
+    proc = run(env, "run", *args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    assert proc.stderr.strip()  # and says why
+
+
+def test_unreachable_url_exits_2(env: dict[str, str]) -> None:
+    with refusing_port() as port:
+        proc = run(env, "run", "--url", f"http://127.0.0.1:{port}/mcp", "--call", "echo")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert "could not connect" in proc.stderr
+
+
+# --- serving ----------------------------------------------------------------------------------
+
+
+def test_serve_exits_0_when_the_server_leaves(env: dict[str, str], tmp_path: Path) -> None:
+    """The raw server sends a sampling task and a form elicitation, records the answers, exits."""
+    record = tmp_path / "answers.json"
+    proc = run(
+        env,
+        "run",
+        "--approve",
+        "auto",
+        "--elicit",
+        "defaults",
+        "--",
+        sys.executable,
+        str(RAW_SERVER),
+        "--mode",
+        "sample-then-exit",
+        "--record",
+        str(record),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    answers = json.loads(record.read_text())
+    task = answers["created"]["result"]["task"]
+    assert task["status"] == "working"
+    result = answers["result"]["result"]
+    assert result["content"] == {"type": "text", "text": "echo: from raw_server"}
+    assert result["_meta"][RELATED_TASK_META_KEY] == {"taskId": task["taskId"]}
+    assert answers["elicit"]["result"] == {"action": "accept", "content": {"colour": "blue"}}
+
+
+def test_serve_exits_0_on_sigint(env: dict[str, str], py_peer: list[str]) -> None:
+    """Ctrl-C while serving. (Not SIGTERM: the command's handler for it is installed only
+    after the handshake, and nothing observable marks that moment.)"""
+    proc = subprocess.Popen(
+        [*CLI, "--log-level", "INFO", "run", "--", *py_peer],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(LIMIT_S, proc.kill)  # a hung command fails instead of hanging
+    watchdog.start()
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # serving once the handshake is logged
+            seen.append(line)
+            if "connected to py-peer" in line:
+                break
+        else:
+            pytest.fail(f"never connected: {''.join(seen)}")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=LIMIT_S)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, "".join(seen) + stderr
+    assert stdout == ""
+    assert "Traceback" not in stderr
