@@ -56,6 +56,11 @@ class ServerConnection:
     def closed(self) -> bool:
         return self._closed.is_set()
 
+    @property
+    def closed_reason(self) -> str | None:
+        """Why the connection ended, in words (None while it is open)."""
+        return self.connection.session.closed_reason
+
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server offers (all pages)."""
         return await self.connection.list_tools()

@@ -240,6 +240,7 @@ class _HttpStream(MessageStream):
         cursor = _Cursor(retry=self._config.default_retry)
         started = False
         fruitless = 0
+        unreachable = 0  # attempts in a row that found nobody listening
         try:
             while fruitless < self._config.max_reconnects:
                 seen = cursor.events
@@ -258,11 +259,22 @@ class _HttpStream(MessageStream):
                             task_status.started()
                             started = True
                         await self._read_events(response, cursor, answer_to=None)
+                    unreachable = 0
+                except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                    unreachable += 1
+                    logger.debug("GET stream cannot connect: %s", exc)
                 except httpx.HTTPError as exc:
+                    unreachable = 0
                     logger.debug("GET stream broke: %s", exc)
                 fruitless = 0 if cursor.events > seen else fruitless + 1
-                await anyio.sleep(cursor.retry)
+                if fruitless < self._config.max_reconnects:
+                    await anyio.sleep(cursor.retry)
             else:
+                if unreachable >= self._config.max_reconnects:
+                    # Nobody answers at the endpoint any more: the server is gone, so the
+                    # connection ends instead of waiting for messages that cannot come.
+                    self._fail(TransportError(f"the server at {self._config.url} cannot be reached any more"))
+                    return
                 logger.warning("GET stream to %s is gone; server requests may not arrive", self._config.url)
         except SessionExpired:
             if not started:
@@ -307,6 +319,12 @@ class _HttpStream(MessageStream):
                 return True
         return False
 
+    def _fail(self, failure: TransportError) -> None:
+        """End the stream: ``receive`` drains what came before, then raises ``failure``."""
+        if self._failure is None:
+            self._failure = failure
+            self._incoming_in.close()
+
     async def _check(self, response: httpx.Response) -> None:
         """Remember the session id; turn an HTTP error status into TransportError."""
         session_id = response.headers.get("mcp-session-id")
@@ -320,11 +338,11 @@ class _HttpStream(MessageStream):
             return
         sent_session = response.request.headers.get("mcp-session-id")
         if status == 404 and sent_session:
-            if self._failure is None:
-                self._failure = SessionExpired(
+            self._fail(
+                SessionExpired(
                     f"the server ended MCP session {sent_session} (HTTP 404); open a new connection"
                 )
-                self._incoming_in.close()  # receive() drains what came before, then raises
+            )
             self._raise_failure()
         detail = (await response.aread())[:500].decode(errors="replace")
         raise TransportError(f"HTTP {status} from {self._config.url}: {detail}")
