@@ -29,11 +29,20 @@ from ._contract import (
 from ._errors import ConfigError, NoSuitableModel, ProviderError, UnsupportedRequest
 
 # isort: split
+from typing import TYPE_CHECKING
+
 from ._build import build_provider, build_registry
-from ._config import CONFIG_ENV, Config, ProviderEntry, config_path, load_config, save_config
+from ._config import (
+    CONFIG_ENV,
+    DEFAULT_BASE_URL,
+    Config,
+    ProviderEntry,
+    config_path,
+    load_config,
+    save_config,
+)
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 from ._echo import ECHO_MODEL, EchoProvider
-from ._openai import DEFAULT_BASE_URL, OpenAIProvider
 from ._registry import ProviderRegistry
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
 from ._validation import SamplingLimits, check_request
@@ -72,3 +81,16 @@ __all__ = [
     "select_model",
     "store_key",
 ]
+
+
+if TYPE_CHECKING:
+    from ._openai import OpenAIProvider
+
+
+def __getattr__(name: str) -> object:
+    # OpenAIProvider loads the openai package (about a second); only import it when asked.
+    if name == "OpenAIProvider":
+        from ._openai import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(f"module 'providers' has no attribute {name!r}")

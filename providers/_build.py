@@ -26,12 +26,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ._config import Config, ProviderEntry, config_path, load_config
+from ._config import DEFAULT_BASE_URL, Config, ProviderEntry, config_path, load_config
 from ._contract import ModelInfo, Provider
 from ._credentials import find_key
 from ._echo import ECHO_MODEL, EchoProvider
 from ._errors import ConfigError
-from ._openai import DEFAULT_BASE_URL, OpenAIProvider
 from ._registry import ProviderRegistry
 
 __all__ = ["build_provider", "build_registry"]
@@ -79,6 +78,10 @@ def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider
         ways.append(f"run `host-receiver providers add {entry.name}`")
         raise ConfigError(f"no API key for provider {entry.name!r}: {', or '.join(ways)}")
     base_url = entry.base_url or environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    # Imported here: the openai package takes about a second to import, and runs that
+    # use only the echo provider (the demo, most CLI calls) never need it.
+    from ._openai import OpenAIProvider
+
     return OpenAIProvider(
         entry.name,
         entry.models,

@@ -67,6 +67,9 @@ from ._contract import ModelInfo
 from ._errors import ConfigError
 from ._validation import SamplingLimits
 
+#: Where an OpenAI provider entry without its own base URL sends requests.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
 __all__ = [
     "CONFIG_ENV",
     "Config",

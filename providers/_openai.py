@@ -33,6 +33,7 @@ import openai
 
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
 
+from ._config import DEFAULT_BASE_URL
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
     ModelInfo,
@@ -48,7 +49,6 @@ __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 
 log = logging.getLogger("providers.openai")
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _MESSAGE_LIMIT = 300
 _STATUS_HINTS = {
     400: "the request was rejected",

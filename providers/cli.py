@@ -22,11 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 from ._build import build_registry
-from ._config import CONFIG_ENV, ProviderEntry, config_path, load_config, save_config
+from ._config import CONFIG_ENV, DEFAULT_BASE_URL, ProviderEntry, config_path, load_config, save_config
 from ._contract import ModelInfo
 from ._credentials import delete_key, find_key, keyring_key, store_key
 from ._errors import ConfigError
-from ._openai import DEFAULT_BASE_URL
 from ._redact import safe_url
 from ._registry import ProviderRegistry
 
