@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from host_receiver.tasks.record import TaskRecord, deadline_of, iso8601, new_task_id
 from host_receiver.tasks.state import IllegalTransition, TaskStatus
@@ -66,3 +69,10 @@ def test_task_ids_carry_their_deadline() -> None:
     assert deadline_of(new_task_id(None)) is None
     assert deadline_of("not-an-id") is None
     assert deadline_of("é") is None
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_iso8601_matches_the_standard_library(timestamp: float) -> None:
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    expected = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    assert iso8601(timestamp) == expected

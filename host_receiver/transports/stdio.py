@@ -190,11 +190,20 @@ def _signal_group(process: Process, signum: int) -> None:
 async def _write_lines(
     name: str, stdin: ByteSendStream, lines: MemoryObjectReceiveStream[bytes], done: anyio.Event
 ) -> None:
-    """Own the child's stdin: write queued lines whole, then close it."""
+    """Own the child's stdin: write queued lines whole, then close it.
+
+    Lines queued while a write was under way go out together in one write.
+    """
     try:
         async with lines:
             async for line in lines:
-                await stdin.send(line)
+                batch = [line]
+                while True:
+                    try:
+                        batch.append(lines.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await stdin.send(line if len(batch) == 1 else b"".join(batch))
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
         logger.debug("cannot write to %s any more: %s", name, exc)
     finally:
