@@ -1,0 +1,290 @@
+"""The driver: every scenario against every receiver, one after the other, then the table.
+
+``.venv/bin/python -m benchmarks [--smoke] [--scenarios a,b] [--receivers x,y] [--json PATH]``
+
+For each scenario and receiver the driver starts the receiver (which starts
+the requestor as its stdio child), waits for it to exit, and reads the
+requestor's JSON. Receivers:
+
+- ``cli``: ``host-receiver run --approve auto --elicit defaults --provider P -- requestor``;
+- ``embedded``: :mod:`benchmarks.embedded` (the ``Host``/``Receiver`` API, limits raised);
+- ``echo``: :mod:`benchmarks.echo_limit`, the transport limit;
+- ``ts``: the TypeScript SDK's ``Client`` (``benchmarks/peers/ts_receiver.mjs``);
+- ``py``: the Python SDK's ``ClientSession`` (``benchmarks/peers/py_receiver.py``).
+
+The slow scenarios give host-receiver an OpenAI-compatible provider entry (a
+temporary config file) that points at ``tests/fake_openai.py`` serving on
+127.0.0.1 with a fixed delay; the others use the offline echo provider. Every
+run is bounded by the requestor's ``--deadline`` and by a kill here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from benchmarks.requestor import SIZES
+from benchmarks.table import PROVIDER_FLOOR, render
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+PEERS = ROOT / ".peers"
+RECEIVERS = ("cli", "embedded", "echo", "ts", "py")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One requestor scenario and the provider it needs."""
+
+    name: str
+    #: Seconds the provider takes per answer (0: the offline echo provider).
+    delay: float = 0.0
+    deadline: float = 240.0
+    #: Also run the embedded receiver once more with tracemalloc on.
+    traced: bool = False
+
+
+def scenarios(smoke: bool) -> list[Scenario]:
+    return [
+        Scenario("latency", deadline=120),
+        Scenario("scale", deadline=200),
+        Scenario("memory", deadline=90, traced=True),
+        Scenario("slow", delay=1.0, deadline=60),
+        Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
+    ]
+
+
+@dataclass
+class Context:
+    """What every run of one scenario shares."""
+
+    scenario: Scenario
+    size: str
+    workdir: Path
+    config: Path
+    provider: str
+
+
+def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
+    command = [
+        str(VENV_PYTHON),
+        str(BENCH / "requestor.py"),
+        "--scenario",
+        ctx.scenario.name,
+        "--size",
+        ctx.size,
+        "--out",
+        str(out),
+        "--deadline",
+        str(ctx.scenario.deadline),
+    ]
+    if probe is not None:
+        command += ["--probe-fifo", str(probe)]
+    return command
+
+
+def receiver_command(receiver: str, ctx: Context, requestor: list[str], probe: Path | None) -> list[str]:
+    delay = str(ctx.scenario.delay)
+    provider = ["--provider", ctx.provider]
+    if receiver == "cli":
+        host = ROOT / ".venv" / "bin" / "host-receiver"
+        return [str(host), "run", "--approve", "auto", "--elicit", "defaults", *provider, "--", *requestor]
+    if receiver == "embedded":
+        extra = ["--probe-fifo", str(probe)] if probe is not None else []
+        return [str(VENV_PYTHON), str(BENCH / "embedded.py"), *provider, *extra, "--", *requestor]
+    if receiver == "echo":
+        return [str(VENV_PYTHON), str(BENCH / "echo_limit.py"), "--delay", delay, "--", *requestor]
+    if receiver == "ts":
+        return ["node", str(BENCH / "peers" / "ts_receiver.mjs"), "--delay", delay, "--", *requestor]
+    if receiver == "py":
+        python = PEERS / "py" / "bin" / "python"
+        return [str(python), str(BENCH / "peers" / "py_receiver.py"), "--delay", delay, "--", *requestor]
+    raise ValueError(f"unknown receiver {receiver!r}")
+
+
+async def run_one(receiver: str, ctx: Context, *, traced: bool = False) -> dict[str, Any]:
+    """Start one receiver on one scenario; return the requestor's measurements."""
+    label = f"{receiver}+tracemalloc" if traced else receiver
+    out = ctx.workdir / f"{ctx.scenario.name}-{label}.json"
+    probe: Path | None = None
+    if traced:
+        probe = ctx.workdir / f"{label}.fifo"
+        if not probe.exists():
+            os.mkfifo(probe)
+    command = receiver_command(receiver, ctx, requestor_command(ctx, out, probe), probe)
+    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config)}
+    started = time.perf_counter()
+
+    failure = None
+    with anyio.move_on_after(ctx.scenario.deadline + 30) as scope:
+        finished = await anyio.run_process(
+            command, env=env, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+    if scope.cancelled_caught:
+        failure = "killed: the run did not end in time"
+    elif finished.returncode != 0:
+        lines = finished.stderr.decode(errors="replace").strip().splitlines() or [""]
+        failure = f"exit status {finished.returncode}: {lines[-1][:200]}"
+    result: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    if failure and "failure" not in result:
+        result["failure"] = failure
+    seconds = time.perf_counter() - started
+    print(f"  {ctx.scenario.name:8} {label:20} {seconds:6.1f} s {result.get('failure', '')}", file=sys.stderr)
+    return result
+
+
+async def run_jobs(jobs: list[tuple[str, bool]], ctx: Context, *, concurrently: bool) -> dict[str, Any]:
+    """Run each (receiver, traced) job; side by side for the smoke run, where no timing counts."""
+    runs: dict[str, Any] = {}
+
+    async def one(receiver: str, traced: bool) -> None:
+        runs[f"{receiver}+tracemalloc" if traced else receiver] = await run_one(receiver, ctx, traced=traced)
+
+    if not concurrently:
+        for receiver, traced in jobs:
+            await one(receiver, traced)
+        return runs
+    async with anyio.create_task_group() as group:
+        for receiver, traced in jobs:
+            group.start_soon(one, receiver, traced)
+    return runs
+
+
+async def with_fake_openai(delay: float, workdir: Path) -> tuple[Path, anyio.abc.Process, str]:
+    """Start tests/fake_openai.py with ``delay``; a config file naming it as provider ``fake``."""
+    process = await anyio.open_process(
+        [str(VENV_PYTHON), str(ROOT / "tests" / "fake_openai.py"), "--port", "0", "--delay", str(delay)],
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    line = b""
+    with anyio.fail_after(20):
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive(1)
+    url = line.decode().strip()
+    config = workdir / f"fake-{delay}.toml"
+    config.write_text(
+        "[providers.fake]\n"
+        'type = "openai"\n'
+        f'base_url = "{url}"\n'
+        "api_key_required = false\n"
+        "max_retries = 0\n"
+        "timeout = 120.0\n"
+        "[[providers.fake.models]]\n"
+        'id = "fake-model"\n'
+    )
+    return config, process, url
+
+
+async def provider_floor(url: str, count: int) -> dict[str, Any]:
+    """Wall time of ``count`` concurrent chat completions sent straight to the fake provider.
+
+    A bare HTTP/1.1 client (one connection per request, ``Connection: close``):
+    what the provider alone costs, with no receiver in between.
+    """
+    parts = urlsplit(url)
+    body = json.dumps(
+        {"model": "fake-model", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
+    ).encode()
+    head = (
+        f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    failed = 0
+
+    async def one() -> None:
+        nonlocal failed
+        async with await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80) as stream:
+            await stream.send(head.encode() + body)
+            answer = b""
+            async for chunk in stream:
+                answer += chunk
+        if b" 200 " not in answer[:20]:
+            failed += 1
+
+    started = time.perf_counter()
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group:
+            for _ in range(count):
+                group.start_soon(one)
+    return {"results": {"wall_s": time.perf_counter() - started, "failed": failed, "requests": count}}
+
+
+async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    chosen = [s for s in scenarios(args.smoke) if not args.scenarios or s.name in args.scenarios]
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="hr-bench-") as tmp:
+        workdir = Path(tmp)
+        empty = workdir / "empty.toml"
+        empty.write_text("")
+        for scenario in chosen:
+            fake, fake_url = None, ""
+            config, provider = empty, "echo"
+            if scenario.delay and {"cli", "embedded"} & set(args.receivers):
+                config, fake, fake_url = await with_fake_openai(scenario.delay, workdir)
+                provider = "fake"
+            ctx = Context(scenario, "smoke" if args.smoke else "full", workdir, config, provider)
+            jobs = [(r, False) for r in args.receivers]
+            if scenario.traced and "embedded" in args.receivers:
+                jobs.append(("embedded", True))
+            try:
+                runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
+                if scenario.name == "slow" and fake is not None:
+                    runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
+            finally:
+                if fake is not None:
+                    fake.terminate()
+                    with anyio.move_on_after(5):
+                        await fake.wait()
+                    if fake.returncode is None:
+                        fake.kill()
+                    await fake.aclose()
+            results[scenario.name] = runs
+    return results
+
+
+def install_peers() -> None:
+    """Make sure .peers/ holds both SDKs (idempotent; quick when already there)."""
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "install-peers")], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"benchmarks: installing the SDK peers failed:\n{done.stdout}{done.stderr}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="a small configuration (CI)")
+    parser.add_argument("--scenarios", type=lambda s: s.split(","), default=[], help="comma list")
+    parser.add_argument(
+        "--receivers", type=lambda s: s.split(","), default=list(RECEIVERS), help="comma list"
+    )
+    parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
+    args = parser.parse_args(argv)
+    unknown = set(args.receivers) - set(RECEIVERS)
+    if unknown:
+        parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
+    if not args.no_setup and {"ts", "py"} & set(args.receivers):
+        install_peers()
+    started = time.perf_counter()
+    print(f"benchmarks: {'smoke' if args.smoke else 'full'} run", file=sys.stderr)
+    results = anyio.run(run_all, args)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print(render(results))
+    print(f"\n(total {time.perf_counter() - started:.0f} s)")
+    failed = [f"{s}/{r}" for s, runs in results.items() for r, res in runs.items() if res.get("failure")]
+    if failed:
+        sys.exit(f"benchmarks: runs failed: {', '.join(failed)}")

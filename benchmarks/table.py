@@ -1,0 +1,313 @@
+"""The figures: how each is read from the requestor's measurements, its target, the table.
+
+A figure's value for one receiver is a number, or a :class:`Missing` that
+says why there is none (a limit refused the load, a store never reached the
+size). Ratios divide host-receiver's value (CLI / embedded) by the limit's
+and each peer's. A target is checked for each host-receiver variant against
+the values of the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Run = Mapping[str, Any]
+#: Runs that are not receivers: the embedded receiver with tracemalloc, and the
+#: fake provider driven directly by a bare HTTP client.
+TRACED = ("embedded", "embedded+tracemalloc")
+PROVIDER_FLOOR = "provider-floor"
+DASH = "-"
+HOSTS = ("cli", "embedded")
+OTHERS = ("echo", "ts", "py")
+TITLES = {"cli": "CLI", "embedded": "embedded", "echo": "echo limit", "ts": "TS SDK", "py": "Py SDK"}
+
+
+@dataclass(frozen=True)
+class Missing:
+    """No figure, and why."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Noted:
+    """A figure with a caveat printed next to it."""
+
+    value: float
+    note: str
+
+
+Value = float | Missing | Noted
+Check = Callable[[float, Mapping[str, Value]], bool]
+
+
+def number(value: Value | None) -> float | None:
+    if isinstance(value, Noted):
+        return value.value
+    return value if isinstance(value, float) else None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One row of the table."""
+
+    title: str
+    scenario: str
+    read: Callable[[Run], Value]
+    digits: int = 0
+    target: str = ""
+    check: Check | None = None
+    ratios: bool = True
+    #: (column, run): the figure exists only in that column, read from that run.
+    only: tuple[str, str] | None = None
+
+
+# --- reading the measurements ---------------------------------------------------------
+
+
+def results(run: Run) -> Mapping[str, Any]:
+    if "results" not in run:
+        raise LookupError(run.get("failure", "no measurements"))
+    found: Mapping[str, Any] = run["results"]
+    return found
+
+
+def phase(name: str, key: str) -> Callable[[Run], Value]:
+    def read(run: Run) -> Value:
+        measured = results(run).get(name)
+        if not measured or key not in measured:
+            return Missing("not measured")
+        value = float(measured[key])
+        if measured.get("errors"):
+            return Noted(value, f"{measured['errors']} errors")
+        if "cut_by_budget" in measured:
+            return Noted(value, f"{measured['n']:,} of {measured['cut_by_budget']:,} in the time budget")
+        return value
+
+    return read
+
+
+def level(index: int, key: str) -> Callable[[Run], Value]:
+    def read(run: Run) -> Value:
+        levels = results(run)["levels"]
+        entry = levels[min(index, len(levels) - 1)] if levels else {}
+        if index >= len(levels) or entry["reached"] < entry["target"]:
+            why = f": {entry['stopped'].split(';')[0]}" if "stopped" in entry else ""
+            return Missing(f"reached {entry.get('reached', 0):,} of {entry.get('target', 0):,} tasks{why}")
+        if key not in entry:
+            return Missing("one page holds every task")
+        return float(entry[key]["p50_us"])
+
+    return read
+
+
+def growth(index_high: int, key: str) -> Callable[[Run], Value]:
+    high, low = level(index_high, key), level(0, key)
+
+    def read(run: Run) -> Value:
+        a, b = number(high(run)), number(low(run))
+        if a is None or b is None:
+            missing = high(run)
+            return missing if isinstance(missing, Missing) else Missing("not measured")
+        return a / b
+
+    return read
+
+
+def per_task(kind: str, stage: str) -> Callable[[Run], Value]:
+    """Bytes per retained task (``stage='retained'``) or left over after expiry, in bytes."""
+
+    def read(run: Run) -> Value:
+        measured = results(run)
+        base: int | None
+        then: int | None
+        base, then = measured["baseline"].get(kind), measured[stage].get(kind)
+        if base is None or then is None:
+            return Missing("not measured")
+        tasks = int(measured["retained_tasks"])
+        if stage == "retained":
+            value = float(then - base) / max(tasks, 1)
+            if tasks < measured["tasks"]:
+                return Noted(value, f"{tasks} of {measured['tasks']} retained")
+            return value
+        return float(then - base) / 1024
+
+    return read
+
+
+def slow_wall(run: Run) -> Value:
+    measured = results(run)
+    if measured["refused"] or measured["result_errors"]:
+        return Missing(f"{measured['refused']} refused, {measured['result_errors']} failed")
+    return float(measured["wall_s"])
+
+
+def blocked_cpu(run: Run) -> Value:
+    measured = results(run)
+    value = float(measured["cpu_s"])
+    if measured["created"] < measured["tasks"]:
+        return Noted(value, f"only {measured['created']} waiters, {measured['refused']} refused")
+    return value
+
+
+def floor_wall(run: Run) -> Value:
+    return float(results(run)["wall_s"])
+
+
+def settle(run: Run) -> Value:
+    measured = results(run)
+    return float(measured["settle_s"])
+
+
+def cancel_rate(run: Run) -> Value:
+    measured = results(run)["cancel"]
+    return float(measured["per_s"]) if measured["n"] else Missing("no tasks")
+
+
+# --- targets ------------------------------------------------------------------------
+
+
+def at_most_limit(factor: float) -> Check:
+    def check(value: float, values: Mapping[str, Value]) -> bool:
+        limit = number(values.get("echo"))
+        return limit is not None and value <= factor * limit
+
+    return check
+
+
+def at_least_limit(factor: float) -> Check:
+    def check(value: float, values: Mapping[str, Value]) -> bool:
+        limit = number(values.get("echo"))
+        return limit is not None and value >= factor * limit
+
+    return check
+
+
+def create_latency_check(value: float, values: Mapping[str, Value]) -> bool:
+    peers = [number(values.get(p)) for p in ("ts", "py")]
+    return at_most_limit(1.25)(value, values) and all(p is not None and value < p for p in peers)
+
+
+def at_most(bound: float) -> Check:
+    return lambda value, values: value <= bound
+
+
+FIGURES = [
+    Figure("CreateTaskResult p50, sequential (µs)", "latency", phase("create_seq", "p50_us"),
+           target="<= 1.25x limit, < both SDKs", check=create_latency_check),
+    Figure("CreateTaskResult p99, sequential (µs)", "latency", phase("create_seq", "p99_us")),
+    Figure("tasks/get p50, sequential (µs)", "latency", phase("get_seq", "p50_us")),
+    Figure("tasks/result p50, terminal task (µs)", "latency", phase("result_seq", "p50_us")),
+    Figure("tasks/list first page p50 (µs)", "latency", phase("list_seq", "p50_us")),
+    Figure("task creation, pipelined (per s)", "latency", phase("create_pipe", "per_s")),
+    Figure("tasks/get, pipelined (per s)", "latency", phase("get_pipe", "per_s"),
+           target=">= 0.9x limit", check=at_least_limit(0.9)),
+    Figure("tasks/get p50, 1k tasks (µs)", "scale", level(0, "get")),
+    Figure("tasks/get p50, 100k tasks (µs)", "scale", level(1, "get")),
+    Figure("tasks/get cost 100k / 1k", "scale", growth(1, "get"), digits=2,
+           target="<= 1.2", check=at_most(1.2), ratios=False),
+    Figure("tasks/list next page p50, 1k tasks (µs)", "scale", level(0, "list_next")),
+    Figure("tasks/list next page p50, 100k tasks (µs)", "scale", level(1, "list_next")),
+    Figure("tasks/list cost 100k / 1k", "scale", growth(1, "list_next"), digits=2,
+           target="<= 1.2", check=at_most(1.2), ratios=False),
+    Figure("RSS per retained task (bytes)", "memory", per_task("rss", "retained"),
+           target="<= 2048", check=at_most(2048)),
+    Figure("RSS after expiry - baseline (KiB)", "memory", per_task("rss", "expired"),
+           target="back to baseline", ratios=False),
+    Figure("traced per retained task (bytes)", "memory", per_task("traced", "retained"),
+           target="<= 2048", check=at_most(2048), ratios=False, only=TRACED),
+    Figure("traced after expiry - baseline (KiB)", "memory", per_task("traced", "expired"),
+           target="back to baseline", ratios=False, only=TRACED),
+    Figure("1,000 tasks on a 1 s provider: wall (s)", "slow", slow_wall, digits=2,
+           target="<= 1.5", check=at_most(1.5)),
+    Figure("the same 1,000 requests sent straight to the provider (s)", "slow", floor_wall, digits=2,
+           ratios=False, only=("echo", PROVIDER_FLOOR)),
+    Figure("1,000 blocked tasks/result: CPU in 10 s (s)", "blocked", blocked_cpu, digits=2,
+           target="<= 0.1", check=at_most(0.1)),
+    Figure("busy after 1,000 tasks/result were sent (s)", "blocked", settle, digits=1),
+    Figure("tasks/cancel of live tasks, pipelined (per s)", "blocked", cancel_rate),
+]  # fmt: skip
+
+
+# --- rendering ------------------------------------------------------------------------
+
+
+def value_of(figure: Figure, runs: Mapping[str, Run], receiver: str) -> Value | None:
+    source = receiver
+    if figure.only is not None:
+        column, source = figure.only
+        if receiver != column:
+            return None
+    run = runs.get(source)
+    if run is None:
+        return None
+    try:
+        return figure.read(run)
+    except (LookupError, TypeError, ZeroDivisionError) as exc:
+        return Missing(str(exc) or type(exc).__name__)
+
+
+def expiry_met(runs: Mapping[str, Run], receiver: str, kind: str) -> bool | None:
+    """After expiry, memory is within 10 % of what the retained tasks added (or 256 KiB)."""
+    source = TRACED[1] if kind == "traced" else receiver
+    try:
+        measured = results(runs[source])
+        base = measured["baseline"][kind]
+        grown = measured["retained"][kind] - base
+        left = measured["expired"][kind] - base
+    except (KeyError, LookupError, TypeError):
+        return None
+    return bool(left <= max(0.1 * grown, 256 * 1024))
+
+
+def cell(value: Value | None, digits: int) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, Missing):
+        return f"n/a ({value.why})"
+    if isinstance(value, Noted):
+        return f"{value.value:,.{digits}f} ({value.note})"
+    return f"{value:,.{digits}f}"
+
+
+def ratio(a: Value | None, b: Value | None) -> str:
+    x, y = number(a), number(b)
+    return f"{x / y:.2f}" if x is not None and y else DASH
+
+
+def render(results_by_scenario: Mapping[str, Mapping[str, Run]]) -> str:
+    """The table as Markdown."""
+    header = ["figure", *(TITLES[r] for r in (*HOSTS, *OTHERS))]
+    header += ["÷ limit (CLI / emb)", "÷ TS", "÷ Py", "target", "met (CLI / emb)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for figure in FIGURES:
+        runs = results_by_scenario.get(figure.scenario)
+        if runs is None:
+            continue
+        values = {r: value_of(figure, runs, r) for r in (*HOSTS, *OTHERS)}
+        row = [figure.title, *(cell(values[r], figure.digits) for r in (*HOSTS, *OTHERS))]
+        for other in OTHERS:
+            if figure.ratios:
+                row.append(" / ".join(ratio(values[h], values[other]) for h in HOSTS))
+            else:
+                row.append(DASH)
+        row.append(figure.target or DASH)
+        row.append(" / ".join(met(figure, runs, values, h) for h in HOSTS) if figure.target else DASH)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def met(figure: Figure, runs: Mapping[str, Run], values: Mapping[str, Value | None], host: str) -> str:
+    if figure.target == "back to baseline":
+        kind = "traced" if figure.only else "rss"
+        if figure.only and host != figure.only[0]:
+            return DASH
+        verdict = expiry_met(runs, host, kind)
+    else:
+        value = number(values[host])
+        clean = isinstance(values[host], float)
+        present = {k: v for k, v in values.items() if v is not None}
+        verdict = None if value is None or figure.check is None else clean and figure.check(value, present)
+    return DASH if verdict is None else ("yes" if verdict else "NO")
