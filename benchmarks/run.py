@@ -6,7 +6,8 @@ For each scenario and receiver the driver starts the receiver (which starts
 the requestor as its stdio child), waits for it to exit, and reads the
 requestor's JSON. Receivers:
 
-- ``cli``: ``host-receiver run --approve auto --elicit defaults --provider P -- requestor``;
+- ``cli``: ``host-receiver run --approve auto --elicit defaults --max-active-tasks 5000
+  --max-stored-tasks 250000 --provider P -- requestor``;
 - ``embedded``: :mod:`benchmarks.embedded` (the ``Host``/``Receiver`` API, limits raised);
 - ``echo``: :mod:`benchmarks.echo_limit`, the transport limit;
 - ``ts``: the TypeScript SDK's ``Client`` (``benchmarks/peers/ts_receiver.mjs``);
@@ -101,7 +102,19 @@ def receiver_command(receiver: str, ctx: Context, requestor: list[str], probe: P
     provider = ["--provider", ctx.provider]
     if receiver == "cli":
         host = ROOT / ".venv" / "bin" / "host-receiver"
-        return [str(host), "run", "--approve", "auto", "--elicit", "defaults", *provider, "--", *requestor]
+        limits = ["--max-active-tasks", "5000", "--max-stored-tasks", "250000"]  # as embedded.py
+        return [
+            str(host),
+            "run",
+            "--approve",
+            "auto",
+            "--elicit",
+            "defaults",
+            *limits,
+            *provider,
+            "--",
+            *requestor,
+        ]
     if receiver == "embedded":
         extra = ["--probe-fifo", str(probe)] if probe is not None else []
         return [str(VENV_PYTHON), str(BENCH / "embedded.py"), *provider, *extra, "--", *requestor]
