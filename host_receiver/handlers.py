@@ -44,6 +44,9 @@ from host_receiver.protocol.types import (
 from host_receiver.work import WorkContext
 from providers import ModelInfo, Provider, ProviderError, SamplingProgress
 
+#: Seconds between statusMessage updates while a model generates.
+STATUS_REFRESH = 0.5
+
 
 class ModelRouter(Protocol):
     """Picks the provider and model that serve a request for a server."""
@@ -121,14 +124,21 @@ class SamplingService:
         await context.set_status_message(f"Generating with {model.id}")
         generation = Generation(server, context.task_id, model.id, params.max_tokens)
         observer = self.observer
+        status_shown = anyio.current_time()
 
         async def progress(update: SamplingProgress) -> None:
+            nonlocal status_shown
             generation.tokens = update.output_tokens
             if observer is not None:
                 observer.generation_progressed(generation)
             message = f"Generating with {model.id}: {update.output_tokens} tokens"
             await context.report_progress(update.output_tokens, params.max_tokens, message)
-            await context.set_status_message(message)
+            # The statusMessage is for pollers: refresh it at most every STATUS_REFRESH
+            # seconds rather than storing a new task record for every streamed chunk.
+            now = anyio.current_time()
+            if now - status_shown >= STATUS_REFRESH:
+                status_shown = now
+                await context.set_status_message(message)
 
         if observer is not None:
             observer.generation_started(generation)
