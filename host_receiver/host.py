@@ -23,7 +23,7 @@ import httpx
 
 from host_receiver.connection import ClientConnection
 from host_receiver.protocol.types import Implementation
-from host_receiver.receiver import Receiver, Requestor
+from host_receiver.receiver import Answer, Receiver, Requestor
 from host_receiver.session import IncomingRequest
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
@@ -162,8 +162,8 @@ class Host:
             notify = _LateNotify()
             async with self.receiver.attach(notify, name=name) as requestor:
 
-                async def on_request(request: IncomingRequest) -> dict[str, Any]:
-                    return await requestor.handle_request(request.method, request.params)
+                def on_request(request: IncomingRequest) -> Answer:
+                    return requestor.dispatch(request.method, request.params)
 
                 async with ClientConnection.connect(
                     transport,
@@ -175,6 +175,7 @@ class Host:
                     on_initialized=lambda init: setattr(requestor, "protocol_version", init.protocol_version),
                 ) as connection:
                     notify.bind(connection)
+                    requestor.notify_soon = connection.session.notify_soon
                     server = ServerConnection(name, connection, requestor)
                     task_status.started(server)
                     started = True

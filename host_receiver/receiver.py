@@ -5,6 +5,11 @@ limits, the task store); a server connection attaches to it as a
 :class:`Requestor` scope. Everything a requestor starts lives in that scope's
 task group, and leaving the scope cancels it and deletes its tasks.
 
+Requests that never wait (``tasks/get``, ``tasks/list``, ``tasks/cancel``,
+task creation, ``tasks/result`` of a finished task) are answered synchronously
+by :meth:`Requestor.dispatch`; only work and waits are awaitables. The session
+writes those answers without starting a task, which is most of their speed.
+
 For ``sampling/createMessage`` and ``elicitation/create``:
 1. params are validated (-32602 naming the field) and the protocol's pre-checks
    run (sampling tool rules, declared elicitation modes);
@@ -30,10 +35,11 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
 import anyio.abc
@@ -66,9 +72,11 @@ from host_receiver.tasks.cursor import CursorCodec, InvalidCursor
 from host_receiver.tasks.record import TaskRecord, deadline_of, new_task_id
 from host_receiver.tasks.state import TaskStatus
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
-from host_receiver.work import ElicitationHandler, Notify, SamplingHandler, WorkContext
+from host_receiver.work import ElicitationHandler, Notify, NotifySoon, SamplingHandler, WorkContext
 
 _M = TypeVar("_M", bound=BaseModel)
+#: A request's answer now, or an awaitable of it for requests that must wait.
+Answer: TypeAlias = dict[str, Any] | Awaitable[dict[str, Any]]
 
 logger = logging.getLogger("host_receiver.receiver")
 audit = logging.getLogger("host_receiver.audit")
@@ -106,10 +114,13 @@ class ReceiverConfig:
     tasks_cancel: bool = True
 
 
-@dataclass(slots=True)
-class _Running:
-    scope: anyio.CancelScope
-    done: anyio.Event = field(default_factory=anyio.Event)
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """A created task whose work is still to be started."""
+
+    task_id: str
+    method: str
+    params: RequestParams
 
 
 class Receiver:
@@ -192,19 +203,22 @@ class Receiver:
         """Serve one server connection; leaving the block ends all of its work and tasks.
 
         ``notify`` sends a notification to that server. ``key`` identifies the
-        requestor in the store (a fresh random key by default).
+        requestor in the store (a fresh random key by default). Task status
+        notifications go through :attr:`Requestor.notify_soon`, which a host
+        may point at a sender that never waits (``Session.notify_soon``).
         """
         requestor = Requestor(self, notify, name=name, key=key or secrets.token_hex(16))
         requestor.protocol_version = protocol_version
         async with anyio.create_task_group() as group:
             requestor._group = group
+            requestor.notify_soon = requestor._notify_in_background
             group.start_soon(requestor._expire_forever)
+            group.start_soon(requestor._start_forever)
             try:
                 yield requestor
             finally:
                 group.cancel_scope.cancel()
-        with anyio.CancelScope(shield=True):
-            await requestor._forget_all()
+        requestor._forget_all()
 
 
 class Requestor:
@@ -216,8 +230,13 @@ class Requestor:
         self.key = key
         self.protocol_version = LATEST_PROTOCOL_VERSION
         self._notify = notify
+        #: Sends a notification without waiting: replaced by the host once the
+        #: connection is up; until then each one is sent from its own task.
+        self.notify_soon: NotifySoon = self._notify_in_background
         self._group: anyio.abc.TaskGroup | None = None
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, anyio.CancelScope] = {}  # the work's scope, by task id
+        self._starts: deque[_Start] = deque()
+        self._starts_waiting = anyio.Event()
         self._waiters: dict[str, anyio.Event] = {}
         self._deadlines: list[tuple[float, str]] = []
         self._deadline_changed = anyio.Event()
@@ -227,7 +246,19 @@ class Requestor:
 
     async def handle_request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one request from the server; raise RpcError for an error response."""
+        answer = self.dispatch(method, params)
+        return answer if isinstance(answer, dict) else await answer
+
+    def dispatch(self, method: str, params: dict[str, Any] | None) -> Answer:
+        """The answer to one request, now, or an awaitable for requests that must wait.
+
+        Raises RpcError for an error response. Only plain (not task-augmented)
+        sampling and elicitation and ``tasks/result`` of an unfinished task
+        return an awaitable.
+        """
         receiver = self.receiver
+        if method == "tasks/get":
+            return self._owned(_parse(TaskIdParams, params).task_id, "retrieve").to_wire()
         if method == SAMPLING and receiver.sampling is not None:
             sampling = _parse(CreateMessageRequestParams, params)
             check_sampling(
@@ -235,20 +266,17 @@ class Requestor:
                 tools_declared=receiver.sampling_tools and self.protocol_version >= "2025-11-25",
                 limits=receiver.sampling_limits,
             )
-            return await self._serve(method, sampling)
+            return self._serve(method, sampling)
         if method == ELICITATION and receiver.elicitation is not None:
             elicit = _parse_elicitation(params)
             check_elicitation(elicit, modes=self._elicitation_modes())
-            return await self._serve(method, elicit)
-        if method == "tasks/get":
-            record = await self._owned(_parse(TaskIdParams, params).task_id, "retrieve")
-            return record.to_wire()
+            return self._serve(method, elicit)
         if method == "tasks/result":
-            return await self._result(_parse(TaskIdParams, params).task_id)
+            return self._result(_parse(TaskIdParams, params).task_id)
         if method == "tasks/list" and receiver.config.tasks_list and self._offers_tasks():
-            return await self._list(_parse(ListTasksParams, params).cursor)
+            return self._list(_parse(ListTasksParams, params).cursor)
         if method == "tasks/cancel" and receiver.config.tasks_cancel and self._offers_tasks():
-            return await self._cancel(_parse(TaskIdParams, params).task_id)
+            return self._cancel(_parse(TaskIdParams, params).task_id)
         raise method_not_found(method)
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
@@ -290,9 +318,9 @@ class Requestor:
     def _offers_tasks(self) -> bool:
         return any(self.receiver.task_capable(m, self.protocol_version) for m in (SAMPLING, ELICITATION))
 
-    async def _serve(self, method: str, params: RequestParams) -> dict[str, Any]:
+    def _serve(self, method: str, params: RequestParams) -> Answer:
         if params.task is not None and self.receiver.task_capable(method, self.protocol_version):
-            return await self._create_task(method, params)
+            return self._create_task(method, params)
         context = WorkContext(
             requestor=self.key,
             requestor_name=self.name,
@@ -300,7 +328,7 @@ class Requestor:
             progress_token=params.progress_token,
             notify=self._notify,
         )
-        return await self._work(method, params, context)
+        return self._work(method, params, context)
 
     async def _work(self, method: str, params: RequestParams, context: WorkContext) -> dict[str, Any]:
         receiver = self.receiver
@@ -311,10 +339,10 @@ class Requestor:
         assert isinstance(params, ElicitRequestFormParams | ElicitRequestURLParams)
         return dump(await receiver.elicitation(params, context))
 
-    async def _create_task(self, method: str, params: RequestParams) -> dict[str, Any]:
+    def _create_task(self, method: str, params: RequestParams) -> dict[str, Any]:
         receiver, config = self.receiver, self.receiver.config
         assert params.task is not None
-        stored, active = await receiver.store.counts(self.key)
+        stored, active = receiver.store.counts(self.key)
         if active >= config.max_active_tasks:
             raise RpcError(
                 INVALID_REQUEST,
@@ -341,25 +369,42 @@ class Requestor:
             ttl_ms=ttl,
             poll_interval_ms=config.poll_interval_ms,
         )
-        await receiver.store.insert(record)
+        receiver.store.insert(record)
         audit.info(
             "task created requestor=%s task=%s method=%s ttl=%s", self.name, record.task_id, method, ttl
         )
         if deadline is not None:
             self._schedule_expiry(deadline, record.task_id)
-        running = _Running(anyio.CancelScope())
-        self._running[record.task_id] = running
-        context = WorkContext(
-            requestor=self.key,
-            requestor_name=self.name,
-            task_id=record.task_id,
-            progress_token=params.progress_token,
-            notify=self._notify,
-            status=self._set_status_message,
-        )
-        assert self._group is not None
-        self._group.start_soon(self._run_task, record.task_id, method, params, context, running)
+        self._starts.append(_Start(record.task_id, method, params))
+        self._starts_waiting.set()
         return {"task": record.to_wire()}
+
+    async def _start_forever(self) -> None:
+        """Start the work of created tasks, once their CreateTaskResult is on its way.
+
+        Starting a task's work takes longer than everything else in creating it,
+        so it happens here, after the answer was sent (a status notification
+        can then never overtake its CreateTaskResult either).
+        """
+        assert self._group is not None
+        while True:
+            await self._starts_waiting.wait()
+            self._starts_waiting = anyio.Event()
+            while self._starts:
+                start = self._starts.popleft()
+                record = self.receiver.store.get(start.task_id)
+                if record is None or record.is_terminal:  # cancelled or expired before it started
+                    continue
+                scope = self._running[start.task_id] = anyio.CancelScope()
+                context = WorkContext(
+                    requestor=self.key,
+                    requestor_name=self.name,
+                    task_id=start.task_id,
+                    progress_token=start.params.progress_token,
+                    notify=self._notify,
+                    status=self._set_status_message,
+                )
+                self._group.start_soon(self._run_task, start, scope, context)
 
     def _granted_ttl(self, requested: int | None) -> int | None:
         config = self.receiver.config
@@ -371,13 +416,12 @@ class Requestor:
             return config.max_ttl_ms
         return requested
 
-    async def _run_task(
-        self, task_id: str, method: str, params: RequestParams, context: WorkContext, running: _Running
-    ) -> None:
+    async def _run_task(self, start: _Start, scope: anyio.CancelScope, context: WorkContext) -> None:
+        task_id, method, params = start.task_id, start.method, start.params
         result: dict[str, Any] | None = None
         error: RpcError | None = None
         try:
-            with running.scope:
+            with scope:
                 try:
                     result = await self._work(method, params, context)
                 except RpcError as exc:
@@ -385,20 +429,19 @@ class Requestor:
                 except Exception:
                     logger.exception("%s task %s of %s crashed", method, task_id, self.name)
                     error = RpcError(INTERNAL_ERROR, f"Internal error while serving {method}")
-            if running.scope.cancelled_caught:
+            if scope.cancel_called:
                 return
             if error is not None:
                 message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
-                await self._finish(task_id, TaskStatus.FAILED, message=message, error=error)
+                self._finish(task_id, TaskStatus.FAILED, message=message, error=error)
             else:
-                await self._finish(task_id, TaskStatus.COMPLETED, result=result)
+                self._finish(task_id, TaskStatus.COMPLETED, result=result)
         finally:
             self._running.pop(task_id, None)
-            running.done.set()
 
     # --- task state changes --------------------------------------------------------
 
-    async def _finish(
+    def _finish(
         self,
         task_id: str,
         status: TaskStatus,
@@ -409,35 +452,43 @@ class Requestor:
     ) -> TaskRecord | None:
         """Move a live task to a terminal status; None if it is gone or already terminal."""
         store = self.receiver.store
-        record = await store.get(task_id)
+        record = store.get(task_id)
         if record is None or record.is_terminal:
             return None
         record = record.moved_to(status, self.receiver.clock(), message=message, result=result, error=error)
-        await store.replace(record)
+        store.replace(record)
         audit.info("task %s requestor=%s task=%s", status.value, self.name, task_id)
         waiter = self._waiters.pop(task_id, None)
         if waiter is not None:
             waiter.set()
-        await self._notify_status(record)
+        self.notify_soon("notifications/tasks/status", record.to_wire())
         return record
 
     async def _set_status_message(self, task_id: str, message: str) -> None:
         store = self.receiver.store
-        record = await store.get(task_id)
+        record = store.get(task_id)
         if record is None or record.is_terminal or record.status_message == message:
             return
-        await store.replace(record.with_message(message, self.receiver.clock()))
+        store.replace(record.with_message(message, self.receiver.clock()))
 
-    async def _notify_status(self, record: TaskRecord) -> None:
+    def _notify_in_background(self, method: str, params: dict[str, Any] | None) -> None:
+        """Send a notification from a task of this scope (until the host offers better)."""
         try:
-            await self._notify("notifications/tasks/status", record.to_wire())
+            assert self._group is not None
+            self._group.start_soon(self._notify_quietly, method, params)
+        except RuntimeError:  # the scope has ended: so has the connection
+            logger.debug("%s not sent to %s: the connection has ended", method, self.name)
+
+    async def _notify_quietly(self, method: str, params: dict[str, Any] | None) -> None:
+        try:
+            await self._notify(method, params)
         except Exception as exc:  # the connection may be closing; the task state stands
-            logger.debug("could not send task status to %s: %r", self.name, exc)
+            logger.debug("could not send %s to %s: %r", method, self.name, exc)
 
     # --- tasks/* -----------------------------------------------------------------------
 
-    async def _owned(self, task_id: str, verb: str) -> TaskRecord:
-        record = await self.receiver.store.get(task_id)
+    def _owned(self, task_id: str, verb: str) -> TaskRecord:
+        record = self.receiver.store.get(task_id)
         if record is not None and record.requestor == self.key:
             return record
         if record is not None:
@@ -449,14 +500,25 @@ class Requestor:
         audit.info("task lookup refused requestor=%s task=%s reason=%s", self.name, task_id, reason)
         raise invalid_params(f"Failed to {verb} task: {reason}", {"taskId": task_id})
 
-    async def _result(self, task_id: str) -> dict[str, Any]:
-        record = await self._owned(task_id, "retrieve result of")
+    def _result(self, task_id: str) -> Answer:
+        record = self._owned(task_id, "retrieve result of")
+        if record.is_terminal:
+            return self._outcome(record)
+        return self._result_when_done(task_id)
+
+    async def _result_when_done(self, task_id: str) -> dict[str, Any]:
+        record = self._owned(task_id, "retrieve result of")
         while not record.is_terminal:
             waiter = self._waiters.get(task_id)
             if waiter is None:
                 waiter = self._waiters[task_id] = anyio.Event()
             await waiter.wait()
-            record = await self._owned(task_id, "retrieve result of")
+            record = self._owned(task_id, "retrieve result of")
+        return self._outcome(record)
+
+    def _outcome(self, record: TaskRecord) -> dict[str, Any]:
+        """``tasks/result`` of a terminal task: its result, or its error raised."""
+        task_id = record.task_id
         audit.info(
             "task result retrieved requestor=%s task=%s status=%s", self.name, task_id, record.status.value
         )
@@ -468,31 +530,31 @@ class Requestor:
         meta[RELATED_TASK_META_KEY] = {"taskId": task_id}
         return {**record.result, "_meta": meta}
 
-    async def _list(self, cursor: str | None) -> dict[str, Any]:
+    def _list(self, cursor: str | None) -> dict[str, Any]:
         after = 0
         if cursor is not None:
             try:
                 after = self.receiver._cursors.decode(self.key, cursor)
             except InvalidCursor as exc:
                 raise invalid_params(f"Invalid cursor: {exc}") from None
-        records, more = await self.receiver.store.page(self.key, after, self.receiver.config.page_size)
+        records, more = self.receiver.store.page(self.key, after, self.receiver.config.page_size)
         page: dict[str, Any] = {"tasks": [r.to_wire() for r in records]}
         if more and records:
             page["nextCursor"] = self.receiver._cursors.encode(self.key, records[-1].seq)
         return page
 
-    async def _cancel(self, task_id: str) -> dict[str, Any]:
-        record = await self._owned(task_id, "cancel")
+    def _cancel(self, task_id: str) -> dict[str, Any]:
+        record = self._owned(task_id, "cancel")
         if record.is_terminal:
             raise invalid_params(
                 f"Cannot cancel task: already in terminal status '{record.status.value}'",
                 {"taskId": task_id, "status": record.status.value},
             )
-        cancelled = await self._finish(task_id, TaskStatus.CANCELLED, message=CANCELLED_MESSAGE)
+        cancelled = self._finish(task_id, TaskStatus.CANCELLED, message=CANCELLED_MESSAGE)
         assert cancelled is not None
-        running = self._running.get(task_id)
-        if running is not None:
-            running.scope.cancel()
+        scope = self._running.get(task_id)
+        if scope is not None:
+            scope.cancel()
         return cancelled.to_wire()
 
     # --- expiry ---------------------------------------------------------------------
@@ -503,36 +565,36 @@ class Requestor:
         if deadline < earliest:
             self._deadline_changed.set()
 
-    async def expire_due(self) -> None:
+    def expire_due(self) -> None:
         """Delete every task whose ttl has run out by the receiver's clock (runs on its own
         schedule; call it after moving a test clock)."""
         now = self.receiver.clock()
         while self._deadlines and self._deadlines[0][0] <= now:
             _, task_id = heapq.heappop(self._deadlines)
-            await self._expire(task_id)
+            self._expire(task_id)
 
     async def _expire_forever(self) -> None:
         while True:
-            await self.expire_due()
+            self.expire_due()
             self._deadline_changed = anyio.Event()
             delay = self._deadlines[0][0] - self.receiver.clock() if self._deadlines else math.inf
             with anyio.move_on_after(delay):
                 await self._deadline_changed.wait()
 
-    async def _expire(self, task_id: str) -> None:
-        running = self._running.pop(task_id, None)
-        if running is not None:
-            running.scope.cancel()
-        record = await self.receiver.store.delete(task_id)
+    def _expire(self, task_id: str) -> None:
+        scope = self._running.pop(task_id, None)
+        if scope is not None:
+            scope.cancel()
+        record = self.receiver.store.delete(task_id)
         waiter = self._waiters.pop(task_id, None)
         if waiter is not None:
             waiter.set()
         if record is not None:
             audit.info("task expired requestor=%s task=%s status=%s", self.name, task_id, record.status.value)
 
-    async def _forget_all(self) -> None:
-        for task_id in await self.receiver.store.ids_of(self.key):
-            await self.receiver.store.delete(task_id)
+    def _forget_all(self) -> None:
+        for task_id in self.receiver.store.ids_of(self.key):
+            self.receiver.store.delete(task_id)
         for waiter in self._waiters.values():
             waiter.set()
         self._waiters.clear()

@@ -7,13 +7,17 @@ sampling or elicitation: those are the request handler's business.
 
 Rules:
 
-- Every incoming request runs in its own task: a handler that blocks for
-  minutes never delays other traffic. A handler's :class:`RpcError` becomes an
-  error response; any other exception becomes -32603 "Internal error", logged
-  with its traceback, its text never sent to the peer.
-- The receive loop never waits on the peer: the replies the session makes
-  itself (ping, errors for malformed frames) are sent from their own tasks, so
-  two sessions wired to each other cannot deadlock on full buffers.
+- The request handler answers at once (returns a dict) or returns an
+  awaitable, which runs in its own task: a handler that blocks for minutes
+  never delays other traffic, and one that never waits costs no task. A
+  handler's :class:`RpcError` becomes an error response; any other exception
+  becomes -32603 "Internal error", logged with its traceback, its text never
+  sent to the peer.
+- The receive loop never waits on the peer: replies it makes (immediate
+  answers, ping, errors for malformed frames) and :meth:`Session.notify_soon`
+  go out through the stream's ``send_nowait``; when the stream cannot take
+  them now they queue, in order, for a sender task. So two sessions wired to
+  each other cannot deadlock on full buffers.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. An outgoing request that times out or whose caller
   is cancelled sends ``notifications/cancelled`` (except ``initialize``, which
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
@@ -49,6 +54,7 @@ from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError, method_not_f
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
     InvalidMessage,
+    Message,
     Notification,
     Request,
     Response,
@@ -102,13 +108,15 @@ class IncomingRequest:
         return token if is_request_id(token) else None
 
 
-RequestHandler: TypeAlias = Callable[[IncomingRequest], Awaitable[dict[str, Any]]]
+#: Returns the result now, or an awaitable of it; raises RpcError for an error response.
+RequestHandler: TypeAlias = Callable[[IncomingRequest], dict[str, Any] | Awaitable[dict[str, Any]]]
 NotificationHandler: TypeAlias = Callable[[str, dict[str, Any] | None], Awaitable[None]]
 #: ``on_progress(progress, total, message)``.
 ProgressCallback: TypeAlias = Callable[[float, float | None, str | None], Awaitable[None]]
 
 _Progress: TypeAlias = tuple[float, float | None, str | None]
 _Outcome: TypeAlias = dict[str, Any] | RpcError | ConnectionClosed
+_Reply: TypeAlias = Response | ErrorResponse
 
 
 async def _no_such_method(request: IncomingRequest) -> dict[str, Any]:
@@ -164,6 +172,7 @@ class Session:
         self._abandoned: dict[RequestId, None] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         self._reply_scopes: set[anyio.CancelScope] = set()
+        self._backlog: deque[Message] = deque()  # send_soon messages the stream could not take yet
         self._closed_reason: str | None = None
         self._closed = anyio.Event()
         self._notifications_in, self._notifications_out = anyio.create_memory_object_stream[
@@ -281,6 +290,18 @@ class Session:
         self._check_open()
         await self._stream.send(Notification(method, params))
 
+    def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification without waiting; never raises.
+
+        Goes out before this returns when the stream can take it, else queues
+        behind earlier ``notify_soon`` calls and replies. Dropped, with a debug
+        log, once the session is closed.
+        """
+        if self._closed_reason is not None:
+            logger.debug("%s not sent to %s: the session is closed", method, self.name)
+            return
+        self._send_soon(Notification(method, params))
+
     async def ping(self, *, timeout: float | None = None) -> None:
         """Send ``ping`` and wait for the answer."""
         await self.request("ping", timeout=timeout)
@@ -338,73 +359,105 @@ class Session:
                 case InvalidMessage():
                     self._on_invalid(message)
 
-    def _spawn_reply(self, reply: Response | ErrorResponse) -> None:
-        assert self._tasks is not None
-        self._tasks.start_soon(self._send_reply, reply)
-
     def _on_request(self, request: Request) -> None:
         if request.method == "ping":
-            self._spawn_reply(Response(request.id, {}))
+            self._send_soon(Response(request.id, {}))
             return
         if request.id in self._in_flight:
             logger.warning("%s reused request id %r while it was in flight", self.name, request.id)
             return
+        try:
+            answer = self._request_handler(IncomingRequest(request.id, request.method, request.params))
+        except Exception as exc:
+            self._send_soon(self._error_reply(request, exc))
+            return
+        if type(answer) is dict:
+            self._send_soon(Response(request.id, answer))
+            return
         scope = anyio.CancelScope()
         self._in_flight[request.id] = scope
         assert self._tasks is not None
-        self._tasks.start_soon(self._handle_request, request, scope)
+        self._tasks.start_soon(self._handle_request, request, answer, scope)
 
-    async def _handle_request(self, request: Request, scope: anyio.CancelScope) -> None:
-        reply: Response | ErrorResponse | None = None
+    async def _handle_request(self, request: Request, answer: object, scope: anyio.CancelScope) -> None:
+        reply: _Reply | None = None
         try:
             with scope:
-                reply = await self._call_handler(request)
+                reply = await self._await_answer(request, answer)
         finally:
             self._in_flight.pop(request.id, None)
         if scope.cancel_called or reply is None:
             logger.debug("request %r from %s was cancelled; no reply", request.id, self.name)
             return
-        await self._send_reply(reply)
+        self._send_soon(reply)
 
-    async def _call_handler(self, request: Request) -> Response | ErrorResponse:
-        incoming = IncomingRequest(request.id, request.method, request.params)
-        try:
-            result = await self._request_handler(incoming)
-        except RpcError as exc:
-            return ErrorResponse(request.id, exc)
-        except Exception as exc:
-            only = _sole_rpc_error(exc)
-            if only is not None:
-                return ErrorResponse(request.id, only)
-            logger.exception("handler for %s (id %r) failed", request.method, request.id)
+    async def _await_answer(self, request: Request, answer: object) -> _Reply:
+        if not isinstance(answer, Awaitable):
+            logger.error("handler for %s returned %s, not a dict", request.method, type(answer))
             return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
+        try:
+            result = await answer
+        except Exception as exc:
+            return self._error_reply(request, exc)
         if type(result) is not dict:
             logger.error("handler for %s returned %s, not a dict", request.method, type(result))
             return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
         return Response(request.id, result)
 
-    async def _send_reply(self, reply: Response | ErrorResponse) -> None:
-        """Write a reply even while the session closes, within ``reply_grace``."""
+    def _error_reply(self, request: Request, exc: Exception) -> ErrorResponse:
+        """The error response for a handler's exception (internal errors are logged, not told)."""
+        only = exc if isinstance(exc, RpcError) else _sole_rpc_error(exc)
+        if only is not None:
+            return ErrorResponse(request.id, only)
+        logger.error("handler for %s (id %r) failed", request.method, request.id, exc_info=exc)
+        return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
+
+    # --- sending without waiting -------------------------------------------
+
+    def _send_soon(self, message: Message) -> None:
+        """Send now if the stream can take it, else queue behind what waits already."""
+        if not self._backlog:
+            try:
+                self._stream.send_nowait(message)
+                return
+            except anyio.WouldBlock:
+                pass
+            except (TypeError, ValueError) as exc:
+                substitute = _not_json(message, self.name, exc)
+                if substitute is not None:
+                    self._send_soon(substitute)
+                return
+            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                logger.warning("could not send %s to %s: %s", _describe(message), self.name, exc)
+                return
+            assert self._tasks is not None
+            self._tasks.start_soon(self._send_backlog)
+        self._backlog.append(message)
+
+    async def _send_backlog(self) -> None:
+        """Write queued messages in order, even while the session closes (within ``reply_grace``)."""
         with anyio.CancelScope(shield=True) as scope:
             if self._closed_reason is not None:
                 scope.deadline = anyio.current_time() + self.reply_grace
             self._reply_scopes.add(scope)
             try:
-                await self._write_reply(reply)
+                while self._backlog:
+                    message = self._backlog[0]
+                    try:
+                        await self._stream.send(message)
+                    except (TypeError, ValueError) as exc:
+                        substitute = _not_json(message, self.name, exc)
+                        if substitute is not None:
+                            self._backlog[0] = substitute
+                            continue
+                    except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                        logger.warning("could not send %s to %s: %s", _describe(message), self.name, exc)
+                    self._backlog.popleft()
             finally:
                 self._reply_scopes.discard(scope)
         if scope.cancelled_caught:
-            logger.warning("gave up sending reply %r to %s while closing", reply.id, self.name)
-
-    async def _write_reply(self, reply: Response | ErrorResponse) -> None:
-        try:
-            try:
-                await self._stream.send(reply)
-            except (TypeError, ValueError):
-                logger.exception("reply to %s (id %r) is not JSON", self.name, reply.id)
-                await self._stream.send(ErrorResponse(reply.id, RpcError(INTERNAL_ERROR, "Internal error")))
-        except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            logger.warning("could not send reply %r to %s: %s", reply.id, self.name, exc)
+            logger.warning("gave up sending %d messages to %s while closing", len(self._backlog), self.name)
+            self._backlog.clear()
 
     async def _on_notification(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
@@ -473,7 +526,23 @@ class Session:
     def _on_invalid(self, invalid: InvalidMessage) -> None:
         logger.warning("malformed message from %s: %s", self.name, invalid.message)
         if invalid.respond:
-            self._spawn_reply(invalid.response())
+            self._send_soon(invalid.response())
+
+
+def _not_json(message: Message, peer: str, exc: Exception) -> ErrorResponse | None:
+    """What to send instead of a message that cannot be encoded (a bug here, logged)."""
+    logger.error("%s to %s is not JSON; not sent", _describe(message), peer, exc_info=exc)
+    if isinstance(message, Response):
+        return ErrorResponse(message.id, RpcError(INTERNAL_ERROR, "Internal error"))
+    return None
+
+
+def _describe(message: Message) -> str:
+    if isinstance(message, Response | ErrorResponse):
+        return f"reply {message.id!r}"
+    if isinstance(message, Notification | Request):
+        return message.method
+    return "message"
 
 
 def _with_progress_token(params: dict[str, Any] | None, token: ProgressToken) -> dict[str, Any]:

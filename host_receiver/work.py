@@ -24,7 +24,10 @@ from host_receiver.protocol.types import (
     ProgressToken,
 )
 
+#: Sends a notification to the requestor, waiting while the connection is busy.
 Notify = Callable[[str, dict[str, Any] | None], Awaitable[None]]
+#: Sends a notification without waiting (queued when the connection is busy); never raises.
+NotifySoon = Callable[[str, dict[str, Any] | None], None]
 
 
 class StatusSink(Protocol):

@@ -129,11 +129,15 @@ async def connect(
 ) -> AsyncIterator[FakeServer]:
     notifications: list[tuple[str, dict[str, Any] | None]] = []
 
-    async def notify(method: str, params: dict[str, Any] | None) -> None:
+    def notify_soon(method: str, params: dict[str, Any] | None) -> None:
         validate_notification(method, params)
         notifications.append((method, params))
 
+    async def notify(method: str, params: dict[str, Any] | None) -> None:
+        notify_soon(method, params)
+
     async with receiver.attach(notify, name=name, protocol_version=protocol_version) as requestor:
+        requestor.notify_soon = notify_soon  # as a host does once its connection is up
         yield FakeServer(requestor, notifications)
 
 

@@ -100,29 +100,48 @@ def test_error_response_without_id_omits_the_member() -> None:
     assert wire == {"jsonrpc": "2.0", "error": {"code": PARSE_ERROR, "message": "Parse error"}}
 
 
-def test_dumps_is_one_line_utf8_and_refuses_nan() -> None:
+def test_dumps_is_one_line_utf8() -> None:
     data = dumps_message(Request(1, "m", {"text": "a\nb — é"}))
     assert b"\n" not in data
     assert json.loads(data)["params"]["text"] == "a\nb — é"
-    with pytest.raises(ValueError):
-        dumps_message(Response(1, {"x": float("nan")}))
 
 
+def test_dumps_writes_non_finite_numbers_as_null_and_refuses_what_json_cannot_carry() -> None:
+    assert json.loads(dumps_message(Response(1, {"x": float("nan"), "y": float("inf")}))) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"x": None, "y": None},
+    }
+    for bad in ({1: "key that is not a string"}, {"big": 2**64}, {"s": "\ud800"}, {"o": object()}):
+        with pytest.raises(TypeError):
+            dumps_message(Response(1, bad))
+
+
+@pytest.mark.parametrize("frame", [b'{"jsonrpc":"2.0","id":1,"result":{"x":NaN}}', b'{"a":"\xff"}'])
+def test_what_json_does_not_allow_is_a_parse_error(frame: bytes) -> None:
+    with pytest.raises(InvalidMessage) as caught:
+        decode_message(frame)
+    assert caught.value.code == PARSE_ERROR
+
+
+# What JSON carries: 64-bit integers, finite floats, text without lone surrogates.
+ints = st.integers(min_value=-(2**63), max_value=2**64 - 1)
+texts = st.text(st.characters(blacklist_categories=("Cs",)))
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    st.none() | st.booleans() | ints | st.floats(allow_nan=False, allow_infinity=False) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
     max_leaves=10,
 )
-objects = st.dictionaries(st.text(), json_values, max_size=4)
-ids = st.integers() | st.text()
+objects = st.dictionaries(texts, json_values, max_size=4)
+ids = ints | texts
 messages = st.one_of(
-    st.builds(Request, ids, st.text(), st.none() | objects),
-    st.builds(Notification, st.text(), st.none() | objects),
+    st.builds(Request, ids, texts, st.none() | objects),
+    st.builds(Notification, texts, st.none() | objects),
     st.builds(Response, ids, objects),
     st.builds(
         ErrorResponse,
         st.none() | ids,
-        st.builds(RpcError, st.integers(), st.text(), st.none() | json_values),
+        st.builds(RpcError, ints, texts, st.none() | json_values),
     ),
 )
 

@@ -154,7 +154,7 @@ async def run(ops: list[tuple[str, int, Any]]) -> None:
             elif op == "advance":
                 clock.now += a / 1000
                 for s in srv:
-                    await s.requestor.expire_due()
+                    s.requestor.expire_due()
                 for task_id in [t for t, m in model.items() if m.deadline <= clock.now]:
                     del model[task_id]
                     expired.add(task_id)

@@ -15,7 +15,7 @@ import math
 import secrets
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from host_receiver.protocol.errors import RpcError
@@ -82,6 +82,8 @@ class TaskRecord:
     last_updated_at: float = 0.0
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    #: The ``Task`` object, made on the first :meth:`to_wire` (records never change).
+    _wire: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def deadline(self) -> float | None:
@@ -117,12 +119,23 @@ class TaskRecord:
         return dataclasses.replace(self, status_message=message, last_updated_at=now)
 
     def to_wire(self) -> dict[str, Any]:
-        """The ``Task`` object of the protocol (``ttl`` always present, null = unlimited)."""
+        """The ``Task`` object of the protocol (``ttl`` always present, null = unlimited).
+
+        Made once per record and copied on every call: a ``tasks/list`` page of
+        records that did not change costs no timestamp formatting.
+        """
+        if self._wire is None:
+            object.__setattr__(self, "_wire", self._make_wire())
+        assert self._wire is not None
+        return dict(self._wire)
+
+    def _make_wire(self) -> dict[str, Any]:
+        created, updated = iso8601(self.created_at), self.last_updated_at or self.created_at
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status.value,
-            "createdAt": iso8601(self.created_at),
-            "lastUpdatedAt": iso8601(self.last_updated_at or self.created_at),
+            "createdAt": created,
+            "lastUpdatedAt": created if updated == self.created_at else iso8601(updated),
             "ttl": self.ttl_ms,
         }
         if self.status_message is not None:

@@ -1,4 +1,4 @@
-"""Where task records live: a small async interface and an in-memory store.
+"""Where task records live: a small interface and an in-memory store.
 
 Rules of this layer:
 - A store keeps :class:`TaskRecord` values, nothing else: no events, no
@@ -7,8 +7,11 @@ Rules of this layer:
 - Records are looked up by task id alone; ownership checks happen above.
 - ``page`` walks one requestor's tasks in creation order (``seq``) from a
   position, so a page boundary stays valid while tasks are added or deleted.
-- Every method is ``async`` so that a store backed by a file or a database
-  (SQLite) can implement the same interface without changing its callers.
+- Every method is synchronous and quick: a dictionary or an indexed lookup.
+  The receiver answers ``tasks/get``, ``tasks/list``, ``tasks/cancel`` and
+  task creation without yielding to the event loop, which is most of their
+  speed; a store backed by a local database (SQLite in WAL mode) answers in
+  microseconds too. A store that needs the network does not belong here.
 """
 
 from __future__ import annotations
@@ -23,29 +26,29 @@ from host_receiver.tasks.record import TaskRecord
 class TaskStore(Protocol):
     """The storage interface the receiver relies on."""
 
-    async def insert(self, record: TaskRecord) -> None:
+    def insert(self, record: TaskRecord) -> None:
         """Add a new record (its task id is not in the store)."""
 
-    async def get(self, task_id: str) -> TaskRecord | None:
+    def get(self, task_id: str) -> TaskRecord | None:
         """The record with ``task_id``, or None."""
 
-    async def replace(self, record: TaskRecord) -> None:
+    def replace(self, record: TaskRecord) -> None:
         """Store a new version of an existing record."""
 
-    async def delete(self, task_id: str) -> TaskRecord | None:
+    def delete(self, task_id: str) -> TaskRecord | None:
         """Remove a record; return it, or None when it was not there."""
 
-    async def page(self, requestor: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+    def page(self, requestor: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
         """Up to ``limit`` of ``requestor``'s records with ``seq > after_seq``, oldest first,
         and whether more follow."""
 
-    async def counts(self, requestor: str) -> tuple[int, int]:
+    def counts(self, requestor: str) -> tuple[int, int]:
         """How many of ``requestor``'s tasks are stored, and how many of them are not terminal."""
 
-    async def ids_of(self, requestor: str) -> list[str]:
+    def ids_of(self, requestor: str) -> list[str]:
         """Every task id of ``requestor``."""
 
-    async def deadlines(self) -> list[tuple[float, str]]:
+    def deadlines(self) -> list[tuple[float, str]]:
         """``(deadline, task_id)`` of every record that has a ttl (for a scheduler's start)."""
 
 
@@ -66,7 +69,7 @@ class MemoryTaskStore:
     def __len__(self) -> int:
         return len(self._records)
 
-    async def insert(self, record: TaskRecord) -> None:
+    def insert(self, record: TaskRecord) -> None:
         if record.task_id in self._records:
             raise KeyError(f"task {record.task_id} already stored")
         self._records[record.task_id] = record
@@ -79,10 +82,10 @@ class MemoryTaskStore:
         if not record.is_terminal:
             index.active += 1
 
-    async def get(self, task_id: str) -> TaskRecord | None:
+    def get(self, task_id: str) -> TaskRecord | None:
         return self._records.get(task_id)
 
-    async def replace(self, record: TaskRecord) -> None:
+    def replace(self, record: TaskRecord) -> None:
         old = self._records.get(record.task_id)
         if old is None:
             raise KeyError(f"task {record.task_id} is not stored")
@@ -90,7 +93,7 @@ class MemoryTaskStore:
         if old.is_terminal != record.is_terminal:
             self._index[record.requestor].active += -1 if record.is_terminal else 1
 
-    async def delete(self, task_id: str) -> TaskRecord | None:
+    def delete(self, task_id: str) -> TaskRecord | None:
         record = self._records.pop(task_id, None)
         if record is None:
             return None
@@ -104,7 +107,7 @@ class MemoryTaskStore:
             del self._index[record.requestor]
         return record
 
-    async def page(self, requestor: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
+    def page(self, requestor: str, after_seq: int, limit: int) -> tuple[list[TaskRecord], bool]:
         index = self._index.get(requestor)
         if index is None:
             return [], False
@@ -113,13 +116,13 @@ class MemoryTaskStore:
         more = start + limit < len(index.seqs)
         return [self._records[index.ids[seq]] for seq in chosen], more
 
-    async def counts(self, requestor: str) -> tuple[int, int]:
+    def counts(self, requestor: str) -> tuple[int, int]:
         index = self._index.get(requestor)
         return (0, 0) if index is None else (len(index.seqs), index.active)
 
-    async def ids_of(self, requestor: str) -> list[str]:
+    def ids_of(self, requestor: str) -> list[str]:
         index = self._index.get(requestor)
         return [] if index is None else [index.ids[seq] for seq in index.seqs]
 
-    async def deadlines(self) -> list[tuple[float, str]]:
+    def deadlines(self) -> list[tuple[float, str]]:
         return [(r.deadline, r.task_id) for r in self._records.values() if r.deadline is not None]

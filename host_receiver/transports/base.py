@@ -9,6 +9,10 @@ Rules every message stream follows:
 - ``send`` takes one JSON-RPC message and may be called from many tasks at
   once; the stream serialises writes itself if its medium needs it. A broken
   connection raises :class:`TransportError` (or a subclass).
+- ``send_nowait`` hands a message over without waiting, or raises
+  ``anyio.WouldBlock`` when it cannot (the default: streams whose medium is
+  always asynchronous, such as HTTP, never take one). A message it took is
+  sent in order with the ones before it; a message it refused was not sent.
 - ``receive`` returns the next message from the peer. A frame that is not a
   valid message comes back as an :class:`InvalidMessage` *value*, not raised,
   so one bad frame never ends the stream. The peer ending the connection
@@ -44,6 +48,10 @@ class MessageStream(ABC):
     @abstractmethod
     async def send(self, message: Message) -> None:
         """Deliver ``message`` to the peer."""
+
+    def send_nowait(self, message: Message) -> None:
+        """Deliver ``message`` without waiting, or raise ``anyio.WouldBlock``."""
+        raise anyio.WouldBlock
 
     @abstractmethod
     async def receive(self) -> Message | InvalidMessage:

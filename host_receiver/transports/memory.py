@@ -6,7 +6,8 @@ Rules:
   as on a pipe: the two ends never share a dict, and a malformed frame is
   reported the same way stdio reports one. :meth:`MemoryStream.send_raw` puts
   any text on the wire, so tests can play a misbehaving peer.
-- Each direction has a bounded buffer; ``send`` waits while it is full.
+- Each direction has a bounded buffer; ``send`` waits while it is full and
+  ``send_nowait`` raises ``anyio.WouldBlock``.
 - Closing one end ends the other end's ``receive`` with ``anyio.EndOfStream``;
   sending on a closed end raises :class:`TransportError`.
 """
@@ -41,6 +42,12 @@ class MemoryStream(MessageStream):
 
     async def send(self, message: Message) -> None:
         await self.send_raw(dumps_message(message).decode())
+
+    def send_nowait(self, message: Message) -> None:
+        try:
+            self._outgoing.send_nowait(dumps_message(message).decode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise TransportError("the in-memory stream is closed") from None
 
     async def send_raw(self, frame: str) -> None:
         """Put ``frame`` on the wire as it is, valid JSON-RPC or not."""

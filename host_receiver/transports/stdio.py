@@ -13,8 +13,14 @@ Rules:
   (``stderr_level``, INFO by default: MCP says stderr is not an error channel).
 - The server closing its stdout, usually by exiting, ends the stream cleanly:
   ``receive`` raises ``anyio.EndOfStream``.
-- One writer task owns stdin, so a sender that is cancelled never leaves half
-  a line behind; ``send`` waits only while the write queue is full.
+- We own the write end of the child's stdin pipe, non-blocking. A message is
+  written whole into the pipe at once when nothing waits before it (no task
+  switch between a reply and the pipe); what the pipe does not take is kept,
+  in order, and written by one writer task as the pipe drains. A sender that
+  is cancelled therefore never leaves half a line behind. ``send`` waits, and
+  ``send_nowait`` raises ``anyio.WouldBlock``, only while more than
+  ``_HIGH_WATER`` bytes wait. While the session still has received lines to
+  handle, writes are held and then made together (one system call per read).
 - Shutdown, shielded from cancellation (the MCP stdio lifecycle): finish
   queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
   again, SIGKILL. On POSIX the child gets its own session, so the signals
@@ -33,12 +39,11 @@ import signal
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.abc import ByteReceiveStream, Process
 
 from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import InvalidMessage, Message, decode_message, dumps_message
@@ -55,7 +60,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
-_WRITE_QUEUE = 32
+_HIGH_WATER = 1024 * 1024
 _MAX_LOGGED_LINE = 8 * 1024
 
 _SAFE_VARIABLES_POSIX = (
@@ -108,28 +113,33 @@ class StdioTransport(Transport):
     async def connect(self) -> AsyncIterator[MessageStream]:
         environment = dict(os.environ) if self.inherit_env else safe_environment()
         environment.update(self.env)
+        child_stdin, stdin = os.pipe()
         try:
             process = await anyio.open_process(
                 [self.command, *self.args],
+                stdin=child_stdin,
                 env=environment,
                 cwd=self.cwd,
                 start_new_session=_POSIX,
             )
         except OSError as exc:
+            os.close(stdin)
             raise TransportError(f"cannot start {self.name}: {exc}") from exc
+        finally:
+            os.close(child_stdin)
         logger.debug("started %s (pid %d)", self.name, process.pid)
-        assert process.stdin and process.stdout and process.stderr
-        writes_in, writes_out = anyio.create_memory_object_stream[bytes](_WRITE_QUEUE)
-        stream = _StdioStream(self.name, process.stdout, writes_in, self.max_message_size)
+        assert process.stdout and process.stderr
+        writer = _PipeWriter(self.name, stdin)
+        stream = _StdioStream(self.name, process.stdout, writer, self.max_message_size)
         writer_done, stderr_done = anyio.Event(), anyio.Event()
         async with process, background_task_group() as tasks:
-            tasks.start_soon(_write_lines, self.name, process.stdin, writes_out, writer_done)
+            tasks.start_soon(writer.run, writer_done)
             tasks.start_soon(self._forward_stderr, process.stderr, stderr_done)
             try:
                 yield stream
             finally:
                 with anyio.CancelScope(shield=True):
-                    writes_in.close()
+                    writer.close()
                     await self._stop(process, writer_done, stderr_done)
 
     async def _stop(self, process: Process, writer_done: anyio.Event, stderr_done: anyio.Event) -> None:
@@ -187,29 +197,104 @@ def _signal_group(process: Process, signum: int) -> None:
         pass
 
 
-async def _write_lines(
-    name: str, stdin: ByteSendStream, lines: MemoryObjectReceiveStream[bytes], done: anyio.Event
-) -> None:
-    """Own the child's stdin: write queued lines whole, then close it.
+class _PipeWriter:
+    """Owns the write end of the child's stdin (a pipe we made, non-blocking on POSIX).
 
-    Lines queued while a write was under way go out together in one write.
+    ``write_nowait`` writes at once when nothing is pending (and ``hold`` is
+    false), and keeps what the pipe did not take; :meth:`run` writes what is
+    kept as the pipe drains, then closes it once :meth:`close` was called.
+    On Windows, where pipes cannot wait for writability, everything is kept
+    and :meth:`run` writes it from a worker thread.
     """
-    try:
-        async with lines:
-            async for line in lines:
-                batch = [line]
-                while True:
-                    try:
-                        batch.append(lines.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                await stdin.send(line if len(batch) == 1 else b"".join(batch))
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-        logger.debug("cannot write to %s any more: %s", name, exc)
-    finally:
-        with suppress(anyio.BrokenResourceError, OSError):
-            await stdin.aclose()
-        done.set()
+
+    def __init__(self, name: str, fd: int) -> None:
+        self._name = name
+        self._fd = fd
+        self._pending = bytearray()
+        self._more = anyio.Event()  # set when there is something for run() to do
+        self._drained = anyio.Event()  # set when the pending bytes fell under the high water mark
+        self._drained.set()
+        self._closing = False
+        self._broken: str | None = None
+        if _POSIX:
+            os.set_blocking(fd, False)
+
+    def write_nowait(self, data: bytes, *, hold: bool = False) -> None:
+        """Write ``data`` (now, or after what is pending); raise WouldBlock if too much waits."""
+        if self._broken is not None or self._closing:
+            raise TransportError(f"{self._name} is no longer reading its input ({self._broken or 'closed'})")
+        pending = self._pending
+        if len(pending) > _HIGH_WATER:
+            raise anyio.WouldBlock
+        if pending or hold or not _POSIX:
+            pending += data
+            self._wake()
+            return
+        written = self._write(data)
+        if written < len(data):
+            pending += memoryview(data)[written:]
+            self._wake()
+
+    async def write(self, data: bytes, *, hold: bool = False) -> None:
+        """Write ``data``, first waiting while too much is pending."""
+        while len(self._pending) > _HIGH_WATER and self._broken is None:
+            self._drained = anyio.Event()
+            await self._drained.wait()
+        self.write_nowait(data, hold=hold)
+
+    def flush(self) -> None:
+        """Write what is pending now, as far as the pipe takes it."""
+        pending = self._pending
+        if pending and _POSIX and self._broken is None:
+            del pending[: self._write(pending)]
+            if len(pending) <= _HIGH_WATER:
+                self._drained.set()
+
+    def close(self) -> None:
+        """Close the pipe once everything pending is written."""
+        self._closing = True
+        self._wake()
+
+    def _wake(self) -> None:
+        self._more.set()
+
+    def _write(self, data: bytes | bytearray) -> int:
+        """Write what the pipe takes now; 0 when it is full."""
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            self._broken = str(exc)
+            logger.debug("cannot write to %s any more: %s", self._name, exc)
+            self._pending.clear()
+            return len(data)
+
+    async def run(self, done: anyio.Event) -> None:
+        """Write pending bytes as the pipe drains; close the pipe when closing."""
+        pending = self._pending
+        try:
+            while True:
+                await self._more.wait()
+                self._more = anyio.Event()
+                while pending and self._broken is None:
+                    if _POSIX:
+                        written = self._write(pending)
+                        del pending[:written]
+                        if pending:
+                            await anyio.wait_writable(self._fd)
+                    else:  # pragma: no cover - Windows
+                        chunk = bytes(pending)
+                        pending.clear()
+                        await anyio.to_thread.run_sync(self._write, chunk)
+                    if len(pending) <= _HIGH_WATER:
+                        self._drained.set()
+                self._drained.set()
+                if self._closing or self._broken is not None:
+                    return
+        finally:
+            os.close(self._fd)
+            done.set()
 
 
 class _StdioStream(MessageStream):
@@ -219,12 +304,12 @@ class _StdioStream(MessageStream):
         self,
         name: str,
         stdout: ByteReceiveStream,
-        writes: MemoryObjectSendStream[bytes],
+        writer: _PipeWriter,
         max_message_size: int,
     ) -> None:
         self._name = name
         self._stdout = stdout
-        self._writes = writes
+        self._writer = writer
         self._max = max_message_size
         self._lines: deque[bytes | InvalidMessage] = deque()
         self._partial: list[bytes] = []
@@ -233,11 +318,12 @@ class _StdioStream(MessageStream):
         self._eof = False
 
     async def send(self, message: Message) -> None:
-        line = dumps_message(message) + b"\n"
-        try:
-            await self._writes.send(line)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise TransportError(f"{self._name} is no longer reading its input") from None
+        await self._writer.write(dumps_message(message) + b"\n", hold=bool(self._lines))
+
+    def send_nowait(self, message: Message) -> None:
+        # Lines still to be received: the session is answering a burst, and
+        # its answers go out together once it has handled them all.
+        self._writer.write_nowait(dumps_message(message) + b"\n", hold=bool(self._lines))
 
     async def receive(self) -> Message | InvalidMessage:
         lines = self._lines
@@ -254,6 +340,7 @@ class _StdioStream(MessageStream):
                     return invalid
             if self._eof:
                 raise anyio.EndOfStream
+            self._writer.flush()
             try:
                 chunk = await self._stdout.receive(_CHUNK)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):

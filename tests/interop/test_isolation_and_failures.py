@@ -118,7 +118,7 @@ async def test_a_server_dying_mid_task_ends_only_its_own_connection(
         await doomed.wait_closed()
 
         assert await anyio.to_thread.run_sync(fake_openai.wait_for_disconnect, 20.0)
-        assert await h.receiver.store.get(task_id) is None  # its tasks went with it
+        assert h.receiver.store.get(task_id) is None  # its tasks went with it
 
         report = await call_report(steady, "sample_task", {"prompt": "still there?"})
         assert report["result"]["content"]["text"] == Completion().text

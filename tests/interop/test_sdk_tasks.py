@@ -129,7 +129,7 @@ async def test_plain_sampling_and_elicitation(endpoint: Endpoint) -> None:
         elicited = await call_report(
             server, "elicit_plain", {"message": "Who?", "schema": FORM_WITH_DEFAULTS}
         )
-        assert await h.receiver.store.counts(server.requestor.key) == (0, 0)  # no task was made
+        assert h.receiver.store.counts(server.requestor.key) == (0, 0)  # no task was made
 
     assert sampled["result"]["content"] == {"type": "text", "text": "echo: plain"}
     assert RELATED_TASK_META_KEY not in (sampled["result"].get("_meta") or {})
@@ -176,7 +176,7 @@ async def test_cancelling_a_task_mid_flight_stops_the_provider_call(
         report = await call_report(server, "cancel_task", {"task_id": task_id})
 
         assert await anyio.to_thread.run_sync(fake_openai.wait_for_disconnect, 20.0)
-        record = await h.receiver.store.get(task_id)
+        record = h.receiver.store.get(task_id)
         assert record is not None and record.status == "cancelled"
 
     assert "cancel_error" not in report, report
@@ -215,7 +215,7 @@ async def test_tasks_result_waits_for_a_working_task(endpoint: Endpoint) -> None
             group.start_soon(probe)
             request = await h.wires["peer"].next_request("tasks/result")
             assert request["params"]["taskId"] == task_id
-            record = await h.receiver.store.get(task_id)
+            record = h.receiver.store.get(task_id)
             assert record is not None and record.status == "working"  # so tasks/result is waiting
             gate.open.set()
 
