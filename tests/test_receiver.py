@@ -287,6 +287,55 @@ async def test_cancel_moves_to_cancelled_stops_work_and_sticks() -> None:
         assert waiting == [-32603]
 
 
+async def test_a_task_cancelled_before_its_work_started_never_runs_it() -> None:
+    """The work starts after the CreateTaskResult; a cancel in between means it never starts."""
+    script = sampling_script(block=False)
+    receiver = Receiver(sampling=script)
+    async with connect(receiver) as server:
+        created = server.requestor.dispatch(SAMPLING, {**sampling_params(), "task": {}})
+        assert isinstance(created, dict)
+        task_id = created["task"]["taskId"]
+        cancelled = server.requestor.dispatch("tasks/cancel", {"taskId": task_id})
+        assert isinstance(cancelled, dict) and cancelled["status"] == "cancelled"
+        await settle()
+        assert script.calls == []
+        assert server.statuses(task_id) == ["cancelled"]
+
+
+async def test_requests_that_never_wait_are_answered_without_an_awaitable() -> None:
+    script = sampling_script()
+    receiver = Receiver(sampling=script)
+    async with connect(receiver) as server:
+        requestor = server.requestor
+        created = requestor.dispatch(SAMPLING, {**sampling_params(), "task": {}})
+        assert isinstance(created, dict)
+        task_id = created["task"]["taskId"]
+        for method, params in [("tasks/get", {"taskId": task_id}), ("tasks/list", {})]:
+            assert isinstance(requestor.dispatch(method, params), dict)
+        waiting = requestor.dispatch("tasks/result", {"taskId": task_id})
+        assert not isinstance(waiting, dict)
+        await script.started.wait()
+        script.release.set()
+        result = await waiting  # type: ignore[misc]
+        assert result["content"]["text"] == "hi there"
+        again = requestor.dispatch("tasks/result", {"taskId": task_id})
+        assert isinstance(again, dict) and again == result
+
+
+async def test_status_notifications_go_out_through_notify_until_the_host_offers_notify_soon() -> None:
+    sent: list[tuple[str, dict[str, object] | None]] = []
+
+    async def notify(method: str, params: dict[str, object] | None) -> None:
+        sent.append((method, params))
+
+    receiver = Receiver(sampling=sampling_script(block=False))
+    async with receiver.attach(notify) as requestor:
+        created = await requestor.handle_request(SAMPLING, {**sampling_params(), "task": {}})
+        await settle()
+        assert [(m, p and p["status"]) for m, p in sent] == [("notifications/tasks/status", "completed")]
+        assert sent[0][1] is not None and sent[0][1]["taskId"] == created["task"]["taskId"]
+
+
 @pytest.mark.parametrize("outcome", ["completed", "failed", "cancelled"])
 async def test_cancel_of_terminal_task_is_invalid_params(outcome: str) -> None:
     """T-CAN-1: -32602 naming the terminal status."""

@@ -109,6 +109,62 @@ async def test_handler_errors_become_error_responses(caplog: pytest.LogCaptureFi
     assert "secret internals" in caplog.text  # logged with its traceback, never sent
 
 
+async def test_a_handler_may_answer_at_once_without_an_awaitable(caplog: pytest.LogCaptureFixture) -> None:
+    def handler(request: IncomingRequest) -> dict[str, Any]:
+        if request.method == "refuse":
+            raise RpcError(-1, "User rejected")
+        if request.method == "crash":
+            raise KeyError("secret internals")
+        if request.method == "wrong":
+            return ["not", "a", "dict"]  # type: ignore[return-value]
+        return {"method": request.method}
+
+    async with session_with_raw_peer(handler) as (_, peer):
+        await raw_request(peer, 1, "now")
+        assert await receive(peer) == Response(1, {"method": "now"})
+        await raw_request(peer, 2, "refuse")
+        assert await receive(peer) == ErrorResponse(2, RpcError(-1, "User rejected"))
+        await raw_request(peer, 3, "crash")
+        assert await receive(peer) == ErrorResponse(3, RpcError(INTERNAL_ERROR, "Internal error"))
+        await raw_request(peer, 4, "wrong")
+        assert await receive(peer) == ErrorResponse(4, RpcError(INTERNAL_ERROR, "Internal error"))
+    assert "secret internals" in caplog.text
+
+
+async def test_answers_and_notify_soon_keep_their_order_when_the_stream_is_full() -> None:
+    def handler(request: IncomingRequest) -> dict[str, Any]:
+        return {"n": request.id}
+
+    async with session_with_raw_peer(handler, max_buffer_size=1) as (session, peer):
+        for n in range(1, 4):
+            await raw_request(peer, n, "count")
+        await settle_until(lambda: len(session._backlog) == 2)  # one message fits, two wait
+        session.notify_soon("notifications/message", {"after": 3})
+        await raw_request(peer, 4, "count")
+        got = [await receive(peer) for _ in range(5)]
+        assert got == [
+            Response(1, {"n": 1}),
+            Response(2, {"n": 2}),
+            Response(3, {"n": 3}),
+            Notification("notifications/message", {"after": 3}),
+            Response(4, {"n": 4}),
+        ]
+
+
+async def test_notify_soon_after_the_session_closed_is_dropped_quietly() -> None:
+    async with session_with_raw_peer() as (session, _):
+        pass
+    session.notify_soon("notifications/message", {"late": True})  # must not raise
+
+
+async def settle_until(condition: Any, attempts: int = 100) -> None:
+    for _ in range(attempts):
+        if condition():
+            return
+        await anyio.lowlevel.checkpoint()
+    raise AssertionError("condition never became true")
+
+
 async def test_without_a_handler_every_method_is_unknown_but_ping_works() -> None:
     async with session_with_raw_peer() as (_, peer):
         await raw_request(peer, 1, "sampling/createMessage")

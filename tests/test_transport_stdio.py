@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from host_receiver.connection import ClientConnection
+from host_receiver.protocol.jsonrpc import Notification
 from host_receiver.session import ConnectionClosed, IncomingRequest
 from host_receiver.transports.base import TransportError
 from host_receiver.transports.stdio import StdioTransport
@@ -128,3 +130,36 @@ async def test_a_missing_command_is_a_transport_error() -> None:
     with pytest.raises(TransportError, match="cannot start"):
         async with StdioTransport("/nonexistent/mcp-server").connect():
             pass  # pragma: no cover
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_a_peer_that_does_not_read_holds_writes_back_and_then_gets_every_line_whole(
+    tmp_path: Path,
+) -> None:
+    gate = tmp_path / "gate"
+    transport = StdioTransport(sys.executable, [str(SERVERS / "late_reader.py"), str(gate)], name="late")
+    pad = "x" * 100_000
+    async with transport.connect() as stream:
+        sent = 0
+        with pytest.raises(anyio.WouldBlock):  # the pipe is full and 1 MiB waits: no more
+            while sent < 1000:
+                stream.send_nowait(Notification("line", {"n": sent, "pad": pad}))
+                sent += 1
+        assert 10 <= sent < 20
+        blocked_send_done = anyio.Event()
+
+        async def blocked_send() -> None:
+            await stream.send(Notification("line", {"n": sent, "pad": pad}))
+            blocked_send_done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(blocked_send)
+            with anyio.move_on_after(0.3):
+                await blocked_send_done.wait()
+            assert not blocked_send_done.is_set()  # nobody reads: send waits
+            gate.touch()
+            await blocked_send_done.wait()
+        await stream.send(Notification("line", {"n": -1}))
+        with anyio.fail_after(10):
+            report = await stream.receive()
+    assert report == Notification("seen", {"ns": list(range(sent + 1)), "intact": True})
