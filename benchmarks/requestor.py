@@ -571,7 +571,8 @@ async def snapshot(req: Requestor, args: argparse.Namespace) -> Results:
 
 
 async def memory(req: Requestor, size: Sizes, args: argparse.Namespace) -> Results:
-    """Resident memory before, with ``memory_tasks`` retained, and after their ttl ran out."""
+    """Resident memory before, with ``memory_tasks`` retained, after their ttl ran out, and
+    after a second wave of as many tasks ran out too."""
     out: Results = {"tasks": size.memory_tasks, "ttl_ms": size.memory_ttl_ms}
     warm, _ = await fill(req, size.warmup, WARM_TTL_MS, size.fill_budget_s)
     await anyio.sleep(WARM_TTL_MS / 1000 + 0.5)
@@ -599,6 +600,15 @@ async def memory(req: Requestor, size: Sizes, args: argparse.Namespace) -> Resul
     out["listed_after_expiry"] = len(page.get("result", {}).get("tasks", []))
     await req.drain(1.0)
     out["expired"] = await snapshot(req, args)
+    # A second wave of the same size: memory the allocator kept is reused, not added to.
+    again, _ = await fill(req, size.memory_tasks, size.memory_ttl_ms, size.memory_ttl_ms / 2000)
+    out["second_wave_tasks"] = len(again)
+    await anyio.sleep(size.memory_ttl_ms / 1000 + 1.5)
+    if again:
+        await req.call("tasks/get", {"taskId": again[0]})
+    await req.call("tasks/list")
+    await req.drain(1.0)
+    out["expired_again"] = await snapshot(req, args)
     return out
 
 
