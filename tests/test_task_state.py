@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from datetime import UTC, datetime
 
@@ -76,3 +77,28 @@ def test_iso8601_matches_the_standard_library(timestamp: float) -> None:
     moment = datetime.fromtimestamp(timestamp, UTC)
     expected = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
     assert iso8601(timestamp) == expected
+
+
+def test_changes_keep_every_field_they_do_not_change() -> None:
+    record = TaskRecord(
+        "id", "requestor", 7, "sampling/createMessage", 100.0, 5000, 250,
+        status=TaskStatus.WORKING, status_message="busy", last_updated_at=101.0,
+    )  # fmt: skip
+    messaged = record.with_message("still busy", 102.0)
+    done = messaged.moved_to(TaskStatus.COMPLETED, 103.0, message="done", result={"x": 1})
+    changed = {"status", "status_message", "last_updated_at", "result", "error"}
+    for field in dataclasses.fields(TaskRecord):
+        if field.name not in changed and field.init:
+            assert getattr(done, field.name) == getattr(record, field.name), field.name
+    assert (messaged.status, messaged.status_message, messaged.last_updated_at) == (
+        TaskStatus.WORKING,
+        "still busy",
+        102.0,
+    )
+    assert (done.status, done.status_message, done.result, done.error) == (
+        TaskStatus.COMPLETED,
+        "done",
+        {"x": 1},
+        None,
+    )
+    assert done.to_wire()["lastUpdatedAt"] == iso8601(103.0)
