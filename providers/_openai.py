@@ -5,8 +5,20 @@ OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, OpenRouter and the like.
 
 Rules:
 
-* The wire mapping lives in :mod:`providers._openai_wire`; this module does the
-  I/O, the streaming and the error mapping.
+* The wire mapping lives in :mod:`providers._openai_wire` and the reading of
+  replies in :mod:`providers._openai_json`; this module does the I/O, the
+  streaming and the error mapping.
+* The body built by ``_openai_wire`` is already in wire form, so it is posted
+  as it is with the client's ``post`` (what ``chat.completions.create`` does
+  after converting its arguments, with the same bearer auth), and the reply
+  comes back as parsed JSON (``cast_to=object``): the client's argument
+  conversion and response models cost more CPU than the HTTP exchange. Its
+  retries, error classes and auth apply unchanged.
+* A plain ``http://`` base URL (the local backends, where a thousand calls run
+  at once) gets the connection pool of :mod:`providers._http`, unless the
+  environment configures an http proxy; ``https`` backends and proxied ones
+  keep the client's own HTTP client. :meth:`OpenAIProvider.aclose` closes
+  either.
 * With a progress sink (and ``stream`` enabled) the request is streamed with
   ``stream_options.include_usage``; each chunk that adds output is reported.
   Without a sink the request is a plain JSON call.
@@ -25,10 +37,12 @@ Rules:
 from __future__ import annotations
 
 import logging
+import urllib.request
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
+import httpx
 import openai
 
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
@@ -42,7 +56,9 @@ from ._contract import (
     progress_text,
 )
 from ._errors import ProviderError
-from ._openai_wire import MaxTokensParam, Reply, ToolCallBuffer, build_request, make_result
+from ._http import LeanTransport
+from ._openai_json import StreamFold, completion_reply
+from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor, safe_url
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
@@ -63,6 +79,10 @@ _STATUS_HINTS = {
 }
 
 
+#: What ``chat.completions.create`` passes: the API key as a bearer token (and no admin key).
+_CHAT_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
+
+
 def default_max_tokens_param(base_url: str) -> MaxTokensParam:
     """``max_completion_tokens`` for OpenAI and Azure OpenAI, ``max_tokens`` elsewhere.
 
@@ -73,6 +93,21 @@ def default_max_tokens_param(base_url: str) -> MaxTokensParam:
     if host == "api.openai.com" or host.endswith(".openai.azure.com"):
         return "max_completion_tokens"
     return "max_tokens"
+
+
+def _lean_http_client(base_url: str) -> httpx.AsyncClient | None:
+    """Our own pool (:mod:`providers._http`) for a plain-http backend that no proxy stands in front of.
+
+    ``None`` (the ``openai`` client's own HTTP client) for ``https`` and whenever
+    the environment configures an http proxy: httpx ignores proxy variables for
+    a client with a custom transport, so such backends keep the default client.
+    """
+    if urlsplit(base_url).scheme.lower() != "http":
+        return None
+    proxies = urllib.request.getproxies()
+    if proxies.get("http") or proxies.get("all"):
+        return None
+    return httpx.AsyncClient(transport=LeanTransport(), follow_redirects=True)
 
 
 class OpenAIProvider:
@@ -114,6 +149,9 @@ class OpenAIProvider:
             timeout=timeout,
             max_retries=max_retries,
             default_headers=dict(default_headers or {}),
+            # Newer openai releases are typed for httpx2 but take an httpx client too
+            # ("legacy httpx"); 1.x takes only httpx. The project depends on httpx.
+            http_client=cast(Any, _lean_http_client(self.base_url)),
         )
 
     @property
@@ -158,68 +196,31 @@ class OpenAIProvider:
     # --- calls -------------------------------------------------------------
 
     async def _plain(self, body: dict[str, Any]) -> Reply:
-        completion = await self._client.chat.completions.create(**body)
-        if not completion.choices:
-            raise ProviderError("the backend returned no choices")
-        choice = completion.choices[0]
-        message = choice.message
-        calls = [
-            ToolCallBuffer(call.id, call.function.name, call.function.arguments)
-            for call in message.tool_calls or ()
-            if call.type == "function"
-        ]
-        return Reply(
-            text=message.content or message.refusal or "",
-            calls=calls,
-            finish_reason=choice.finish_reason,
-            matched_stop=(choice.model_extra or {}).get("stop_reason"),
-        )
+        data = await self._client.post("/chat/completions", body=body, cast_to=object, options=_CHAT_OPTIONS)
+        return completion_reply(data)
 
     async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> Reply:
-        reply = Reply()
-        parts: list[str] = []
-        refusal: list[str] = []
-        calls: dict[int, ToolCallBuffer] = {}
+        fold = StreamFold()
         pieces = 0
         reported = 0
-        usage: int | None = None
-        stream = await self._client.chat.completions.create(
-            **body, stream=True, stream_options={"include_usage": True}
+        stream = await self._client.post(
+            "/chat/completions",
+            body={**body, "stream": True, "stream_options": {"include_usage": True}},
+            cast_to=object,
+            options=_CHAT_OPTIONS,
+            stream=True,
+            stream_cls=openai.AsyncStream[object],
         )
         async with stream:
             async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage.completion_tokens
-                grew = False
-                for choice in chunk.choices:
-                    if choice.index != 0:
-                        continue
-                    delta = choice.delta
-                    if delta.content:
-                        parts.append(delta.content)
-                        grew = True
-                    if delta.refusal:
-                        refusal.append(delta.refusal)
-                        grew = True
-                    for fragment in delta.tool_calls or ():
-                        call = calls.setdefault(fragment.index, ToolCallBuffer())
-                        call.id = fragment.id or call.id
-                        if fragment.function is not None:
-                            call.name = fragment.function.name or call.name
-                            call.arguments += fragment.function.arguments or ""
-                        grew = True
-                    if choice.finish_reason is not None:
-                        reply.finish_reason = choice.finish_reason
-                        reply.matched_stop = (choice.model_extra or {}).get("stop_reason")
+                grew = fold.add(chunk)
                 if grew:
                     pieces += 1
-                count = usage if usage is not None else pieces
-                if (grew or usage is not None) and count != reported:
+                count = fold.usage if fold.usage is not None else pieces
+                if (grew or fold.usage is not None) and count != reported:
                     reported = count
-                    await progress(SamplingProgress(count, _tail(parts)))
-        reply.text = "".join(parts) or "".join(refusal)
-        reply.calls = [calls[index] for index in sorted(calls)]
-        return reply
+                    await progress(SamplingProgress(count, _tail(fold.parts)))
+        return fold.reply()
 
     # --- failures ----------------------------------------------------------
 

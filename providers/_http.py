@@ -1,0 +1,478 @@
+"""A lean HTTP/1.1 connection pool for plain ``http://`` backends, as an ``httpx`` transport.
+
+Local backends (vLLM, Ollama, LM Studio) are where a thousand concurrent calls
+happen; httpcore's pool walks every connection on every request and every
+close, so its cost grows with the number of open connections. This one does not.
+
+Rules:
+
+* Only ``http`` URLs are served here; anything else (an ``https`` redirect
+  target) goes to a default ``httpx.AsyncHTTPTransport``, made on first use.
+  Proxies are decided before this transport is chosen (see ``_openai.py``):
+  httpx ignores the proxy environment for a client with a custom transport.
+* Idle connections are kept per origin in a deque; a request takes the most
+  recently used one, O(1). An idle connection whose socket is readable (the
+  server closed it, or sent something unasked) or that has been idle longer
+  than ``keepalive_expiry`` is closed instead, before any byte is sent on it,
+  and the request goes on to the next one or a fresh connection. At most
+  ``max_keepalive_connections`` stay idle.
+* At most ``max_connections`` are open; a request waits at most the ``pool``
+  timeout for one (:class:`httpx.PoolTimeout`), closing an idle connection to
+  another origin when that makes room.
+* The protocol is h11 over anyio sockets (asyncio and trio). An IP address is
+  connected to with a socket of our own, and the request is
+  written to it before it is handed to anyio (which yields to the event
+  loop), so a burst of requests goes out as it is built; a host name goes
+  through ``anyio.connect_tcp``.
+* Failures are raised as httpx's own exceptions (``ConnectError``,
+  ``ConnectTimeout``, ``WriteError``, ``ReadError``, ``ReadTimeout``,
+  ``RemoteProtocolError`` ...), which the ``openai`` client retries as it
+  would httpx's own transport's. A kept-alive connection that the server
+  closes after the request was sent is such a failure ("Server disconnected
+  without sending a response."): the server may have seen the request.
+* Timeouts come from ``request.extensions["timeout"]``: ``connect`` for
+  connecting, ``write`` for a write that has to wait, ``read`` for each wait
+  for response bytes, ``pool`` for waiting for a connection.
+* The response body streams. The connection goes back to the pool once the
+  body was read to the end and both sides allow keep-alive; a response closed
+  before that (cancellation, an error), ending with ``Connection: close`` or
+  followed by bytes nobody asked for closes it.
+* :meth:`LeanTransport.aclose` closes the idle connections and the fallback;
+  connections still in use close when their responses do, and new requests
+  are refused.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import select
+import socket
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+import httpx
+
+__all__ = ["DEFAULT_LIMITS", "LeanTransport"]
+
+#: Like the ``openai`` client's own pool (1,000 connections) but keeping them all alive:
+#: a thousand concurrent calls should not reconnect 900 times on every round.
+DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0)
+
+_READ_SIZE = 64 * 1024
+_Origin = tuple[str, int]
+
+
+class LeanTransport(httpx.AsyncBaseTransport):
+    """An HTTP/1.1 keep-alive pool with O(1) checkout and return (rules in the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        limits: httpx.Limits = DEFAULT_LIMITS,
+        fallback: Callable[[], httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
+    ) -> None:
+        # httpx's None means "no limit".
+        self._max_connections = math.inf if limits.max_connections is None else limits.max_connections
+        self._max_idle = (
+            math.inf if limits.max_keepalive_connections is None else limits.max_keepalive_connections
+        )
+        self._expiry = math.inf if limits.keepalive_expiry is None else limits.keepalive_expiry
+        self._make_fallback = fallback
+        self._fallback: httpx.AsyncBaseTransport | None = None
+        self._idle: dict[_Origin, deque[_Connection]] = {}
+        self._idle_count = 0
+        self._open = 0
+        self._waiters: deque[anyio.Event] = deque()
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme != "http":
+            if self._fallback is None:
+                self._fallback = self._make_fallback()
+            return await self._fallback.handle_async_request(request)
+        if self._closed:
+            raise RuntimeError("the HTTP transport is closed")
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        origin = (request.url.host, request.url.port or 80)
+        connection = await self._checkout(origin, timeouts, request)
+        return await connection.exchange(request, timeouts)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle = [connection for connections in self._idle.values() for connection in connections]
+        self._idle.clear()
+        self._idle_count = 0
+        for connection in idle:
+            await connection.close()
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+    # --- the pool ------------------------------------------------------------
+
+    async def _checkout(
+        self, origin: _Origin, timeouts: dict[str, float | None], request: httpx.Request
+    ) -> _Connection:
+        deadline: float | None = None
+        while True:
+            if (connection := await self._take_idle(origin)) is not None:
+                return connection
+            if self._open < self._max_connections:
+                return await self._connect(origin, timeouts.get("connect"), request)
+            if await self._evict_idle(keep=origin):
+                continue
+            if deadline is None:
+                pool = timeouts.get("pool")
+                deadline = anyio.current_time() + pool if pool is not None else math.inf
+            await self._wait_for_room(deadline, request)
+
+    async def _take_idle(self, origin: _Origin) -> _Connection | None:
+        idle = self._idle.get(origin)
+        if not idle:
+            return None
+        now = anyio.current_time()
+        stale: list[_Connection] = []
+        # The oldest are on the left: drop the expired ones, take the newest from the right.
+        while idle and now - idle[0].idle_since > self._expiry:
+            stale.append(idle.popleft())
+        found: _Connection | None = None
+        while idle:
+            connection = idle.pop()
+            if connection.is_usable():
+                found = connection
+                break
+            stale.append(connection)
+        self._idle_count -= len(stale) + (found is not None)
+        for connection in stale:
+            await connection.close()
+        return found
+
+    async def _evict_idle(self, *, keep: _Origin) -> bool:
+        """Close the oldest idle connection of an origin other than ``keep``, to make room."""
+        for origin, idle in self._idle.items():
+            if origin != keep and idle:
+                self._idle_count -= 1
+                await idle.popleft().close()
+                return True
+        return False
+
+    async def _wait_for_room(self, deadline: float, request: httpx.Request) -> None:
+        event = anyio.Event()
+        self._waiters.append(event)
+        try:
+            with _deadline(None if deadline == math.inf else deadline - anyio.current_time()):
+                await event.wait()
+        except BaseException as exc:
+            if event.is_set():
+                self._wake_one()  # pass on the wake-up this waiter will not use
+            else:
+                self._waiters.remove(event)
+            if isinstance(exc, TimeoutError):
+                raise httpx.PoolTimeout("no connection became free in time", request=request) from None
+            raise
+
+    def _wake_one(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()
+
+    async def _connect(self, origin: _Origin, timeout: float | None, request: httpx.Request) -> _Connection:
+        self._open += 1
+        try:
+            connected = await _connect_tcp(*origin, timeout)
+        except TimeoutError:
+            self._closed_one()
+            raise httpx.ConnectTimeout(
+                f"connecting to {_authority(origin)} timed out", request=request
+            ) from None
+        except OSError as exc:
+            self._closed_one()
+            raise httpx.ConnectError(_describe(exc), request=request) from exc
+        except BaseException:
+            self._closed_one()
+            raise
+        return _Connection(self, origin, connected)
+
+    def _closed_one(self) -> None:
+        self._open -= 1
+        self._wake_one()
+
+    async def _give_back(self, connection: _Connection) -> None:
+        """Keep ``connection`` for the next request to its origin, or close it."""
+        if self._closed or self._idle_count >= self._max_idle:
+            await connection.close()
+            return
+        connection.idle_since = anyio.current_time()
+        self._idle.setdefault(connection.origin, deque()).append(connection)
+        self._idle_count += 1
+        self._wake_one()
+
+
+class _Connection:
+    """One socket and its h11 state; serves one request at a time."""
+
+    def __init__(
+        self, pool: LeanTransport, origin: _Origin, connected: socket.socket | anyio.abc.SocketStream
+    ) -> None:
+        self.pool = pool
+        self.origin = origin
+        # A fresh socket of our own stays unwrapped until the request is written: see _write.
+        self._sock = connected if isinstance(connected, socket.socket) else None
+        self._stream = None if isinstance(connected, socket.socket) else connected
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.idle_since = 0.0
+        self.closed = False
+
+    def is_usable(self) -> bool:
+        """False when the socket is readable while idle: closed by the server, or garbage."""
+        try:
+            sock: socket.socket = self.stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            fd = sock.fileno()
+        except (OSError, anyio.TypedAttributeLookupError):
+            return False
+        if fd < 0:
+            return False
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return not poller.poll(0)
+        readable, _, _ = select.select([fd], [], [], 0)
+        return not readable
+
+    @property
+    def stream(self) -> anyio.abc.SocketStream:
+        assert self._stream is not None, "the request has not been written"
+        return self._stream
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self._stream is not None:
+                await anyio.aclose_forcefully(self._stream)
+            elif self._sock is not None:
+                self._sock.close()
+            self.pool._closed_one()
+
+    async def _write(self, data: bytes, timeout: float | None) -> None:
+        """Write ``data``; on a fresh socket, what the kernel takes at once goes out before wrapping it.
+
+        Wrapping a socket yields to the event loop (asyncio), and a burst of requests would
+        otherwise leave every request unsent until all of them had been built.
+        """
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sent = sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except BaseException:
+                sock.close()
+                raise
+            data = data[sent:]
+            try:
+                self._stream = await anyio.abc.SocketStream.from_socket(sock)
+            except BaseException:
+                sock.close()
+                raise
+        if data:
+            with _deadline(timeout):
+                await self.stream.send(data)
+
+    async def exchange(self, request: httpx.Request, timeouts: dict[str, float | None]) -> httpx.Response:
+        """Send ``request`` and read the response head; the body streams (``_Body``)."""
+        try:
+            await self._send(request, timeouts.get("write"))
+            head = await self._receive_head(request, timeouts.get("read"))
+        except BaseException:
+            await self.close()
+            raise
+        version = b"HTTP/" + head.http_version
+        return httpx.Response(
+            head.status_code,
+            headers=head.headers.raw_items(),
+            stream=_Body(self, request, timeouts.get("read")),
+            extensions={"http_version": version, "reason_phrase": head.reason},
+        )
+
+    async def _send(self, request: httpx.Request, timeout: float | None) -> None:
+        try:
+            head = self.h11.send(
+                h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
+            )
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+        try:
+            if isinstance(request.stream, httpx.ByteStream):
+                body = request.content
+                data = self._frame(h11.Data(data=body), request) if body else b""
+                await self._write(b"".join((head or b"", data, self._end(request))), timeout)
+                return
+            if not isinstance(request.stream, httpx.AsyncByteStream):
+                raise RuntimeError("a synchronous request body cannot be sent by an async transport")
+            await self._write(head or b"", timeout)
+            async for chunk in request.stream:
+                if chunk:
+                    await self._write(self._frame(h11.Data(data=chunk), request), timeout)
+            await self._write(self._end(request), timeout)
+        except TimeoutError:
+            raise httpx.WriteTimeout("sending the request timed out", request=request) from None
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise httpx.WriteError(_describe(exc), request=request) from exc
+
+    def _frame(self, event: h11.Data, request: httpx.Request) -> bytes:
+        try:
+            return self.h11.send(event) or b""
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+
+    def _end(self, request: httpx.Request) -> bytes:
+        try:
+            return self.h11.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+
+    async def _receive_head(self, request: httpx.Request, timeout: float | None) -> h11.Response:
+        while True:
+            event = await self.next_event(request, timeout)
+            if isinstance(event, h11.Response):
+                return event
+            if not isinstance(event, h11.InformationalResponse):  # 100 Continue and the like
+                raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}", request=request)
+
+    async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
+        connection = self.h11
+        while True:
+            try:
+                event = connection.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            if isinstance(event, h11.Event):
+                return event
+            if event is h11.PAUSED:  # the server switched protocols, which nobody asked it to
+                raise httpx.RemoteProtocolError("the server switched protocols", request=request)
+            try:
+                with _deadline(timeout):
+                    data = await self.stream.receive(_READ_SIZE)
+            except TimeoutError:
+                raise httpx.ReadTimeout("waiting for response data timed out", request=request) from None
+            except anyio.EndOfStream:
+                data = b""
+                if connection.their_state is h11.SEND_RESPONSE:
+                    raise httpx.RemoteProtocolError(
+                        "Server disconnected without sending a response.", request=request
+                    ) from None
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                raise httpx.ReadError(_describe(exc), request=request) from exc
+            connection.receive_data(data)
+
+    async def finish(self) -> None:
+        """The response was read to the end: back to the pool if both sides allow it."""
+        unread, _ = self.h11.trailing_data  # bytes after the response: the server is confused
+        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE and not unread:
+            self.h11.start_next_cycle()
+            await self.pool._give_back(self)
+        else:
+            await self.close()
+
+
+class _Body(httpx.AsyncByteStream):
+    """The response body, read from the connection as the consumer asks for it."""
+
+    def __init__(self, connection: _Connection, request: httpx.Request, timeout: float | None) -> None:
+        self._connection = connection
+        self._request = request
+        self._timeout = timeout
+        self._done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self._connection
+        try:
+            while not self._done:
+                event = await connection.next_event(self._request, self._timeout)
+                if isinstance(event, h11.Data):
+                    yield bytes(event.data)
+                elif isinstance(event, h11.EndOfMessage):
+                    self._done = True
+                    await connection.finish()
+                else:
+                    raise httpx.RemoteProtocolError(
+                        f"unexpected {type(event).__name__}", request=self._request
+                    )
+        except BaseException:
+            # An error, a cancellation, or this iterator dropped unfinished. Only an unfinished
+            # body closes the connection: httpx may iterate the stream again (the openai client
+            # drains it so), and a finished connection may already serve another request.
+            if not self._done:
+                self._done = True
+                await connection.close()
+            raise
+
+    async def aclose(self) -> None:
+        if not self._done:  # not read to the end: the connection cannot serve another request
+            self._done = True
+            await self._connection.close()
+
+
+async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.socket | anyio.abc.SocketStream:
+    """A TCP connection: to an IP address, a connected socket of our own; to a host name, anyio's.
+
+    anyio's ``connect_tcp`` races the addresses of a name (happy eyeballs) in a task
+    group, which for an address alone costs about as much as the connection itself.
+    A loopback connection is often complete as soon as ``connect`` returns; then
+    this does not yield to the event loop at all.
+    """
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = None
+    if family is None:
+        with _deadline(timeout):
+            return await anyio.connect_tcp(host, port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.connect((host, port))
+        except (BlockingIOError, InterruptedError):
+            if not _writable(sock):
+                with _deadline(timeout):
+                    await anyio.wait_writable(sock)
+            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if error:
+                raise OSError(
+                    error, f"connecting to {_authority((host, port))}: {os.strerror(error)}"
+                ) from None
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _writable(sock: socket.socket) -> bool:
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        return bool(poller.poll(0))
+    _, writable, _ = select.select([], [sock], [], 0)
+    return bool(writable)
+
+
+def _describe(exc: BaseException) -> str:
+    """The error's text; anyio's stream errors have none of their own, their cause has."""
+    cause = exc.__cause__ or exc.__context__
+    return str(exc) or (str(cause) if cause is not None else "") or type(exc).__name__
+
+
+def _deadline(timeout: float | None) -> AbstractContextManager[Any]:
+    return anyio.fail_after(timeout) if timeout is not None else nullcontext()
+
+
+def _authority(origin: _Origin) -> str:
+    host, port = origin
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

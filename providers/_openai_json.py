@@ -1,0 +1,127 @@
+"""The chat-completions reply read from its raw JSON, without the ``openai`` response models (pure, no I/O).
+
+The provider asks the ``openai`` client for the parsed JSON (``cast_to=object``,
+``AsyncStream[object]``): building the client's pydantic models for every reply
+and every streamed chunk costs more CPU than the HTTP exchange itself.
+
+Rules:
+
+* Only the fields the provider uses are read: the first choice's text (or
+  refusal), its tool calls, its finish reason and vLLM's ``stop_reason``; in
+  a stream, also ``usage.completion_tokens``.
+* Reading is as lenient as the models' construction: a field that is missing,
+  ``null`` or of another type reads as absent. A tool call without a ``type``
+  is taken as a function call; one of another type (``custom``) is skipped.
+* A reply with no choices, or that is not JSON, is a :class:`ProviderError`
+  (JSON sent as another content type is still read). Streamed choices other
+  than index 0 are ignored.
+* In-stream error events never reach this module: the client raises them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._errors import ProviderError
+from ._openai_wire import Reply, ToolCallBuffer
+
+__all__ = ["StreamFold", "completion_reply"]
+
+
+def completion_reply(data: object) -> Reply:
+    """The :class:`Reply` of a non-streamed completion.
+
+    The client hands over JSON sent with another content type as text; it is parsed here.
+    """
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            raise ProviderError("the backend's reply is not JSON") from None
+    choices = _list(_get(data, "choices"))
+    if not choices:
+        raise ProviderError("the backend returned no choices")
+    choice = choices[0]
+    message = _get(choice, "message")
+    calls = [
+        ToolCallBuffer(
+            _str(_get(call, "id")), _str(_get(function, "name")), _str(_get(function, "arguments"))
+        )
+        for call in _list(_get(message, "tool_calls"))
+        if _get(call, "type") in ("function", None) and isinstance(function := _get(call, "function"), dict)
+    ]
+    return Reply(
+        text=_str(_get(message, "content")) or _str(_get(message, "refusal")),
+        calls=calls,
+        finish_reason=_optional_str(_get(choice, "finish_reason")),
+        matched_stop=_get(choice, "stop_reason"),
+    )
+
+
+class StreamFold:
+    """Folds streamed chunks into a :class:`Reply`, counting what grew."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, ToolCallBuffer] = {}
+        self.usage: int | None = None
+        self.finish_reason: str | None = None
+        self.matched_stop: object = None
+
+    def add(self, chunk: object) -> bool:
+        """Take one chunk; whether it added output (text, refusal or a tool-call fragment)."""
+        usage = _get(_get(chunk, "usage"), "completion_tokens")
+        if isinstance(usage, int):
+            self.usage = usage
+        grew = False
+        for choice in _list(_get(chunk, "choices")):
+            if _get(choice, "index") != 0:
+                continue
+            delta = _get(choice, "delta")
+            content = _str(_get(delta, "content"))
+            if content:
+                self.parts.append(content)
+                grew = True
+            refusal = _str(_get(delta, "refusal"))
+            if refusal:
+                self.refusal.append(refusal)
+                grew = True
+            for fragment in _list(_get(delta, "tool_calls")):
+                index = _get(fragment, "index")
+                call = self.calls.setdefault(index if isinstance(index, int) else 0, ToolCallBuffer())
+                call.id = _str(_get(fragment, "id")) or call.id
+                function = _get(fragment, "function")
+                call.name = _str(_get(function, "name")) or call.name
+                call.arguments += _str(_get(function, "arguments"))
+                grew = True
+            finish = _optional_str(_get(choice, "finish_reason"))
+            if finish is not None:
+                self.finish_reason = finish
+                self.matched_stop = _get(choice, "stop_reason")
+        return grew
+
+    def reply(self) -> Reply:
+        return Reply(
+            text="".join(self.parts) or "".join(self.refusal),
+            calls=[self.calls[index] for index in sorted(self.calls)],
+            finish_reason=self.finish_reason,
+            matched_stop=self.matched_stop,
+        )
+
+
+def _get(data: object, key: str) -> Any:
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

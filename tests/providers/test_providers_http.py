@@ -1,0 +1,396 @@
+"""The lean HTTP/1.1 pool under the OpenAI provider, over real loopback sockets, on asyncio and trio.
+
+The fake OpenAI server numbers its connections, so reuse shows in what it
+records. Odd server behaviour (``Connection: close``, a body cut short, a
+connection dropped after the request arrived, chunked bodies, a proxy) comes
+from a tiny scripted HTTP server that runs in the test's own event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx
+import pytest
+
+from host_receiver.protocol.types import CreateMessageRequestParams, dump
+from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress
+from providers._http import LeanTransport
+from tests.fake_openai import Completion, FakeOpenAI
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-test-0123456789abcdef"
+MODEL = ModelInfo("gpt-test", "fake")
+PARAMS = CreateMessageRequestParams.model_validate(
+    {"messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}], "maxTokens": 16}
+)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def provider(url: str, **kwargs: Any) -> OpenAIProvider:
+    return OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=url, **kwargs)
+
+
+async def sample(p: OpenAIProvider, *, streamed: bool = False) -> str:
+    async def sink(update: SamplingProgress) -> None:
+        pass
+
+    result = dump(await p.sample(PARAMS, MODEL, sink if streamed else None))
+    return str(result["content"]["text"])
+
+
+def connections(fake: FakeOpenAI) -> list[int]:
+    return [r.connection for r in fake.requests]
+
+
+# --- a scripted raw HTTP server ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the raw server does with one request: send ``data`` (maybe nothing), then maybe hang up."""
+
+    data: bytes = b""
+    hang_up: bool = False
+
+
+@dataclass
+class RawServer:
+    """HTTP/1.1 on 127.0.0.1: reads each request whole, then follows the next :class:`Answer`."""
+
+    answers: deque[Answer]
+    port: int = 0
+    accepted: int = 0
+    requests: list[tuple[int, str]] = field(default_factory=list)  # (connection, request line)
+    closed_by_client: list[int] = field(default_factory=list)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def wait_closed_by_client(self, connection: int) -> None:
+        with anyio.fail_after(10):
+            while connection not in self.closed_by_client:
+                await self.changed.wait()
+
+    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+        self.accepted += 1
+        number = self.accepted
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    buffer += await stream.receive()
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                length = next(
+                    (
+                        int(line.split(":", 1)[1])
+                        for line in lines
+                        if line.lower().startswith("content-length:")
+                    ),
+                    0,
+                )
+                while len(buffer) < length:
+                    buffer += await stream.receive()
+                buffer = buffer[length:]
+                self.requests.append((number, lines[0]))
+                answer = self.answers.popleft() if self.answers else Answer(json_reply("default"))
+                if answer.data:
+                    await stream.send(answer.data)
+                if answer.hang_up:
+                    return
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            self.closed_by_client.append(number)
+            self.changed.set()
+            self.changed = anyio.Event()
+        finally:
+            await anyio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def raw_server(*answers: Answer) -> AsyncIterator[RawServer]:
+    server = RawServer(deque(answers))
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, server.serve)
+        yield server
+        tg.cancel_scope.cancel()
+
+
+def completion_body(text: str) -> bytes:
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return json.dumps({"id": "c", "object": "chat.completion", "model": "m", "choices": [choice]}).encode()
+
+
+def json_reply(text: str, *, chunked: bool = False, close: bool = False) -> bytes:
+    body = completion_body(text)
+    head = ["HTTP/1.1 200 OK", "Content-Type: application/json"]
+    if close:
+        head.append("Connection: close")
+    if chunked:
+        head.append("Transfer-Encoding: chunked")
+        parts = [body[:7], body[7:]]
+        body = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+    else:
+        head.append(f"Content-Length: {len(body)}")
+    return "\r\n".join(head).encode() + b"\r\n\r\n" + body
+
+
+# --- reuse -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_sequential_calls_share_one_connection(fake: FakeOpenAI, streamed: bool) -> None:
+    p = provider(fake.url)
+    try:
+        texts = [await sample(p, streamed=streamed) for _ in range(4)]
+    finally:
+        await p.aclose()
+    assert texts == ["Hello from fake-openai."] * 4
+    assert connections(fake) == [1, 1, 1, 1]
+
+
+async def test_a_second_burst_reuses_the_connections_of_the_first() -> None:
+    with FakeOpenAI(delay=0.2) as fake:
+        p = provider(fake.url)
+        try:
+            for _ in range(2):
+                async with anyio.create_task_group() as tg:
+                    for _ in range(20):
+                        tg.start_soon(sample, p)
+        finally:
+            await p.aclose()
+        assert len(fake.requests) == 40
+        # At most 20 calls were ever in flight, so 20 connections serve all 40.
+        assert len(set(connections(fake))) <= 20
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error(fake: FakeOpenAI) -> None:
+    p = provider(fake.url, max_retries=0)
+    try:
+        assert await sample(p) == "Hello from fake-openai."
+        await anyio.to_thread.run_sync(fake.close_idle_connections)
+        assert await sample(p) == "Hello from fake-openai."
+    finally:
+        await p.aclose()
+    assert connections(fake) == [1, 2]
+
+
+async def test_chunked_and_content_length_bodies_on_one_connection() -> None:
+    async with raw_server(Answer(json_reply("one", chunked=True)), Answer(json_reply("two"))) as server:
+        p = provider(server.url, max_retries=0)
+        try:
+            assert [await sample(p), await sample(p)] == ["one", "two"]
+        finally:
+            await p.aclose()
+    assert [number for number, _ in server.requests] == [1, 1]
+
+
+async def test_a_connection_close_reply_is_not_reused() -> None:
+    answers = Answer(json_reply("one", close=True), hang_up=True), Answer(json_reply("two"))
+    async with raw_server(*answers) as server:
+        p = provider(server.url, max_retries=0)
+        try:
+            assert [await sample(p), await sample(p)] == ["one", "two"]
+        finally:
+            await p.aclose()
+    assert [number for number, _ in server.requests] == [1, 2]
+
+
+async def test_a_connection_with_bytes_after_the_response_is_not_reused() -> None:
+    answers = Answer(json_reply("one") + b"HTTP/1.1 200 OK\r\n"), Answer(json_reply("two"))
+    async with raw_server(*answers) as server:
+        p = provider(server.url, max_retries=0)
+        try:
+            assert [await sample(p), await sample(p)] == ["one", "two"]
+        finally:
+            await p.aclose()
+    assert [number for number, _ in server.requests] == [1, 2]
+
+
+# --- failures ----------------------------------------------------------------------
+
+
+def cut_short() -> Answer:
+    body = completion_body("lost")
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    return Answer(head.encode() + body[:20], hang_up=True)
+
+
+async def test_a_body_cut_short_is_a_connection_error() -> None:
+    async with raw_server(cut_short()) as server:
+        p = provider(server.url, max_retries=0)
+        with pytest.raises(ProviderError, match="connection failed: peer closed connection without sending"):
+            try:
+                await sample(p)
+            finally:
+                await p.aclose()
+
+
+async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection() -> None:
+    async with raw_server(cut_short(), Answer(json_reply("second try"))) as server:
+        p = provider(server.url, max_retries=1)
+        try:
+            assert await sample(p) == "second try"
+        finally:
+            await p.aclose()
+    assert [number for number, _ in server.requests] == [1, 2]
+
+
+async def test_a_kept_alive_connection_dropped_after_the_request_arrived() -> None:
+    # The server may have seen the request: the transport reports it, the client's retry sends it again.
+    answers = Answer(json_reply("one")), Answer(hang_up=True), Answer(json_reply("two"))
+    async with raw_server(*answers) as server:
+        p = provider(server.url, max_retries=1)
+        try:
+            assert [await sample(p), await sample(p)] == ["one", "two"]
+        finally:
+            await p.aclose()
+    assert [number for number, _ in server.requests] == [1, 1, 2]
+
+    async with raw_server(Answer(json_reply("one")), Answer(hang_up=True)) as server:
+        p = provider(server.url, max_retries=0)
+        try:
+            assert await sample(p) == "one"
+            with pytest.raises(ProviderError, match="connection failed: Server disconnected without sending"):
+                await sample(p)
+        finally:
+            await p.aclose()
+
+
+async def test_json_sent_as_another_content_type_is_read_and_other_text_refused() -> None:
+    body = completion_body("plain text type")
+    sloppy = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+    html = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\n\r\n<html>"
+    async with raw_server(Answer(sloppy.encode() + body), Answer(html)) as server:
+        p = provider(server.url, max_retries=0)
+        try:
+            assert await sample(p) == "plain text type"
+            with pytest.raises(ProviderError, match="the backend's reply is not JSON"):
+                await sample(p)
+        finally:
+            await p.aclose()
+
+
+# --- cancellation and closing ----------------------------------------------------------
+
+
+async def test_a_cancelled_call_closes_its_connection(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(delay=30))
+    p = provider(fake.url)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample, p)
+            assert await anyio.to_thread.run_sync(fake.wait_for_requests, 1, 10)
+            tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+        assert await sample(p) == "Hello from fake-openai."
+    finally:
+        await p.aclose()
+    assert connections(fake) == [1, 2]
+
+
+async def test_a_cancelled_stream_closes_its_connection(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(text=" ".join(["word"] * 100), chunk_delay=0.05))
+    p = provider(fake.url)
+    started = anyio.Event()
+
+    async def sink(update: SamplingProgress) -> None:
+        started.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(p.sample, PARAMS, MODEL, sink)
+            await started.wait()
+            tg.cancel_scope.cancel()
+        assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+        assert not fake.requests[0].completed
+        assert await sample(p, streamed=True) == "Hello from fake-openai."
+    finally:
+        await p.aclose()
+    assert connections(fake) == [1, 2]
+
+
+async def test_closing_the_provider_closes_its_idle_connections() -> None:
+    async with raw_server() as server:
+        p = provider(server.url)
+        assert await sample(p) == "default"
+        await p.aclose()
+        await server.wait_closed_by_client(1)
+
+
+# --- limits -------------------------------------------------------------------------------
+
+
+async def test_requests_beyond_max_connections_wait_for_a_free_one() -> None:
+    with FakeOpenAI(delay=0.1) as fake:
+        transport = LeanTransport(limits=httpx.Limits(max_connections=2))
+        async with httpx.AsyncClient(transport=transport, base_url=fake.url) as client:
+            statuses: list[int] = []
+
+            async def post() -> None:
+                response = await client.post("/chat/completions", json={"model": "m", "messages": []})
+                statuses.append(response.status_code)
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(6):
+                    tg.start_soon(post)
+        assert statuses == [200] * 6
+        assert set(connections(fake)) <= {1, 2}
+
+
+async def test_pool_timeout(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(delay=30))
+    transport = LeanTransport(limits=httpx.Limits(max_connections=1))
+    async with httpx.AsyncClient(transport=transport, base_url=fake.url) as client:
+        body = {"model": "m", "messages": []}
+
+        async def hold_the_only_connection() -> None:
+            await client.post("/chat/completions", json=body)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hold_the_only_connection)
+            assert await anyio.to_thread.run_sync(fake.wait_for_requests, 1, 10)
+            with pytest.raises(httpx.PoolTimeout):
+                await client.post("/chat/completions", json=body, timeout=httpx.Timeout(10, pool=0.2))
+            tg.cancel_scope.cancel()
+    assert len(fake.requests) == 1
+
+
+# --- proxies ----------------------------------------------------------------------------
+
+
+async def test_an_http_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with raw_server(Answer(json_reply("via the proxy"))) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+        p = provider("http://backend.invalid:8000/v1", max_retries=0)
+        try:
+            assert await sample(p) == "via the proxy"
+        finally:
+            await p.aclose()
+    assert proxy.requests == [(1, "POST http://backend.invalid:8000/v1/chat/completions HTTP/1.1")]
