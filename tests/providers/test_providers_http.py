@@ -198,36 +198,30 @@ async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error
     assert connections(fake) == [1, 2]
 
 
-async def test_chunked_and_content_length_bodies_on_one_connection() -> None:
-    async with raw_server(Answer(json_reply("one", chunked=True)), Answer(json_reply("two"))) as server:
+@pytest.mark.parametrize(
+    ("first", "connections_used"),
+    [
+        pytest.param(
+            Answer(json_reply("one", chunked=True)), [1, 1], id="chunked-then-content-length-reuses"
+        ),
+        pytest.param(
+            Answer(json_reply("one", close=True), hang_up=True), [1, 2], id="connection-close-not-reused"
+        ),
+        pytest.param(
+            Answer(json_reply("one") + b"HTTP/1.1 200 OK\r\n"), [1, 2], id="trailing-bytes-not-reused"
+        ),
+    ],
+)
+async def test_whether_a_connection_is_reused_after_a_reply(
+    first: Answer, connections_used: list[int]
+) -> None:
+    async with raw_server(first, Answer(json_reply("two"))) as server:
         p = provider(server.url, max_retries=0)
         try:
             assert [await sample(p), await sample(p)] == ["one", "two"]
         finally:
             await p.aclose()
-    assert [number for number, _ in server.requests] == [1, 1]
-
-
-async def test_a_connection_close_reply_is_not_reused() -> None:
-    answers = Answer(json_reply("one", close=True), hang_up=True), Answer(json_reply("two"))
-    async with raw_server(*answers) as server:
-        p = provider(server.url, max_retries=0)
-        try:
-            assert [await sample(p), await sample(p)] == ["one", "two"]
-        finally:
-            await p.aclose()
-    assert [number for number, _ in server.requests] == [1, 2]
-
-
-async def test_a_connection_with_bytes_after_the_response_is_not_reused() -> None:
-    answers = Answer(json_reply("one") + b"HTTP/1.1 200 OK\r\n"), Answer(json_reply("two"))
-    async with raw_server(*answers) as server:
-        p = provider(server.url, max_retries=0)
-        try:
-            assert [await sample(p), await sample(p)] == ["one", "two"]
-        finally:
-            await p.aclose()
-    assert [number for number, _ in server.requests] == [1, 2]
+    assert [number for number, _ in server.requests] == connections_used
 
 
 # --- failures ----------------------------------------------------------------------
