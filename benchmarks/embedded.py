@@ -3,8 +3,9 @@
 ``embedded.py [--provider NAME] [--model ID] [--probe-fifo PATH] -- COMMAND [ARG...]``
 builds ``Host(Receiver(...))`` with ``SamplingService(build_registry(...),
 AutoApprove())``, connects to the requestor over stdio and serves it until it
-goes away. The limits are raised to the load the suite generates (a host that
-expects thousands of tasks configures them). With ``--probe-fifo`` it runs
+goes away. The limits are raised to the load the suite generates, and the
+garbage collector is tuned (``tune_gc_for_serving``), as a host that expects
+thousands of tasks would do. With ``--probe-fifo`` it runs
 tracemalloc and, on SIGUSR1, writes its traced memory as one JSON line to the
 FIFO (after a full garbage collection).
 """
@@ -23,7 +24,7 @@ import anyio
 
 from host_receiver.approval import AutoApprove, FillDefaults
 from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.host import Host
+from host_receiver.host import Host, tune_gc_for_serving
 from host_receiver.receiver import Receiver, ReceiverConfig
 from providers import build_registry
 
@@ -75,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error("give the requestor command after --")
     if args.probe_fifo:
         tracemalloc.start()
+    tune_gc_for_serving()  # what a host that expects thousands of tasks does (docs/performance.md)
     anyio.run(serve, args, command)
 
 

