@@ -386,25 +386,27 @@ class Requestor:
         so it happens here, after the answer was sent (a status notification
         can then never overtake its CreateTaskResult either).
         """
-        assert self._group is not None
         while True:
             await self._starts_waiting.wait()
             self._starts_waiting = anyio.Event()
             while self._starts:
-                start = self._starts.popleft()
-                record = self.receiver.store.get(start.task_id)
-                if record is None or record.is_terminal:  # cancelled or expired before it started
-                    continue
-                scope = self._running[start.task_id] = anyio.CancelScope()
-                context = WorkContext(
-                    requestor=self.key,
-                    requestor_name=self.name,
-                    task_id=start.task_id,
-                    progress_token=start.params.progress_token,
-                    notify=self._notify,
-                    status=self._set_status_message,
-                )
-                self._group.start_soon(self._run_task, start, scope, context)
+                self._start(self._starts.popleft())
+
+    def _start(self, start: _Start) -> None:
+        record = self.receiver.store.get(start.task_id)
+        if record is None or record.is_terminal:  # cancelled or expired before it started
+            return
+        scope = self._running[start.task_id] = anyio.CancelScope()
+        context = WorkContext(
+            requestor=self.key,
+            requestor_name=self.name,
+            task_id=start.task_id,
+            progress_token=start.params.progress_token,
+            notify=self._notify,
+            status=self._set_status_message,
+        )
+        assert self._group is not None
+        self._group.start_soon(self._run_task, start, scope, context)
 
     def _granted_ttl(self, requested: int | None) -> int | None:
         config = self.receiver.config
