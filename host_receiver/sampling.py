@@ -26,7 +26,11 @@ from host_receiver.protocol.types import (
 
 @dataclass(frozen=True, slots=True)
 class SamplingLimits:
-    """Bounds a host puts on what a server may ask for in one request."""
+    """Bounds a host puts on what a server may ask for in one request.
+
+    Checked before a task is created; over a bound is -32602. The providers'
+    own configured caps are ``providers.ProviderLimits``.
+    """
 
     max_tokens: int = 32_768
     max_messages: int = 1_000

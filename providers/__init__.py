@@ -45,7 +45,7 @@ from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 from ._echo import ECHO_MODEL, EchoProvider
 from ._registry import ProviderRegistry
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
-from ._validation import SamplingLimits, check_request
+from ._validation import ProviderLimits, check_request
 
 __all__ = [
     "CONFIG_ENV",
@@ -63,9 +63,9 @@ __all__ = [
     "Provider",
     "ProviderEntry",
     "ProviderError",
+    "ProviderLimits",
     "ProviderRegistry",
     "Requirements",
-    "SamplingLimits",
     "SamplingProgress",
     "UnsupportedRequest",
     "build_provider",

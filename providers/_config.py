@@ -65,7 +65,7 @@ import tomli_w
 
 from ._contract import ModelInfo
 from ._errors import ConfigError
-from ._validation import SamplingLimits
+from ._validation import ProviderLimits
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -110,7 +110,7 @@ class Config:
     providers: tuple[ProviderEntry, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     servers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    limits: SamplingLimits = field(default_factory=SamplingLimits)
+    limits: ProviderLimits = field(default_factory=ProviderLimits)
 
     def entry(self, name: str) -> ProviderEntry | None:
         """The provider entry called ``name``, if any."""
@@ -193,8 +193,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
         servers[str(name)] = tuple(r.string(m, f"{where}.allowed_models") for m in allowed)
     limits_table = r.table(data.get("limits", {}), "limits")
     r.keys(limits_table, "limits", {"max_tokens", "max_messages"})
-    defaults = SamplingLimits()
-    limits = SamplingLimits(
+    defaults = ProviderLimits()
+    limits = ProviderLimits(
         max_tokens=r.integer(limits_table.get("max_tokens", defaults.max_tokens), "limits.max_tokens", 1),
         max_messages=r.integer(
             limits_table.get("max_messages", defaults.max_messages), "limits.max_messages", 1
@@ -333,7 +333,7 @@ class _Reader:
 
 def _to_dict(config: Config) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    defaults = SamplingLimits()
+    defaults = ProviderLimits()
     if config.limits != defaults:
         out["limits"] = {
             "max_tokens": config.limits.max_tokens,

@@ -28,7 +28,7 @@ from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessa
 from ._contract import ModelInfo, ProgressSink, Provider
 from ._errors import NoSuitableModel
 from ._selection import requirements, select_model
-from ._validation import SamplingLimits, check_request
+from ._validation import ProviderLimits, check_request
 
 __all__ = ["ProviderRegistry"]
 
@@ -42,12 +42,12 @@ class ProviderRegistry:
         *,
         aliases: Mapping[str, str] | None = None,
         allowed: Mapping[str, Collection[str]] | None = None,
-        limits: SamplingLimits | None = None,
+        limits: ProviderLimits | None = None,
     ) -> None:
         names = [p.name for p in providers]
         if len(set(names)) != len(names):
             raise ValueError(f"provider names must be unique: {names}")
-        self.limits = limits or SamplingLimits()
+        self.limits = limits or ProviderLimits()
         self.aliases: Mapping[str, str] = dict(aliases or {})
         self._allowed = {k: frozenset(v) for k, v in (allowed or {}).items()}
         self._providers = {p.name: p for p in providers}
@@ -147,7 +147,7 @@ class ProviderRegistry:
 class _Checked:
     """A provider that runs :func:`check_request` on every request first."""
 
-    def __init__(self, inner: Provider, limits: SamplingLimits) -> None:
+    def __init__(self, inner: Provider, limits: ProviderLimits) -> None:
         self.inner = inner
         self.limits = limits
 

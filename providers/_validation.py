@@ -3,8 +3,8 @@
 Rules (the protocol checks, such as tool_use/tool_result pairing, belong to the
 sampling layer and are not repeated here):
 
-* at least one message, and at most ``SamplingLimits.max_messages``;
-* ``maxTokens`` at least 1; above ``SamplingLimits.max_tokens``, or above what
+* at least one message, and at most ``ProviderLimits.max_messages``;
+* ``maxTokens`` at least 1; above ``ProviderLimits.max_tokens``, or above what
   the model's context leaves after the estimated prompt, it is lowered (the
   spec lets the client sample fewer tokens than requested);
 * tools, images and audio only for a model that accepts them, and a prompt
@@ -23,12 +23,18 @@ from ._contract import ModelInfo
 from ._errors import UnsupportedRequest
 from ._selection import requirements
 
-__all__ = ["SamplingLimits", "check_request"]
+__all__ = ["ProviderLimits", "check_request"]
 
 
 @dataclass(frozen=True)
-class SamplingLimits:
-    """Host-side bounds on a sampling request."""
+class ProviderLimits:
+    """The configuration's bounds on what a provider is asked for.
+
+    ``maxTokens`` above ``max_tokens`` is lowered to it (and to what the model's
+    context leaves); more than ``max_messages`` messages is refused. Not to be
+    confused with ``host_receiver.SamplingLimits``, the protocol-level bounds
+    checked before a task exists.
+    """
 
     max_tokens: int = 16_384
     max_messages: int = 200
@@ -41,13 +47,13 @@ class SamplingLimits:
 def check_request(
     params: CreateMessageRequestParams,
     model: ModelInfo,
-    limits: SamplingLimits | None = None,
+    limits: ProviderLimits | None = None,
 ) -> CreateMessageRequestParams:
     """``params`` ready for ``model``: checked, with ``maxTokens`` within bounds.
 
     Returns ``params`` itself when nothing had to change, else a copy.
     """
-    limits = limits or SamplingLimits()
+    limits = limits or ProviderLimits()
     count = len(params.messages)
     if count == 0:
         raise UnsupportedRequest("the sampling request has no messages")

@@ -19,7 +19,7 @@ from providers import (
     ModelInfo,
     OpenAIProvider,
     ProviderEntry,
-    SamplingLimits,
+    ProviderLimits,
     build_registry,
     config_path,
     find_key,
@@ -60,7 +60,7 @@ FULL = Config(
     ),
     aliases={"claude-3-sonnet": "gpt-4o", "claude": "gpt-4o-mini"},
     servers={"weather": ("gpt-4o-mini",), "*": ("llama3.2:3b",)},
-    limits=SamplingLimits(max_tokens=4096, max_messages=50),
+    limits=ProviderLimits(max_tokens=4096, max_messages=50),
 )
 
 

@@ -12,9 +12,9 @@ from providers import (
     EchoProvider,
     ModelInfo,
     NoSuitableModel,
+    ProviderLimits,
     ProviderRegistry,
     Requirements,
-    SamplingLimits,
     UnsupportedRequest,
     check_request,
     requirements,
@@ -78,7 +78,7 @@ REFUSED = [
         "too many messages",
         params(*[{"role": "user", "content": TEXT}] * 3),
         EVERYTHING,
-        SamplingLimits(max_messages=2),
+        ProviderLimits(max_messages=2),
         "3 messages; this host accepts at most 2",
     ),
     ("zero maxTokens", params(maxTokens=0), EVERYTHING, None, "maxTokens must be at least 1"),
@@ -109,7 +109,7 @@ REFUSED = [
 
 @pytest.mark.parametrize(("p", "model", "limits", "words"), [pytest.param(*c[1:], id=c[0]) for c in REFUSED])
 def test_check_request_refusals(
-    p: CreateMessageRequestParams, model: ModelInfo, limits: SamplingLimits | None, words: str
+    p: CreateMessageRequestParams, model: ModelInfo, limits: ProviderLimits | None, words: str
 ) -> None:
     with pytest.raises(UnsupportedRequest) as caught:
         check_request(p, model, limits)
@@ -118,7 +118,7 @@ def test_check_request_refusals(
 
 def test_max_tokens_is_bounded_by_the_limit_and_the_context() -> None:
     p = params(maxTokens=1_000_000)
-    assert check_request(p, EVERYTHING, SamplingLimits(max_tokens=500)).max_tokens == 500
+    assert check_request(p, EVERYTHING, ProviderLimits(max_tokens=500)).max_tokens == 500
     left = TEXT_ONLY.context_tokens - requirements(p).input_tokens
     assert check_request(p, TEXT_ONLY).max_tokens == left
     small = params(maxTokens=10)
@@ -186,7 +186,7 @@ def test_aliases_route_to_another_provider() -> None:
 
 
 async def test_the_routed_provider_bounds_edited_params() -> None:
-    reg = registry(limits=SamplingLimits(max_tokens=3))
+    reg = registry(limits=ProviderLimits(max_tokens=3))
     provider, model = reg.choose(params(maxTokens=3))
     edited = params({"role": "user", "content": {"type": "text", "text": "a b c d e f"}})
     result = await provider.sample(edited, model)
