@@ -174,3 +174,14 @@ async def test_an_unreachable_server_is_a_transport_error() -> None:
     with pytest.raises(TransportError, match="POST to"):
         async with connect(url):
             pass  # pragma: no cover
+
+
+async def test_notify_soon_posts_every_message_side_by_side(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        for n in range(20):
+            conn.session.notify_soon("notifications/message", {"level": "info", "data": n})
+        await wait_until(
+            server, lambda: sum(m.get("method") == "notifications/message" for m in server.received) == 20
+        )
+    sent = [m["params"]["data"] for m in server.received if m.get("method") == "notifications/message"]
+    assert sorted(sent) == list(range(20))  # every one arrived (posts run side by side)

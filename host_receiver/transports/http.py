@@ -156,6 +156,18 @@ class _HttpStream(MessageStream):
         else:
             await self._post_one_way(body)
 
+    def send_nowait(self, message: Message) -> None:
+        """Post a response or a notification from a task of the stream's own.
+
+        Posts start in the order of the calls and run side by side (each waits
+        for its 202). A request cannot be sent so: its answer is routed by
+        ``send``.
+        """
+        if isinstance(message, Request):
+            raise anyio.WouldBlock
+        self._raise_failure()
+        self._tasks.start_soon(self._post_in_background, dumps_message(message))
+
     async def receive(self) -> Message | InvalidMessage:
         try:
             return await self._incoming_out.receive()
@@ -178,6 +190,18 @@ class _HttpStream(MessageStream):
                 await self._check(response)
         except httpx.HTTPError as exc:
             raise TransportError(f"POST to {self._config.url} failed: {exc}") from exc
+
+    async def _post_in_background(self, body: bytes) -> None:
+        """``_post_one_way`` within ``close_timeout``, finished even while the connection closes."""
+        with anyio.move_on_after(self._config.close_timeout, shield=True) as scope:
+            try:
+                await self._post_one_way(body)
+            except TransportError as exc:
+                logger.warning("%s", exc)
+        if scope.cancelled_caught:
+            logger.warning(
+                "gave up posting a message to %s after %s s", self._config.url, self._config.close_timeout
+            )
 
     async def _post_request(self, request: Request, body: bytes, *, task_status: TaskStatus[None]) -> None:
         """POST a request and deliver its answer, resuming a broken SSE answer.
