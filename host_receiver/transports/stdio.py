@@ -238,7 +238,8 @@ class _PipeWriter:
     async def write(self, data: bytes, *, hold: bool = False) -> None:
         """Write ``data``, first waiting while too much is pending."""
         while len(self._pending) > _HIGH_WATER and self._broken is None:
-            self._drained = anyio.Event()
+            if self._drained.is_set():  # every waiter waits on the same event
+                self._drained = anyio.Event()
             await self._drained.wait()
         self.write_nowait(data, hold=hold)
 
