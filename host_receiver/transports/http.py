@@ -166,7 +166,11 @@ class _HttpStream(MessageStream):
         if isinstance(message, Request):
             raise anyio.WouldBlock
         self._raise_failure()
-        self._tasks.start_soon(self._post_in_background, dumps_message(message))
+        body = dumps_message(message)
+        try:
+            self._tasks.start_soon(self._post_in_background, body)
+        except RuntimeError:  # the stream's task group has ended
+            raise TransportError(f"the connection to {self._config.url} is closed") from None
 
     async def receive(self) -> Message | InvalidMessage:
         try:
