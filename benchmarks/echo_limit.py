@@ -1,7 +1,10 @@
 """The transport limit: a bare JSON-RPC "receiver" that answers with canned JSON.
 
 ``echo_limit.py [--delay S] -- COMMAND [ARG...]`` starts the requestor as its
-stdio child over the same anyio subprocess pipes host-receiver uses, sends
+stdio child (reading its stdout through anyio, as host-receiver does, and
+writing its stdin with ``os.write`` on a non-blocking pipe of its own, as
+host-receiver's stdio transport does, so no write waits for the event loop
+unless the pipe is full), sends
 ``initialize`` and ``notifications/initialized``, then answers every request
 from a table of canned replies: no validation, no task state. It parses each
 line (to learn the id and method) and writes all answers to one chunk of input
@@ -14,8 +17,10 @@ closes its output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,18 +47,29 @@ PAGE = {"tasks": [task(f"canned-{i}") for i in range(10)], "nextCursor": "canned
 
 
 class Echo:
-    """Canned answers, written under one lock."""
+    """Canned answers, written straight into the child's stdin pipe."""
 
-    def __init__(self, process: anyio.abc.Process, delay: float) -> None:
-        assert process.stdin is not None
-        self.stdin = process.stdin
+    def __init__(self, stdin: int, delay: float) -> None:
+        os.set_blocking(stdin, False)
+        self.stdin = stdin
         self.delay = delay
-        self.lock = anyio.Lock()
+        self.lock = anyio.Lock()  # held only by a write that found the pipe full
         self.ids = itertools.count()
 
     async def write(self, data: bytes) -> None:
+        if not self.lock.locked():
+            try:
+                written = os.write(self.stdin, data)
+            except BlockingIOError:
+                written = 0
+            if written == len(data):
+                return
+            data = data[written:]
         async with self.lock:
-            await self.stdin.send(data)
+            while data:
+                await anyio.wait_writable(self.stdin)
+                with contextlib.suppress(BlockingIOError):
+                    data = data[os.write(self.stdin, data) :]
 
     def answer(self, request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "sampling/createMessage":
@@ -86,9 +102,14 @@ def reply(request_id: Any, result: dict[str, Any]) -> bytes:
 
 
 async def serve(command: Sequence[str], delay: float) -> None:
-    async with await anyio.open_process(command, stderr=None) as process, anyio.create_task_group() as group:
+    child_stdin, stdin = os.pipe()
+    try:
+        process = await anyio.open_process(command, stdin=child_stdin, stderr=None)
+    finally:
+        os.close(child_stdin)
+    async with process, anyio.create_task_group() as group:
         assert process.stdout is not None
-        echo = Echo(process, delay)
+        echo = Echo(stdin, delay)
         init = {
             "protocolVersion": "2025-11-25",
             "capabilities": {
@@ -125,6 +146,7 @@ async def serve(command: Sequence[str], delay: float) -> None:
             if out:
                 await echo.write(b"".join(out))
         group.cancel_scope.cancel()
+    os.close(stdin)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
