@@ -68,6 +68,9 @@ CONNECTION_CLOSED = -32000
 _POST_ACCEPT = "application/json, text/event-stream"
 _SSE = "text/event-stream"
 _INCOMING_BUFFER = 64
+#: Responses and notifications posted at once at most: a burst opens no more
+#: connections than a small server's listen backlog holds.
+_CONCURRENT_POSTS = 4
 #: Connect and write limits; reads are unbounded (SSE streams idle; sessions time out requests).
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
 
@@ -142,6 +145,7 @@ class _HttpStream(MessageStream):
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._failure: TransportError | None = None
+        self._posts = anyio.CapacityLimiter(_CONCURRENT_POSTS)
         self._incoming_in, self._incoming_out = anyio.create_memory_object_stream[Message | InvalidMessage](
             _INCOMING_BUFFER
         )
@@ -159,9 +163,9 @@ class _HttpStream(MessageStream):
     def send_nowait(self, message: Message) -> None:
         """Post a response or a notification from a task of the stream's own.
 
-        Posts start in the order of the calls and run side by side (each waits
-        for its 202). A request cannot be sent so: its answer is routed by
-        ``send``.
+        Posts start in the order of the calls and run side by side, at most
+        ``_CONCURRENT_POSTS`` at once (each waits for its 202). A request
+        cannot be sent so: its answer is routed by ``send``.
         """
         if isinstance(message, Request):
             raise anyio.WouldBlock
@@ -193,13 +197,14 @@ class _HttpStream(MessageStream):
             async with self._open("POST", body=body) as response:
                 await self._check(response)
         except httpx.HTTPError as exc:
-            raise TransportError(f"POST to {self._config.url} failed: {exc}") from exc
+            raise TransportError(f"POST to {self._config.url} failed: {exc or type(exc).__name__}") from exc
 
     async def _post_in_background(self, body: bytes) -> None:
         """``_post_one_way`` within ``close_timeout``, finished even while the connection closes."""
         with anyio.move_on_after(self._config.close_timeout, shield=True) as scope:
             try:
-                await self._post_one_way(body)
+                async with self._posts:  # first come, first posted
+                    await self._post_one_way(body)
             except TransportError as exc:
                 logger.warning("%s", exc)
         if scope.cancelled_caught:
