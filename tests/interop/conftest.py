@@ -219,6 +219,10 @@ class _RecordingStream(MessageStream):
         self._log.sent.append(encode_message(message))
         await self._inner.send(message)
 
+    def send_nowait(self, message: Message) -> None:
+        self._inner.send_nowait(message)  # raises WouldBlock when not taken: then send() logs it
+        self._log.sent.append(encode_message(message))
+
     async def receive(self) -> Message | InvalidMessage:
         message = await self._inner.receive()
         if isinstance(message, Request | Notification | Response | ErrorResponse):
