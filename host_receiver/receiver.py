@@ -211,7 +211,6 @@ class Receiver:
         requestor.protocol_version = protocol_version
         async with anyio.create_task_group() as group:
             requestor._group = group
-            requestor.notify_soon = requestor._notify_in_background
             group.start_soon(requestor._expire_forever)
             group.start_soon(requestor._start_forever)
             try:
@@ -321,14 +320,18 @@ class Requestor:
     def _serve(self, method: str, params: RequestParams) -> Answer:
         if params.task is not None and self.receiver.task_capable(method, self.protocol_version):
             return self._create_task(method, params)
-        context = WorkContext(
+        return self._work(method, params, self._context(None, params))
+
+    def _context(self, task_id: str | None, params: RequestParams) -> WorkContext:
+        """What the work of one request sees; status messages only for a task."""
+        return WorkContext(
             requestor=self.key,
             requestor_name=self.name,
-            task_id=None,
+            task_id=task_id,
             progress_token=params.progress_token,
             notify=self._notify,
+            status=self._set_status_message if task_id is not None else None,
         )
-        return self._work(method, params, context)
 
     async def _work(self, method: str, params: RequestParams, context: WorkContext) -> dict[str, Any]:
         receiver = self.receiver
@@ -397,16 +400,8 @@ class Requestor:
         if record is None or record.is_terminal:  # cancelled or expired before it started
             return
         scope = self._running[start.task_id] = anyio.CancelScope()
-        context = WorkContext(
-            requestor=self.key,
-            requestor_name=self.name,
-            task_id=start.task_id,
-            progress_token=start.params.progress_token,
-            notify=self._notify,
-            status=self._set_status_message,
-        )
         assert self._group is not None
-        self._group.start_soon(self._run_task, start, scope, context)
+        self._group.start_soon(self._run_task, start, scope, self._context(start.task_id, start.params))
 
     def _granted_ttl(self, requested: int | None) -> int | None:
         config = self.receiver.config
