@@ -280,16 +280,13 @@ class _PipeWriter:
                 self._more = anyio.Event()
                 while pending and self._broken is None:
                     if _POSIX:
-                        written = self._write(pending)
-                        del pending[:written]
+                        self.flush()
                         if pending:
                             await anyio.wait_writable(self._fd)
                     else:  # pragma: no cover - Windows
                         chunk = bytes(pending)
                         pending.clear()
                         await anyio.to_thread.run_sync(self._write, chunk)
-                    if len(pending) <= _HIGH_WATER:
-                        self._drained.set()
                 self._drained.set()
                 if self._closing or self._broken is not None:
                     return
