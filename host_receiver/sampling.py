@@ -62,7 +62,15 @@ def check_request(
     _check_tool_turns(params, limits)
 
 
+_LIST_OR_TOOL_BLOCK = (list, ToolUseContent, ToolResultContent)
+
+
 def _check_tool_turns(params: CreateMessageRequestParams, limits: SamplingLimits) -> None:
+    for message in params.messages:
+        if isinstance(message.content, _LIST_OR_TOOL_BLOCK):
+            break
+    else:
+        return  # single non-tool blocks only, the usual request: nothing to pair up
     pending: list[str] = []  # tool_use ids the next message must answer
     rounds = 0
     for position, message in enumerate(params.messages):

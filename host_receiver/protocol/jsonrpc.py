@@ -124,9 +124,23 @@ def parse_message(obj: Any) -> Message:
         if type(obj) is list:
             raise InvalidMessage(INVALID_REQUEST, "Batches are not supported by MCP")
         raise InvalidMessage(INVALID_REQUEST, "A JSON-RPC message must be a JSON object")
+    method = obj.get("method", _MISSING)
+    if obj.get("jsonrpc") == "2.0" and type(method) is str and "result" not in obj and "error" not in obj:
+        params = obj.get("params")
+        raw_id = obj.get("id", _MISSING)
+        if params is None or type(params) is dict:
+            if raw_id is _MISSING:
+                return Notification(method, params)
+            kind = type(raw_id)
+            if kind is str or kind is int:
+                return Request(raw_id, method, params)
+    return _checked_message(obj, method)
+
+
+def _checked_message(obj: dict[str, Any], method: Any) -> Message:
+    """Every other frame: responses, and the precise error for a malformed one."""
     raw_id = obj.get("id", _MISSING)
     request_id: RequestId | None = raw_id if is_request_id(raw_id) else None
-    method = obj.get("method", _MISSING)
     is_response = method is _MISSING and ("result" in obj or "error" in obj)
 
     def invalid(reason: str) -> InvalidMessage:
@@ -143,11 +157,7 @@ def parse_message(obj: Any) -> Message:
         params = obj.get("params")
         if params is not None and type(params) is not dict:
             raise invalid('"params" must be an object')
-        if raw_id is _MISSING:
-            return Notification(method, params)
-        if request_id is None:
-            raise invalid('A request "id" must be a string or an integer')
-        return Request(request_id, method, params)
+        raise invalid('A request "id" must be a string or an integer')
 
     if "result" in obj:
         if "error" in obj:

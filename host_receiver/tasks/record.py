@@ -10,8 +10,10 @@ them as they are.
 from __future__ import annotations
 
 import base64
+import binascii
+import functools
 import math
-import secrets
+import os
 import struct
 import time
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from host_receiver.tasks.state import INITIAL, TaskStatus, check_move
 
 _ID_RANDOM_BYTES = 16  # 128 bits from the OS CSPRNG
 _ID_DEADLINE = struct.Struct(">Q")
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def new_task_id(deadline: float | None) -> str:
@@ -31,8 +34,10 @@ def new_task_id(deadline: float | None) -> str:
     never issued without keeping anything after the task is gone.
     """
     deadline_ms = 0 if deadline is None else int(deadline * 1000)
-    raw = secrets.token_bytes(_ID_RANDOM_BYTES) + _ID_DEADLINE.pack(deadline_ms)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    raw = os.urandom(_ID_RANDOM_BYTES) + _ID_DEADLINE.pack(deadline_ms)
+    # 24 bytes make 32 base64 characters and no padding; binascii skips the
+    # wrappers of base64.urlsafe_b64encode, which cost half of an id.
+    return binascii.b2a_base64(raw, newline=False).translate(_URL_SAFE).decode("ascii")
 
 
 def deadline_of(task_id: str) -> float | None:
@@ -50,19 +55,21 @@ def deadline_of(task_id: str) -> float | None:
 def iso8601(timestamp: float) -> str:
     """``timestamp`` (epoch seconds) as an ISO 8601 UTC string with milliseconds.
 
-    Formatted by hand: every task in every ``tasks/get`` and ``tasks/list`` answer
-    carries two of these, and this is about four times faster than ``strftime``.
+    Formatted by hand, and the date and time of day are formatted once per
+    second: every new task and every status change needs one of these.
     """
     seconds = math.floor(timestamp)
     micros = round((timestamp - seconds) * 1_000_000)  # as datetime rounds
     if micros == 1_000_000:
         seconds, micros = seconds + 1, 0
-    millis = micros // 1000
+    return f"{_date_and_time(seconds)}.{micros // 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=8)
+def _date_and_time(seconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of whole epoch ``seconds`` (a pure function, memoised)."""
     t = time.gmtime(seconds)
-    return (
-        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
-        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z"
-    )
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
 
 
 @dataclass(frozen=True, slots=True)

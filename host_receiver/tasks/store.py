@@ -73,7 +73,9 @@ class MemoryTaskStore:
         if record.task_id in self._records:
             raise KeyError(f"task {record.task_id} already stored")
         self._records[record.task_id] = record
-        index = self._index.setdefault(record.requestor, _RequestorIndex())
+        index = self._index.get(record.requestor)
+        if index is None:
+            index = self._index[record.requestor] = _RequestorIndex()
         if index.seqs and record.seq <= index.seqs[-1]:
             bisect.insort(index.seqs, record.seq)
         else:
