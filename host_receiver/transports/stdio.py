@@ -21,6 +21,8 @@ Rules:
   ``send_nowait`` raises ``anyio.WouldBlock``, only while more than
   ``_HIGH_WATER`` bytes wait. While the session still has received lines to
   handle, writes are held and then made together (one system call per read).
+  Notifications sent without waiting are always held for the writer task, so
+  the task status notifications of one turn of the event loop share a write.
 - Shutdown, shielded from cancellation (the MCP stdio lifecycle): finish
   queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
   again, SIGKILL. On POSIX the child gets its own session, so the signals
@@ -46,7 +48,13 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from host_receiver.protocol.errors import PARSE_ERROR
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message, decode_message, dumps_message
+from host_receiver.protocol.jsonrpc import (
+    InvalidMessage,
+    Message,
+    Notification,
+    decode_message,
+    dumps_message,
+)
 from host_receiver.transports.base import (
     MessageStream,
     Transport,
@@ -320,8 +328,11 @@ class _StdioStream(MessageStream):
 
     def send_nowait(self, message: Message) -> None:
         # Lines still to be received: the session is answering a burst, and
-        # its answers go out together once it has handled them all.
-        self._writer.write_nowait(dumps_message(message) + b"\n", hold=bool(self._lines))
+        # its answers go out together once it has handled them all. Notifications
+        # (task status, progress) wait for the writer task, so that all of them
+        # sent in one turn of the event loop share one write.
+        hold = bool(self._lines) or type(message) is Notification
+        self._writer.write_nowait(dumps_message(message) + b"\n", hold=hold)
 
     async def receive(self) -> Message | InvalidMessage:
         lines = self._lines
