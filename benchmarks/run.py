@@ -1,10 +1,12 @@
 """The driver: every scenario against every receiver, one after the other, then the table.
 
-``.venv/bin/python -m benchmarks [--smoke] [--scenarios a,b] [--receivers x,y] [--json PATH]``
+``.venv/bin/python -m benchmarks [--smoke] [--scenarios a,b] [--receivers x,y] [--rounds N] [--json PATH]``
 
 For each scenario and receiver the driver starts the receiver (which starts
 the requestor as its stdio child), waits for it to exit, and reads the
-requestor's JSON. Receivers:
+requestor's JSON. The latency and scale scenarios run ``--rounds`` times
+(3 by default), the receivers interleaved, and every figure is the median of
+its rounds. Receivers:
 
 - ``cli``: ``host-receiver run --approve auto --elicit defaults --max-active-tasks 5000
   --max-stored-tasks 250000 --provider P -- requestor``;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,12 +59,14 @@ class Scenario:
     deadline: float = 240.0
     #: Also run the embedded receiver once more with tracemalloc on.
     traced: bool = False
+    #: Run every receiver ``--rounds`` times, interleaved, and report medians.
+    repeated: bool = False
 
 
 def scenarios(smoke: bool) -> list[Scenario]:
     return [
-        Scenario("latency", deadline=120),
-        Scenario("scale", deadline=200),
+        Scenario("latency", deadline=120, repeated=True),
+        Scenario("scale", deadline=200, repeated=True),
         Scenario("memory", deadline=120, traced=True),
         Scenario("slow", delay=1.0, deadline=60),
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
@@ -159,6 +164,41 @@ async def run_one(receiver: str, ctx: Context, *, traced: bool = False) -> dict[
     return result
 
 
+async def run_rounds(jobs: list[tuple[str, bool]], ctx: Context, rounds: int) -> dict[str, Any]:
+    """Every job ``rounds`` times, interleaved (round k starts k jobs further on); medians.
+
+    A shared machine drifts over seconds: interleaved rounds give every
+    receiver the same mix of quiet and busy moments. The raw rounds are kept.
+    """
+    done: dict[str, list[dict[str, Any]]] = {}
+    for k in range(rounds):
+        order = jobs[k % len(jobs) :] + jobs[: k % len(jobs)]
+        for label, result in (await run_jobs(order, ctx, concurrently=False)).items():
+            done.setdefault(label, []).append(result)
+    return {label: {**median_of(results), "rounds": results} for label, results in done.items()}
+
+
+def median_of(results: list[Any]) -> Any:
+    """The rounds of one measurement merged: the median (an observed value) of every number.
+
+    Anything else is the first round's; a failure in any round stands.
+    """
+    first = results[0]
+    if isinstance(first, bool) or not isinstance(first, int | float | dict | list):
+        return first
+    if isinstance(first, int | float):
+        numbers = [r for r in results if isinstance(r, int | float) and not isinstance(r, bool)]
+        return statistics.median_low(numbers)
+    if isinstance(first, list):
+        same = [r for r in results if isinstance(r, list) and len(r) == len(first)]
+        return [median_of([r[i] for r in same]) for i in range(len(first))]
+    merged = {key: median_of([r[key] for r in results if key in r]) for key in first}
+    failures = [r["failure"] for r in results if "failure" in r]
+    if failures:
+        merged["failure"] = failures[0]
+    return merged
+
+
 async def run_jobs(jobs: list[tuple[str, bool]], ctx: Context, *, concurrently: bool) -> dict[str, Any]:
     """Run each (receiver, traced) job; side by side for the smoke run, where no timing counts."""
     runs: dict[str, Any] = {}
@@ -254,7 +294,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             if scenario.traced and "embedded" in args.receivers:
                 jobs.append(("embedded", True))
             try:
-                runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
+                if scenario.repeated and args.rounds > 1:
+                    runs = await run_rounds(jobs, ctx, args.rounds)
+                else:
+                    runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
                 if scenario.name == "slow" and fake is not None:
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
             finally:
@@ -285,7 +328,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="interleaved runs of the latency and scale scenarios, reported as medians "
+        "(default: 3, or 1 with --smoke)",
+    )
     args = parser.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 1 if args.smoke else 3
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     unknown = set(args.receivers) - set(RECEIVERS)
     if unknown:
         parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
