@@ -14,7 +14,8 @@ Rules:
   the queue is empty. Whether the answer is JSON or a stream follows the
   request's own ``stream`` flag, so one :class:`Completion` serves both.
 * Every POST is recorded (:class:`RecordedRequest`: method, path, lowercase
-  headers, parsed JSON body). While it waits or streams, the server watches the
+  headers, parsed JSON body), unless ``keep_requests`` is off, as in script
+  mode, where nobody reads them. While it waits or streams, the server watches the
   connection: when the client goes away (or the server stops), the request is
   marked ``disconnected`` and waiters of :meth:`FakeOpenAI.wait_for_disconnect`
   wake up.
@@ -164,10 +165,13 @@ class FakeOpenAI:
         delay: float = 0.0,
         port: int = 0,
         tls: ssl.SSLContext | None = None,
+        keep_requests: bool = True,
     ) -> None:
         self.default: Reply = default if default is not None else Completion()
         self.delay = delay
+        #: Every request served, when ``keep_requests`` (a long-running script does not keep them).
         self.requests: list[RecordedRequest] = []
+        self.keep_requests = keep_requests
         self._replies: deque[Reply] = deque()
         self._changed = threading.Condition()
         self._counter = 0
@@ -188,6 +192,11 @@ class FakeOpenAI:
     @property
     def port(self) -> int:
         return int(self._listener.getsockname()[1])
+
+    @property
+    def served(self) -> int:
+        """How many requests arrived (kept or not)."""
+        return self._counter
 
     @property
     def url(self) -> str:
@@ -277,7 +286,7 @@ class FakeOpenAI:
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
         """Block until ``count`` requests arrived; False on timeout."""
         with self._changed:
-            return self._changed.wait_for(lambda: len(self.requests) >= count, timeout)
+            return self._changed.wait_for(lambda: self._counter >= count, timeout)
 
     def wait_for_disconnect(self, timeout: float = 5.0) -> bool:
         """Block until some request saw its client go away; False on timeout."""
@@ -294,7 +303,8 @@ class FakeOpenAI:
 
     def _record(self, request: RecordedRequest) -> tuple[Reply, int]:
         with self._changed:
-            self.requests.append(request)
+            if self.keep_requests:
+                self.requests.append(request)
             self._counter += 1
             reply = self._replies.popleft() if self._replies else self.default
             self._changed.notify_all()
@@ -654,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         default=Completion(text=args.text, chunk_delay=args.chunk_delay),
         delay=args.delay,
         port=args.port,
+        keep_requests=False,  # nobody reads them here: memory would grow with every request
     )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -661,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
     with fake:
         print(fake.url, flush=True)
         stop.wait()
-    print(f"served {len(fake.requests)} requests", file=sys.stderr, flush=True)
+    print(f"served {fake.served} requests", file=sys.stderr, flush=True)
     return 0
 
 
