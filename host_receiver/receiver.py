@@ -257,7 +257,7 @@ class Requestor:
         """
         receiver = self.receiver
         if method == "tasks/get":
-            return self._owned(_parse(TaskIdParams, params).task_id, "retrieve").to_wire()
+            return self._owned(_task_id(params), "retrieve").to_wire()
         if method == SAMPLING and receiver.sampling is not None:
             sampling = _parse(CreateMessageRequestParams, params)
             check_sampling(
@@ -271,11 +271,11 @@ class Requestor:
             check_elicitation(elicit, modes=self._elicitation_modes())
             return self._serve(method, elicit)
         if method == "tasks/result":
-            return self._result(_parse(TaskIdParams, params).task_id)
+            return self._result(_task_id(params))
         if method == "tasks/list" and receiver.config.tasks_list and self._offers_tasks():
             return self._list(_parse(ListTasksParams, params).cursor)
         if method == "tasks/cancel" and receiver.config.tasks_cancel and self._offers_tasks():
-            return self._cancel(_parse(TaskIdParams, params).task_id)
+            return self._cancel(_task_id(params))
         raise method_not_found(method)
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
@@ -605,6 +605,22 @@ def _parse(model: type[_M], params: dict[str, Any] | None) -> _M:
     except ValidationError as exc:
         raise invalid_params(_describe(exc)) from None
     return parsed
+
+
+def _task_id(params: dict[str, Any] | None) -> str:
+    """``taskId`` of ``tasks/get``, ``tasks/result`` and ``tasks/cancel`` params (TaskIdParams).
+
+    The usual params, a string ``taskId`` and at most an object ``_meta``, are
+    read directly (validating them would cost as much as the rest of the
+    answer); anything else goes through the model, which says precisely what
+    is wrong.
+    """
+    if params is not None:
+        task_id = params.get("taskId")
+        meta = params.get("_meta")
+        if type(task_id) is str and (meta is None or type(meta) is dict):
+            return task_id
+    return _parse(TaskIdParams, params).task_id
 
 
 def _parse_elicitation(params: dict[str, Any] | None) -> ElicitRequestParams:

@@ -42,7 +42,6 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -86,26 +85,9 @@ class ConnectionClosed(Exception):
     """The session ended before a response arrived; ``str()`` says why."""
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingRequest:
-    """A request from the peer, as the request handler sees it."""
-
-    id: RequestId
-    method: str
-    params: dict[str, Any] | None
-
-    @property
-    def meta(self) -> dict[str, Any] | None:
-        """``params._meta``, if the peer sent an object there."""
-        meta = self.params.get("_meta") if self.params is not None else None
-        return meta if type(meta) is dict else None
-
-    @property
-    def progress_token(self) -> ProgressToken | None:
-        """``params._meta.progressToken``: the peer wants progress under this token."""
-        meta = self.meta
-        token = meta.get("progressToken") if meta is not None else None
-        return token if is_request_id(token) else None
+#: A request from the peer, as the request handler sees it: the decoded message
+#: itself (``id``, ``method``, ``params``, ``meta``, ``progress_token``).
+IncomingRequest: TypeAlias = Request
 
 
 #: Returns the result now, or an awaitable of it; raises RpcError for an error response.
@@ -367,7 +349,7 @@ class Session:
             logger.warning("%s reused request id %r while it was in flight", self.name, request.id)
             return
         try:
-            answer = self._request_handler(IncomingRequest(request.id, request.method, request.params))
+            answer = self._request_handler(request)
         except Exception as exc:
             self._send_soon(self._error_reply(request, exc))
             return

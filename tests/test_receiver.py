@@ -543,6 +543,8 @@ async def test_leaving_the_scope_cancels_work_and_deletes_tasks() -> None:
         ("tasks/get", {}, "taskId"),
         ("tasks/get", None, "taskId"),
         ("tasks/result", {"taskId": 5}, "taskId"),
+        ("tasks/get", {"taskId": "t", "_meta": "not an object"}, "_meta"),
+        ("tasks/cancel", {"taskId": ["t"]}, "taskId"),
         ("tasks/list", {"cursor": 5}, "cursor"),
     ],
 )

@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from host_receiver.protocol.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
-from host_receiver.protocol.types import RequestId
+from host_receiver.protocol.types import ProgressToken, RequestId
 
 __all__ = [
     "ErrorResponse",
@@ -53,6 +53,19 @@ class Request:
     id: RequestId
     method: str
     params: dict[str, Any] | None = None
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """``params._meta``, if the peer sent an object there."""
+        meta = self.params.get("_meta") if self.params is not None else None
+        return meta if type(meta) is dict else None
+
+    @property
+    def progress_token(self) -> ProgressToken | None:
+        """``params._meta.progressToken``: the peer wants progress under this token."""
+        meta = self.meta
+        token = meta.get("progressToken") if meta is not None else None
+        return token if is_request_id(token) else None
 
 
 @dataclass(frozen=True, slots=True)
