@@ -49,6 +49,16 @@ def provider(url: str, **kwargs: Any) -> OpenAIProvider:
     return OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=url, **kwargs)
 
 
+@asynccontextmanager
+async def opened(url: str, **kwargs: Any) -> AsyncIterator[OpenAIProvider]:
+    """A provider for ``url``, closed when the block ends."""
+    p = provider(url, **kwargs)
+    try:
+        yield p
+    finally:
+        await p.aclose()
+
+
 async def sample(p: OpenAIProvider, *, streamed: bool = False) -> str:
     async def sink(update: SamplingProgress) -> None:
         pass
@@ -163,38 +173,29 @@ def json_reply(text: str, *, chunked: bool = False, close: bool = False) -> byte
 
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_sequential_calls_share_one_connection(fake: FakeOpenAI, streamed: bool) -> None:
-    p = provider(fake.url)
-    try:
+    async with opened(fake.url) as p:
         texts = [await sample(p, streamed=streamed) for _ in range(4)]
-    finally:
-        await p.aclose()
     assert texts == ["Hello from fake-openai."] * 4
     assert connections(fake) == [1, 1, 1, 1]
 
 
 async def test_a_second_burst_reuses_the_connections_of_the_first() -> None:
     with FakeOpenAI(delay=0.2) as fake:
-        p = provider(fake.url)
-        try:
+        async with opened(fake.url) as p:
             for _ in range(2):
                 async with anyio.create_task_group() as tg:
                     for _ in range(20):
                         tg.start_soon(sample, p)
-        finally:
-            await p.aclose()
         assert len(fake.requests) == 40
         # At most 20 calls were ever in flight, so 20 connections serve all 40.
         assert len(set(connections(fake))) <= 20
 
 
 async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error(fake: FakeOpenAI) -> None:
-    p = provider(fake.url, max_retries=0)
-    try:
+    async with opened(fake.url, max_retries=0) as p:
         assert await sample(p) == "Hello from fake-openai."
         await anyio.to_thread.run_sync(fake.close_idle_connections)
         assert await sample(p) == "Hello from fake-openai."
-    finally:
-        await p.aclose()
     assert connections(fake) == [1, 2]
 
 
@@ -215,12 +216,11 @@ async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error
 async def test_whether_a_connection_is_reused_after_a_reply(
     first: Answer, connections_used: list[int]
 ) -> None:
-    async with raw_server(first, Answer(json_reply("two"))) as server:
-        p = provider(server.url, max_retries=0)
-        try:
-            assert [await sample(p), await sample(p)] == ["one", "two"]
-        finally:
-            await p.aclose()
+    async with (
+        raw_server(first, Answer(json_reply("two"))) as server,
+        opened(server.url, max_retries=0) as p,
+    ):
+        assert [await sample(p), await sample(p)] == ["one", "two"]
     assert [number for number, _ in server.requests] == connections_used
 
 
@@ -234,58 +234,47 @@ def cut_short() -> Answer:
 
 
 async def test_a_body_cut_short_is_a_connection_error() -> None:
-    async with raw_server(cut_short()) as server:
-        p = provider(server.url, max_retries=0)
+    async with raw_server(cut_short()) as server, opened(server.url, max_retries=0) as p:
         with pytest.raises(ProviderError, match="connection failed: peer closed connection without sending"):
-            try:
-                await sample(p)
-            finally:
-                await p.aclose()
+            await sample(p)
 
 
 async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection() -> None:
-    async with raw_server(cut_short(), Answer(json_reply("second try"))) as server:
-        p = provider(server.url, max_retries=1)
-        try:
-            assert await sample(p) == "second try"
-        finally:
-            await p.aclose()
+    async with (
+        raw_server(cut_short(), Answer(json_reply("second try"))) as server,
+        opened(server.url, max_retries=1) as p,
+    ):
+        assert await sample(p) == "second try"
     assert [number for number, _ in server.requests] == [1, 2]
 
 
 async def test_a_kept_alive_connection_dropped_after_the_request_arrived() -> None:
     # The server may have seen the request: the transport reports it, the client's retry sends it again.
     answers = Answer(json_reply("one")), Answer(hang_up=True), Answer(json_reply("two"))
-    async with raw_server(*answers) as server:
-        p = provider(server.url, max_retries=1)
-        try:
-            assert [await sample(p), await sample(p)] == ["one", "two"]
-        finally:
-            await p.aclose()
+    async with raw_server(*answers) as server, opened(server.url, max_retries=1) as p:
+        assert [await sample(p), await sample(p)] == ["one", "two"]
     assert [number for number, _ in server.requests] == [1, 1, 2]
 
-    async with raw_server(Answer(json_reply("one")), Answer(hang_up=True)) as server:
-        p = provider(server.url, max_retries=0)
-        try:
-            assert await sample(p) == "one"
-            with pytest.raises(ProviderError, match="connection failed: Server disconnected without sending"):
-                await sample(p)
-        finally:
-            await p.aclose()
+    async with (
+        raw_server(Answer(json_reply("one")), Answer(hang_up=True)) as server,
+        opened(server.url, max_retries=0) as p,
+    ):
+        assert await sample(p) == "one"
+        with pytest.raises(ProviderError, match="connection failed: Server disconnected without sending"):
+            await sample(p)
 
 
 async def test_json_sent_as_another_content_type_is_read_and_other_text_refused() -> None:
     body = completion_body("plain text type")
     sloppy = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
     html = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\n\r\n<html>"
-    async with raw_server(Answer(sloppy.encode() + body), Answer(html)) as server:
-        p = provider(server.url, max_retries=0)
-        try:
-            assert await sample(p) == "plain text type"
-            with pytest.raises(ProviderError, match="the backend's reply is not JSON"):
-                await sample(p)
-        finally:
-            await p.aclose()
+    async with (
+        raw_server(Answer(sloppy.encode() + body), Answer(html)) as server,
+        opened(server.url, max_retries=0) as p,
+    ):
+        assert await sample(p) == "plain text type"
+        with pytest.raises(ProviderError, match="the backend's reply is not JSON"):
+            await sample(p)
 
 
 # --- cancellation and closing ----------------------------------------------------------
@@ -293,28 +282,24 @@ async def test_json_sent_as_another_content_type_is_read_and_other_text_refused(
 
 async def test_a_cancelled_call_closes_its_connection(fake: FakeOpenAI) -> None:
     fake.queue(Completion(delay=30))
-    p = provider(fake.url)
-    try:
+    async with opened(fake.url) as p:
         async with anyio.create_task_group() as tg:
             tg.start_soon(sample, p)
             assert await anyio.to_thread.run_sync(fake.wait_for_requests, 1, 10)
             tg.cancel_scope.cancel()
         assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
         assert await sample(p) == "Hello from fake-openai."
-    finally:
-        await p.aclose()
     assert connections(fake) == [1, 2]
 
 
 async def test_a_cancelled_stream_closes_its_connection(fake: FakeOpenAI) -> None:
     fake.queue(Completion(text=" ".join(["word"] * 100), chunk_delay=0.05))
-    p = provider(fake.url)
     started = anyio.Event()
 
     async def sink(update: SamplingProgress) -> None:
         started.set()
 
-    try:
+    async with opened(fake.url) as p:
         async with anyio.create_task_group() as tg:
             tg.start_soon(p.sample, PARAMS, MODEL, sink)
             await started.wait()
@@ -322,8 +307,6 @@ async def test_a_cancelled_stream_closes_its_connection(fake: FakeOpenAI) -> Non
         assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
         assert not fake.requests[0].completed
         assert await sample(p, streamed=True) == "Hello from fake-openai."
-    finally:
-        await p.aclose()
     assert connections(fake) == [1, 2]
 
 
@@ -382,9 +365,6 @@ async def test_an_http_proxy_from_the_environment_is_used(monkeypatch: pytest.Mo
     async with raw_server(Answer(json_reply("via the proxy"))) as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
-        p = provider("http://backend.invalid:8000/v1", max_retries=0)
-        try:
+        async with opened("http://backend.invalid:8000/v1", max_retries=0) as p:
             assert await sample(p) == "via the proxy"
-        finally:
-            await p.aclose()
     assert proxy.requests == [(1, "POST http://backend.invalid:8000/v1/chat/completions HTTP/1.1")]
