@@ -94,13 +94,14 @@ class ProviderRegistry:
         :class:`UnsupportedRequest`.
         """
         allowed = self.allowed_for(server)
+        needs = requirements(params)
         if model is None:
             chosen = select_model(
                 self._catalogue,
                 params.model_preferences,
                 aliases=self.aliases,
                 allowed=allowed,
-                needs=requirements(params),
+                needs=needs,
             )
         else:
             candidates = [m for m in self._catalogue if m.id == model]
@@ -109,7 +110,7 @@ class ProviderRegistry:
             if model not in self.allowed_models(server):
                 raise NoSuitableModel(f"model {model!r} is not allowed for this server")
             chosen = candidates[0]
-        check_request(params, chosen, self.limits)
+        check_request(params, chosen, self.limits, needs)
         return self.provider_for(chosen), chosen
 
     async def sample(

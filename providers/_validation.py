@@ -21,7 +21,7 @@ from host_receiver.protocol.types import CreateMessageRequestParams
 
 from ._contract import ModelInfo
 from ._errors import UnsupportedRequest
-from ._selection import requirements
+from ._selection import Requirements, requirements
 
 __all__ = ["ProviderLimits", "check_request"]
 
@@ -48,9 +48,11 @@ def check_request(
     params: CreateMessageRequestParams,
     model: ModelInfo,
     limits: ProviderLimits | None = None,
+    needs: Requirements | None = None,
 ) -> CreateMessageRequestParams:
     """``params`` ready for ``model``: checked, with ``maxTokens`` within bounds.
 
+    ``needs`` is ``requirements(params)`` when the caller has it already.
     Returns ``params`` itself when nothing had to change, else a copy.
     """
     limits = limits or ProviderLimits()
@@ -63,7 +65,8 @@ def check_request(
         )
     if params.max_tokens < 1:
         raise UnsupportedRequest(f"maxTokens must be at least 1 (got {params.max_tokens})")
-    needs = requirements(params)
+    if needs is None:
+        needs = requirements(params)
     unmet = needs.unmet_by(model)
     if unmet:
         raise UnsupportedRequest(f"model {model.id!r} {' and '.join(unmet)}")
