@@ -12,21 +12,23 @@ from pathlib import Path
 
 import anyio
 
-from host_receiver.approval import (
+from host_receiver import (
     Approve,
+    ElicitationService,
+    ElicitResult,
     FormView,
+    Host,
+    RateLimit,
+    RateLimits,
+    Receiver,
     Refuse,
     SamplingRequestView,
     SamplingResultView,
+    SamplingService,
     Send,
     UrlAnswer,
     UrlView,
 )
-from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.host import Host
-from host_receiver.policies import RateLimit, RateLimits
-from host_receiver.protocol.types import ElicitResult
-from host_receiver.receiver import Receiver
 from providers import EchoProvider, ProviderRegistry
 
 HERE = Path(__file__).resolve().parent
@@ -37,7 +39,9 @@ class MyApprover:
     """Approve small requests, refuse big ones; send every result, logging it."""
 
     async def review_request(self, view: SamplingRequestView) -> Approve | Refuse:
-        print(f"{view.server} asks {view.model} for up to {view.max_tokens} tokens (task {view.task_id})")
+        lowered = f" (lowered from {view.requested_max_tokens})" if view.clamped else ""
+        task = f"task {view.task_id}"
+        print(f"{view.server} asks {view.model} for up to {view.max_tokens} tokens{lowered} ({task})")
         return Approve() if view.max_tokens <= 500 else Refuse("Too long for this host")
 
     async def review_result(self, view: SamplingResultView) -> Send | Refuse:

@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 
 from host_receiver.elicitation import FormSchema
 from host_receiver.protocol.types import (
-    CreateMessageRequestParams,
     CreateMessageResult,
     ElicitResult,
     ElicitValue,
     SamplingMessage,
+    SamplingRequest,
 )
 
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
@@ -37,18 +37,31 @@ RememberScope = Literal["once", "session", "always", "never"]
 
 @dataclass(frozen=True, slots=True)
 class SamplingRequestView:
-    """What the person is shown before anything is sent to a model."""
+    """What the person is shown before anything is sent to a model.
+
+    ``params`` are what will be sent: within the host's limits, so their
+    ``maxTokens`` may be lower than the server asked (``requested_max_tokens``,
+    and :attr:`clamped` says so).
+    """
 
     server: str
     task_id: str | None
-    params: CreateMessageRequestParams
+    params: SamplingRequest
     model: str
     #: Models the person may switch to (the server's allow-list, as configured).
     allowed_models: tuple[str, ...]
+    #: The ``maxTokens`` the server asked for (None: the same as ``params``).
+    requested_max_tokens: int | None = None
 
     @property
     def max_tokens(self) -> int:
+        """The ``maxTokens`` that will be sent."""
         return self.params.max_tokens
+
+    @property
+    def clamped(self) -> bool:
+        """Whether the host lowered the server's ``maxTokens`` to its limit."""
+        return self.requested_max_tokens is not None and self.requested_max_tokens > self.params.max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +90,7 @@ class SamplingResultView:
 
     server: str
     task_id: str | None
-    params: CreateMessageRequestParams
+    params: SamplingRequest
     result: CreateMessageResult
 
 

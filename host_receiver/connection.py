@@ -4,10 +4,17 @@ Rules:
 
 - ``ClientConnection.connect()`` opens the transport, starts a session (the
   request handler is live from the first byte: a server may ping early),
-  sends ``initialize`` with :data:`LATEST_PROTOCOL_VERSION`, the caller's
-  capabilities and client info, checks the answer, tells the stream the
-  negotiated version, sends ``notifications/initialized``, opens the stream's
-  listener (the HTTP GET stream), and only then hands the connection out.
+  sends ``initialize`` with :data:`LATEST_PROTOCOL_VERSION`, the capabilities
+  and client info, checks the answer, tells the stream the negotiated
+  version, sends ``notifications/initialized``, opens the stream's listener
+  (the HTTP GET stream), and only then hands the connection out.
+- With a ``receiver`` (anything that offers ``capabilities(version)`` and
+  ``attach(peer)``, such as :class:`~host_receiver.receiver.Receiver`), the
+  connection advertises the receiver's capabilities, attaches itself as the
+  receiver's :class:`~host_receiver.peer.Peer` for its whole life, and routes
+  the server's requests and notifications to the requestor it gets back.
+  Without one, ``request_handler``/``notification_handler`` serve them (or
+  nothing does: -32601).
 - Version negotiation: the server's ``protocolVersion`` must be one of
   :data:`SUPPORTED_PROTOCOL_VERSIONS`, or the connection is closed and
   :class:`UnsupportedProtocolVersion` raised. Capabilities are the caller's;
@@ -19,13 +26,16 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from importlib import metadata
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from pydantic import ValidationError
 
+from host_receiver.errors import HostReceiverError
+from host_receiver.peer import Peer
+from host_receiver.protocol.errors import method_not_found
 from host_receiver.protocol.types import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -34,6 +44,7 @@ from host_receiver.protocol.types import (
     dump,
 )
 from host_receiver.session import (
+    IncomingRequest,
     NotificationHandler,
     ProgressCallback,
     RequestHandler,
@@ -41,12 +52,19 @@ from host_receiver.session import (
 )
 from host_receiver.transports.base import MessageStream, Transport
 
-__all__ = ["ClientConnection", "ProtocolError", "UnsupportedProtocolVersion", "default_client_info"]
+__all__ = [
+    "ClientConnection",
+    "ProtocolError",
+    "ServerHandler",
+    "ServesServers",
+    "UnsupportedProtocolVersion",
+    "default_client_info",
+]
 
 logger = logging.getLogger(__name__)
 
 
-class ProtocolError(Exception):
+class ProtocolError(HostReceiverError):
     """The server answered something MCP does not allow."""
 
 
@@ -63,13 +81,46 @@ def default_client_info() -> Implementation:
     return Implementation(name="host-receiver", version=version)
 
 
-class ClientConnection:
-    """An initialised MCP connection to one server; see :meth:`connect`."""
+class ServerHandler(Protocol):
+    """What serves one server's requests and notifications (a receiver's ``Requestor``)."""
 
-    def __init__(self, session: Session, stream: MessageStream, init: InitializeResult) -> None:
-        self._session = session
+    def dispatch(self, method: str, params: dict[str, Any] | None) -> Any:
+        """The answer now (a dict), or an awaitable of it; raise RpcError for an error."""
+        ...
+
+    async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None: ...
+
+
+class ServesServers(Protocol):
+    """What a connection needs of a receiver: its capabilities, and a scope per server."""
+
+    def capabilities(self, protocol_version: str) -> dict[str, Any]: ...
+
+    def attach(self, peer: Peer) -> AbstractAsyncContextManager[ServerHandler]: ...
+
+
+class ClientConnection:
+    """An MCP connection to one server (see :meth:`connect`), and that server's :class:`Peer`."""
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        *,
+        name: str,
+        request_handler: RequestHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+    ) -> None:
         self._stream = stream
-        self._init = init
+        self._request_handler = request_handler
+        self._notification_handler = notification_handler
+        self._handler: ServerHandler | None = None  # the receiver's scope, once attached
+        self._init: InitializeResult | None = None
+        self._session = Session(
+            stream,
+            request_handler=self._on_request,
+            notification_handler=self._on_notification,
+            name=name,
+        )
 
     @classmethod
     @asynccontextmanager
@@ -77,38 +128,42 @@ class ClientConnection:
         cls,
         transport: Transport,
         *,
-        capabilities: dict[str, Any],
+        receiver: ServesServers | None = None,
+        capabilities: dict[str, Any] | None = None,
         client_info: Implementation | None = None,
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
         name: str | None = None,
         init_timeout: float | None = 60.0,
-        on_initialized: Callable[[InitializeResult], None] | None = None,
     ) -> AsyncIterator[Self]:
         """Connect, run the MCP handshake, and yield the connection.
 
-        ``name`` labels the server in logs (default: its ``serverInfo.name``).
-        ``on_initialized`` sees the ``initialize`` result before
-        ``notifications/initialized`` goes out, so that request handlers can
-        follow the negotiated version from the server's first request on.
-        Raises :class:`UnsupportedProtocolVersion` or :class:`ProtocolError`
-        for a bad handshake, ``RpcError`` if the server refuses ``initialize``,
+        ``receiver`` serves the server's requests (rules above); otherwise
+        ``capabilities`` are advertised and the handlers serve them. ``name``
+        labels the server in logs (default: its ``serverInfo.name``). Raises
+        :class:`UnsupportedProtocolVersion` or :class:`ProtocolError` for a bad
+        handshake, ``RpcError`` if the server refuses ``initialize``,
         ``TimeoutError`` after ``init_timeout`` seconds.
         """
+        if receiver is not None and (
+            capabilities is not None or request_handler is not None or notification_handler is not None
+        ):
+            raise ValueError("with a receiver, capabilities and handlers come from the receiver")
         info = client_info if client_info is not None else default_client_info()
-        async with (
-            transport.connect() as stream,
-            Session(
+        async with transport.connect() as stream, AsyncExitStack() as scope:
+            connection = cls(
                 stream,
+                name=name or "server",
                 request_handler=request_handler,
                 notification_handler=notification_handler,
-                name=name or "server",
-            ) as session,
-        ):
-            init = await _initialize(session, capabilities, info, init_timeout)
-            if on_initialized is not None:
-                # Before notifications/initialized: the server may send requests right after it.
-                on_initialized(init)
+            )
+            if receiver is not None:
+                connection._handler = await scope.enter_async_context(receiver.attach(connection))
+                capabilities = receiver.capabilities(LATEST_PROTOCOL_VERSION)
+            session = await scope.enter_async_context(connection._session)
+            init = await _initialize(session, capabilities or {}, info, init_timeout)
+            # Known before notifications/initialized: the server may send requests right after it.
+            connection._init = init
             if name is None:
                 session.name = init.server_info.name
             stream.set_protocol_version(init.protocol_version)
@@ -120,29 +175,70 @@ class ClientConnection:
                 init.server_info.version,
                 init.protocol_version,
             )
-            yield cls(session, stream, init)
+            yield connection
+
+    # --- routing what the server sends ------------------------------------------
+
+    def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        if self._handler is not None:
+            answer: dict[str, Any] | Awaitable[dict[str, Any]] = self._handler.dispatch(
+                request.method, request.params
+            )
+            return answer
+        if self._request_handler is not None:
+            return self._request_handler(request)
+        raise method_not_found(request.method)
+
+    async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if self._handler is not None:
+            await self._handler.handle_notification(method, params)
+        elif self._notification_handler is not None:
+            await self._notification_handler(method, params)
+        else:
+            logger.debug("ignored notification %s", method)
 
     # --- what the handshake established ------------------------------------
 
     @property
+    def name(self) -> str:
+        """The server's name in logs, prompts and the audit log."""
+        return self._session.name
+
+    @property
     def protocol_version(self) -> str:
-        """The negotiated protocol version."""
-        return self._init.protocol_version
+        """The negotiated protocol version (the one offered, until the handshake answers)."""
+        return self._init.protocol_version if self._init is not None else LATEST_PROTOCOL_VERSION
 
     @property
     def server_info(self) -> Implementation:
         """The server's ``serverInfo``."""
-        return self._init.server_info
+        return self._handshake.server_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
         """The server's ``capabilities``."""
-        return self._init.capabilities
+        return self._handshake.capabilities
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if any."""
-        return self._init.instructions
+        return self._handshake.instructions
+
+    @property
+    def requestor(self) -> ServerHandler | None:
+        """The receiver's scope for this server, when the connection has a receiver."""
+        return self._handler
+
+    @property
+    def closed_reason(self) -> str | None:
+        """Why the connection ended, in words (None while it is open)."""
+        return self._session.closed_reason
+
+    @property
+    def _handshake(self) -> InitializeResult:
+        if self._init is None:
+            raise RuntimeError("the handshake has not finished")
+        return self._init
 
     @property
     def session(self) -> Session:
@@ -165,6 +261,10 @@ class ClientConnection:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send any notification."""
         await self._session.notify(method, params)
+
+    def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification without waiting; never raises (see :meth:`Session.notify_soon`)."""
+        self._session.notify_soon(method, params)
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Check that the server answers."""

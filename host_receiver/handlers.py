@@ -1,9 +1,13 @@
 """The sampling and elicitation handlers a host plugs into the receiver.
 
-Sampling: choose a model -> the person reviews the request (approve, edit,
-refuse) -> the provider generates, reporting progress -> the person reviews
-the result (send, edit, refuse). A refusal at either stage is JSON-RPC error
--1; a provider failure is -32603 with the provider's safe message.
+Sampling: before a task exists, the router plans the request (chooses the
+model and bounds the request by the host's :class:`SamplingLimits`: too big
+is -32602 naming the field, a lowered ``maxTokens`` is shown to the person
+and written to the audit log) -> the person reviews the request (approve,
+edit, refuse; edits are planned again) -> the provider generates, reporting
+progress -> the person reviews the result (send, edit, refuse). A refusal at
+either stage is JSON-RPC error -1; a provider failure is -32603 with the
+provider's safe message.
 
 Elicitation: a form is shown with its defaults and re-shown with the problems
 of an invalid answer until it is valid (or the person gives up); a URL is
@@ -15,6 +19,7 @@ While a hook waits for the person, the task's ``statusMessage`` says so.
 
 from __future__ import annotations
 
+import functools
 import webbrowser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +27,7 @@ from typing import Protocol
 
 import anyio
 
+from host_receiver import _audit
 from host_receiver.approval import (
     ElicitationUI,
     FormView,
@@ -41,20 +47,21 @@ from host_receiver.protocol.types import (
     ElicitRequestParams,
     ElicitResult,
 )
-from host_receiver.work import WorkContext
-from providers import ModelInfo, Provider, ProviderError, SamplingProgress
+from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
+from providers import LimitExceeded, ProviderError, SamplingPlan, SamplingProgress, SamplingRequest
 
 #: Seconds between statusMessage updates while a model generates.
 STATUS_REFRESH = 0.5
 
 
 class ModelRouter(Protocol):
-    """Picks the provider and model that serve a request for a server."""
+    """Picks the provider and model that serve a request for a server, and bounds the request."""
 
-    def choose(
-        self, params: CreateMessageRequestParams, server: str, model: str | None = None
-    ) -> tuple[Provider, ModelInfo]:
-        """The model for ``params`` (``model`` forces one, if the server may use it)."""
+    def plan(self, params: SamplingRequest, server: str, model: str | None = None) -> SamplingPlan:
+        """The plan for ``params`` (``model`` forces one, if the server may use it).
+
+        Raises ``ProviderError`` (``LimitExceeded`` for a request over the limits).
+        """
         ...
 
     def allowed_models(self, server: str) -> Sequence[str]:
@@ -93,17 +100,31 @@ class SamplingService:
         self.approver = approver
         self.observer = observer
 
+    def accept(self, params: CreateMessageRequestParams, server: str) -> SamplingWork:
+        """Plan ``params`` now (before a task exists); the work reviews, samples, reviews."""
+        return functools.partial(self._serve, self._plan(params, server, None))
+
     async def __call__(self, params: CreateMessageRequestParams, context: WorkContext) -> CreateMessageResult:
+        """Accept and serve ``params`` in one step."""
+        return await self.accept(params, context.requestor_name)(context)
+
+    async def _serve(self, plan: SamplingPlan, context: WorkContext) -> CreateMessageResult:
         server = context.requestor_name
-        provider, model = self._choose(params, server, None)
+        if plan.clamped:
+            _audit.max_tokens_clamped(
+                server, context.task_id, plan.model.id, plan.requested_max_tokens, plan.params.max_tokens
+            )
         view = SamplingRequestView(
             server=server,
             task_id=context.task_id,
-            params=params,
-            model=model.id,
+            params=plan.params,
+            model=plan.model.id,
             allowed_models=tuple(self.router.allowed_models(server)),
+            requested_max_tokens=plan.requested_max_tokens,
         )
-        await context.set_status_message(f"Waiting for the user to approve the request (model {model.id})")
+        await context.set_status_message(
+            f"Waiting for the user to approve the request (model {plan.model.id})"
+        )
         decision = await self.approver.review_request(view)
         if isinstance(decision, Refuse):
             raise RpcError(USER_REJECTED, decision.reason)
@@ -113,13 +134,15 @@ class SamplingService:
         if decision.system_prompt is not None:
             edits["system_prompt"] = decision.system_prompt
         if decision.max_tokens is not None:
-            if not 0 < decision.max_tokens <= params.max_tokens:
+            if not 0 < decision.max_tokens <= plan.requested_max_tokens:
                 raise invalid_params("an edited maxTokens must be positive and no higher than requested")
             edits["max_tokens"] = decision.max_tokens
-        if edits:
-            params = params.model_copy(update=edits)
-        if decision.model is not None and decision.model != model.id:
-            provider, model = self._choose(params, server, decision.model)
+        if edits or (decision.model is not None and decision.model != plan.model.id):
+            edited = plan.params.model_copy(update=edits) if edits else plan.params
+            if "max_tokens" not in edits:
+                edited = edited.model_copy(update={"max_tokens": plan.requested_max_tokens})
+            plan = self._plan(edited, server, decision.model or plan.model.id)
+        params, model = plan.params, plan.model
 
         await context.set_status_message(f"Generating with {model.id}")
         generation = Generation(server, context.task_id, model.id, params.max_tokens)
@@ -143,7 +166,7 @@ class SamplingService:
         if observer is not None:
             observer.generation_started(generation)
         try:
-            result = await provider.sample(params, model, progress)
+            result = await plan.sample(progress)
         except ProviderError as exc:
             raise RpcError(INTERNAL_ERROR, f"The model call failed: {exc}") from None
         finally:
@@ -158,11 +181,12 @@ class SamplingService:
             raise RpcError(USER_REJECTED, verdict.reason)
         return verdict.result if verdict.result is not None else result
 
-    def _choose(
-        self, params: CreateMessageRequestParams, server: str, model: str | None
-    ) -> tuple[Provider, ModelInfo]:
+    def _plan(self, params: SamplingRequest, server: str, model: str | None) -> SamplingPlan:
+        """The router's plan; a request it cannot serve is -32602 (naming the field of a limit)."""
         try:
-            return self.router.choose(params, server, model)
+            return self.router.plan(params, server, model)
+        except LimitExceeded as exc:
+            raise invalid_params(f"Invalid params: {exc.field}: {exc}", {"field": exc.field}) from None
         except ProviderError as exc:
             raise invalid_params(str(exc)) from None
 
@@ -185,6 +209,10 @@ class ElicitationService:
         self.ui = ui
         self.opener = opener
         self.max_attempts = max_attempts
+
+    def accept(self, params: ElicitRequestParams, server: str) -> ElicitationWork:
+        """The work for ``params``: the receiver has checked the mode, the schema and the URL."""
+        return functools.partial(self.__call__, params)
 
     async def __call__(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
         if isinstance(params, ElicitRequestFormParams):

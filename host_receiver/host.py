@@ -8,6 +8,16 @@ a server that fails or exits ends only its own connection. Leaving the host's
     async with Host(Receiver(sampling=..., elicitation=...)) as host:
         server = await host.connect_stdio("notes", "python", ["server.py"])
         print(await server.call_tool("summarise", {"path": "a.txt"}))
+
+Rules:
+
+- A connection's server gets the minimal environment of
+  :func:`~host_receiver.transports.stdio.safe_environment` plus what the
+  caller names in ``env``: the host's secrets (provider keys) never reach a
+  server unless named.
+- :meth:`Host.connect` returns once the handshake is done; a handshake that
+  fails raises from it. A connection that fails later ends with
+  :attr:`ServerConnection.error` set and a warning logged.
 """
 
 from __future__ import annotations
@@ -24,71 +34,38 @@ import httpx
 
 from host_receiver.connection import ClientConnection
 from host_receiver.protocol.types import Implementation
-from host_receiver.receiver import Answer, Receiver, Requestor
-from host_receiver.session import IncomingRequest
-from host_receiver.transports.base import Transport
+from host_receiver.receiver import Receiver
+from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
+
+__all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
 
 logger = logging.getLogger("host_receiver.host")
 
 
-class ServerConnection:
-    """A connected server: call its tools, send it requests, see how it ended."""
+class ServerConnection(ClientConnection):
+    """A server connected by a :class:`Host`: the connection, and how it ends."""
 
-    def __init__(self, name: str, connection: ClientConnection, requestor: Requestor) -> None:
-        self.name = name
-        self.connection = connection
-        self.requestor = requestor
+    def __init__(self, stream: MessageStream, **options: Any) -> None:
+        super().__init__(stream, **options)
         self._stop = anyio.Event()
-        self._closed = anyio.Event()
+        self._ended = anyio.Event()
         #: Why the connection ended (None while it is open or when it closed normally).
         self.error: BaseException | None = None
 
     @property
-    def protocol_version(self) -> str:
-        return self.connection.protocol_version
-
-    @property
-    def server_info(self) -> Implementation:
-        return self.connection.server_info
-
-    @property
     def closed(self) -> bool:
-        return self._closed.is_set()
-
-    @property
-    def closed_reason(self) -> str | None:
-        """Why the connection ended, in words (None while it is open)."""
-        return self.connection.session.closed_reason
-
-    async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool the server offers (all pages)."""
-        return await self.connection.list_tools()
-
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Call a tool; returns the ``CallToolResult`` as JSON."""
-        return await self.connection.call_tool(name, dict(arguments or {}), timeout=timeout)
-
-    async def request(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Send any request; returns its result or raises RpcError."""
-        return await self.connection.request(method, params, timeout=timeout)
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self.connection.notify(method, params)
+        return self._ended.is_set()
 
     async def close(self) -> None:
         """Close the connection and wait until its work is cancelled and its tasks deleted."""
         self._stop.set()
-        await self._closed.wait()
+        await self._ended.wait()
 
     async def wait_closed(self) -> None:
         """Wait until the server goes away or :meth:`close` is called."""
-        await self._closed.wait()
+        await self._ended.wait()
 
 
 class Host:
@@ -135,8 +112,8 @@ class Host:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> ServerConnection:
-        """Start a server process and connect to it over stdio."""
-        transport = StdioTransport(command, args, env=env, inherit_env=True, cwd=cwd, name=name)
+        """Start a server process and connect to it over stdio (a minimal environment plus ``env``)."""
+        transport = StdioTransport(command, args, env=env, cwd=cwd, name=name)
         return await self.connect(name, transport)
 
     async def connect_url(
@@ -157,47 +134,30 @@ class Host:
         *,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        started = False
         server: ServerConnection | None = None
         try:
-            notify = _LateNotify()
-            async with self.receiver.attach(notify, name=name) as requestor:
+            async with ServerConnection.connect(
+                transport, receiver=self.receiver, client_info=self.client_info, name=name
+            ) as server:
+                task_status.started(server)
+                async with anyio.create_task_group() as group:
 
-                def on_request(request: IncomingRequest) -> Answer:
-                    return requestor.dispatch(request.method, request.params)
-
-                async with ClientConnection.connect(
-                    transport,
-                    capabilities=self.receiver.capabilities(),
-                    client_info=self.client_info,
-                    request_handler=on_request,
-                    notification_handler=requestor.handle_notification,
-                    name=name,
-                    on_initialized=lambda init: setattr(requestor, "protocol_version", init.protocol_version),
-                ) as connection:
-                    notify.bind(connection)
-                    requestor.notify_soon = connection.session.notify_soon
-                    server = ServerConnection(name, connection, requestor)
-                    task_status.started(server)
-                    started = True
-                    async with anyio.create_task_group() as group:
-
-                        async def stop_on_request() -> None:
-                            await server._stop.wait()
-                            group.cancel_scope.cancel()
-
-                        group.start_soon(stop_on_request)
-                        await connection.wait_closed()
+                    async def stop_on_request() -> None:
+                        assert server is not None
+                        await server._stop.wait()
                         group.cancel_scope.cancel()
+
+                    group.start_soon(stop_on_request)
+                    await server.session.wait_closed()
+                    group.cancel_scope.cancel()
         except Exception as exc:
-            if not started:
+            if server is None:
                 raise
-            assert server is not None
             server.error = exc
             logger.warning("connection to %s ended: %s", name, exc)
         finally:
             if server is not None:
-                server._closed.set()
+                server._ended.set()
 
 
 def tune_gc_for_serving() -> None:
@@ -210,20 +170,3 @@ def tune_gc_for_serving() -> None:
     """
     gc.freeze()
     gc.set_threshold(20_000, 20, 50)
-
-
-class _LateNotify:
-    """Sends notifications on a connection that exists only once the handshake is done."""
-
-    def __init__(self) -> None:
-        self._target: ClientConnection | None = None
-        self._ready = anyio.Event()
-
-    def bind(self, connection: ClientConnection) -> None:
-        self._target = connection
-        self._ready.set()
-
-    async def __call__(self, method: str, params: dict[str, Any] | None) -> None:
-        await self._ready.wait()
-        assert self._target is not None
-        await self._target.notify(method, params)

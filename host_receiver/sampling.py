@@ -3,44 +3,32 @@
 These checks run before a task is created, so that a malformed request gets
 its error directly instead of becoming a failed task:
 - ``tools``/``toolChoice`` only when the host declared ``sampling.tools`` (and
-  the negotiated protocol version has tool use, 2025-11-25 and later);
+  the protocol version has tool use: ``VersionRules.sampling_tools``);
+- ``maxTokens`` is positive and the message list is non-empty;
 - a user message holding a ``tool_result`` holds nothing else;
 - every assistant ``tool_use`` is answered, in the very next message, by a
   user message of ``tool_result`` blocks that match every ``tool_use`` id,
-  and no ``tool_result`` answers an id that was not asked;
-- ``maxTokens`` is positive and within the host's bound, the message list is
-  non-empty and within the host's bound, and tool loops stay within a cap.
+  and no ``tool_result`` answers an id that was not asked.
+
+How much a request may ask for (tokens, messages, tool rounds) is not a
+protocol rule but the host's policy: :class:`SamplingLimits`, applied once by
+the model router when it plans the request (``providers.bound_request``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from host_receiver.protocol.errors import RpcError, invalid_params
 from host_receiver.protocol.types import (
-    CreateMessageRequestParams,
+    SamplingRequest,
     ToolResultContent,
     ToolUseContent,
 )
+from providers import SamplingLimits
+
+__all__ = ["SamplingLimits", "check_request", "failure_message"]
 
 
-@dataclass(frozen=True, slots=True)
-class SamplingLimits:
-    """Bounds a host puts on what a server may ask for in one request.
-
-    Checked before a task is created; over a bound is -32602. The providers'
-    own configured caps are ``providers.ProviderLimits``.
-    """
-
-    max_tokens: int = 32_768
-    max_messages: int = 1_000
-    #: Most assistant tool_use turns in one conversation (tool-loop iterations).
-    max_tool_rounds: int = 32
-
-
-def check_request(
-    params: CreateMessageRequestParams, *, tools_declared: bool, limits: SamplingLimits
-) -> None:
+def check_request(params: SamplingRequest, *, tools_declared: bool) -> None:
     """Raise -32602 if ``params`` break a sampling rule; return None otherwise."""
     if (params.tools is not None or params.tool_choice is not None) and not tools_declared:
         raise invalid_params(
@@ -49,30 +37,21 @@ def check_request(
         )
     if params.max_tokens < 1:
         raise invalid_params("maxTokens must be a positive integer")
-    if params.max_tokens > limits.max_tokens:
-        raise invalid_params(
-            f"maxTokens {params.max_tokens} exceeds this host's limit of {limits.max_tokens}"
-        )
     if not params.messages:
         raise invalid_params("messages must not be empty")
-    if len(params.messages) > limits.max_messages:
-        raise invalid_params(
-            f"{len(params.messages)} messages exceed this host's limit of {limits.max_messages}"
-        )
-    _check_tool_turns(params, limits)
+    _check_tool_turns(params)
 
 
 _LIST_OR_TOOL_BLOCK = (list, ToolUseContent, ToolResultContent)
 
 
-def _check_tool_turns(params: CreateMessageRequestParams, limits: SamplingLimits) -> None:
+def _check_tool_turns(params: SamplingRequest) -> None:
     for message in params.messages:
         if isinstance(message.content, _LIST_OR_TOOL_BLOCK):
             break
     else:
         return  # single non-tool blocks only, the usual request: nothing to pair up
     pending: list[str] = []  # tool_use ids the next message must answer
-    rounds = 0
     for position, message in enumerate(params.messages):
         blocks = message.blocks()
         uses = [b.id for b in blocks if isinstance(b, ToolUseContent)]
@@ -91,13 +70,6 @@ def _check_tool_turns(params: CreateMessageRequestParams, limits: SamplingLimits
         unexpected = [i for i in results if i not in pending]
         if unexpected:
             raise invalid_params(f"{where}: tool_result for unknown tool_use id(s) {unexpected}")
-        if uses:
-            rounds += 1
-            if rounds > limits.max_tool_rounds:
-                raise invalid_params(
-                    f"the conversation has more than {limits.max_tool_rounds} tool rounds, "
-                    "this host's tool-loop limit"
-                )
         pending = uses
     # A trailing assistant tool_use with no result yet is an unfinished turn: the
     # model cannot continue from it.

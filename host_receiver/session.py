@@ -1,5 +1,9 @@
 """A JSON-RPC session: one peer, one message stream, traffic both ways.
 
+(About 500 lines, one idea: both directions share the id space, the closing
+and the stream, and splitting them would put the closing rules in two
+places. Sending without waiting is its own module, :mod:`host_receiver._outbox`.)
+
 The session owns request ids, matches responses to requests, dispatches what
 the peer asks for, and implements the JSON-RPC level utilities MCP defines for
 every connection: cancellation, progress and ping. It knows nothing of tasks,
@@ -15,9 +19,8 @@ Rules:
   sent to the peer.
 - The receive loop never waits on the peer: replies it makes (immediate
   answers, ping, errors for malformed frames) and :meth:`Session.notify_soon`
-  go out through the stream's ``send_nowait``; when the stream cannot take
-  them now they queue, in order, for a sender task. So two sessions wired to
-  each other cannot deadlock on full buffers.
+  go out through the session's :class:`~host_receiver._outbox.Outbox`, in
+  order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. An outgoing request that times out or whose caller
   is cancelled sends ``notifications/cancelled`` (except ``initialize``, which
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
@@ -49,6 +51,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from host_receiver._outbox import Outbox
 from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError, method_not_found
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
@@ -61,6 +64,7 @@ from host_receiver.protocol.jsonrpc import (
 )
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.transports.base import MessageStream, TransportError, background_task_group
+from providers import HostReceiverError
 
 __all__ = [
     "ConnectionClosed",
@@ -81,7 +85,7 @@ _NOTIFICATION_BUFFER = 64
 _ABANDONED_MEMORY = 256
 
 
-class ConnectionClosed(Exception):
+class ConnectionClosed(HostReceiverError):
     """The session ended before a response arrived; ``str()`` says why."""
 
 
@@ -153,8 +157,7 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         self._abandoned: dict[RequestId, None] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
-        self._reply_scopes: set[anyio.CancelScope] = set()
-        self._backlog: deque[Message] = deque()  # send_soon messages the stream could not take yet
+        self._outbox: Outbox | None = None  # made with the session's task group
         self._closed_reason: str | None = None
         self._closed = anyio.Event()
         self._notifications_in, self._notifications_out = anyio.create_memory_object_stream[
@@ -197,9 +200,8 @@ class Session:
         logger.debug("session with %s closing: %s", self.name, reason)
         for pending in self._pending.values():
             pending.settle(ConnectionClosed(f"connection to {self.name} closed: {reason}"))
-        deadline = anyio.current_time() + self.reply_grace
-        for scope in self._reply_scopes:
-            scope.deadline = min(scope.deadline, deadline)
+        if self._outbox is not None:
+            self._outbox.close()
         self._notifications_in.close()
         self._closed.set()
 
@@ -207,6 +209,7 @@ class Session:
         try:
             async with anyio.create_task_group() as tasks:
                 self._tasks = tasks
+                self._outbox = Outbox(self._stream, tasks, peer=self.name, grace=self.reply_grace)
                 tasks.start_soon(self._dispatch_notifications)
                 task_status.started()
                 reason = await self._receive_loop()
@@ -394,53 +397,6 @@ class Session:
         logger.error("handler for %s (id %r) failed", request.method, request.id, exc_info=exc)
         return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
 
-    # --- sending without waiting -------------------------------------------
-
-    def _send_soon(self, message: Message) -> None:
-        """Send now if the stream can take it, else queue behind what waits already."""
-        if not self._backlog:
-            try:
-                self._stream.send_nowait(message)
-                return
-            except anyio.WouldBlock:
-                pass
-            except (TypeError, ValueError) as exc:
-                substitute = _not_json(message, self.name, exc)
-                if substitute is not None:
-                    self._send_soon(substitute)
-                return
-            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-                logger.warning("could not send %s to %s: %s", _describe(message), self.name, exc)
-                return
-            assert self._tasks is not None
-            self._tasks.start_soon(self._send_backlog)
-        self._backlog.append(message)
-
-    async def _send_backlog(self) -> None:
-        """Write queued messages in order, even while the session closes (within ``reply_grace``)."""
-        with anyio.CancelScope(shield=True) as scope:
-            if self._closed_reason is not None:
-                scope.deadline = anyio.current_time() + self.reply_grace
-            self._reply_scopes.add(scope)
-            try:
-                while self._backlog:
-                    message = self._backlog[0]
-                    try:
-                        await self._stream.send(message)
-                    except (TypeError, ValueError) as exc:
-                        substitute = _not_json(message, self.name, exc)
-                        if substitute is not None:
-                            self._backlog[0] = substitute
-                            continue
-                    except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-                        logger.warning("could not send %s to %s: %s", _describe(message), self.name, exc)
-                    self._backlog.popleft()
-            finally:
-                self._reply_scopes.discard(scope)
-        if scope.cancelled_caught:
-            logger.warning("gave up sending %d messages to %s while closing", len(self._backlog), self.name)
-            self._backlog.clear()
-
     async def _on_notification(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
         if method == "notifications/cancelled":
@@ -505,26 +461,14 @@ class Session:
             return
         pending.settle(response.result if isinstance(response, Response) else response.error)
 
+    def _send_soon(self, message: Message) -> None:
+        assert self._outbox is not None
+        self._outbox.send_soon(message)
+
     def _on_invalid(self, invalid: InvalidMessage) -> None:
         logger.warning("malformed message from %s: %s", self.name, invalid.message)
         if invalid.respond:
             self._send_soon(invalid.response())
-
-
-def _not_json(message: Message, peer: str, exc: Exception) -> ErrorResponse | None:
-    """What to send instead of a message that cannot be encoded (a bug here, logged)."""
-    logger.error("%s to %s is not JSON; not sent", _describe(message), peer, exc_info=exc)
-    if isinstance(message, Response):
-        return ErrorResponse(message.id, RpcError(INTERNAL_ERROR, "Internal error"))
-    return None
-
-
-def _describe(message: Message) -> str:
-    if isinstance(message, Response | ErrorResponse):
-        return f"reply {message.id!r}"
-    if isinstance(message, Notification | Request):
-        return message.method
-    return "message"
 
 
 def _with_progress_token(params: dict[str, Any] | None, token: ProgressToken) -> dict[str, Any]:

@@ -1,19 +1,30 @@
-"""What the sampling and elicitation work sees: its context and its handler types.
+"""What the sampling and elicitation work sees: its context, and the handler contract.
 
-A handler is a plain async callable. It gets the validated request params and
-a :class:`WorkContext`, and returns the protocol result, or raises
-:class:`~host_receiver.protocol.errors.RpcError` to answer with an error (for
-example ``user_rejected()`` when the user refuses a sampling request). The
-same handler serves task-augmented and plain requests: the context tells which
-(``task_id``) and carries progress and status updates to the requestor.
-Cancellation (``tasks/cancel``, ``notifications/cancelled``, expiry, the
-server going away) reaches the handler as ordinary anyio cancellation.
+A handler serves a request in two steps:
+
+1. ``accept(params, server)``, synchronous and quick, runs before any task
+   exists: it checks the validated params against the host's own rules (the
+   sampling service chooses the model and applies the limits here) and
+   raises :class:`~host_receiver.protocol.errors.RpcError` (-32602) to refuse
+   the request outright, or returns the work;
+2. the work, ``await work(context)``, returns the protocol result, or raises
+   ``RpcError`` to answer with an error (for example ``user_rejected()`` when
+   the user refuses a sampling request).
+
+The same handler serves task-augmented and plain requests: the
+:class:`WorkContext` tells which (``task_id``) and carries progress and
+status updates to the requestor. Cancellation (``tasks/cancel``,
+``notifications/cancelled``, expiry, the server going away) reaches the work
+as ordinary anyio cancellation. A plain async function ``(params, context)``
+is a handler too: :func:`as_sampling_handler` and
+:func:`as_elicitation_handler` give it an ``accept`` that checks nothing.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from host_receiver.protocol.types import (
     RELATED_TASK_META_KEY,
@@ -23,6 +34,9 @@ from host_receiver.protocol.types import (
     ElicitResult,
     ProgressToken,
 )
+
+_P = TypeVar("_P")
+_R = TypeVar("_R")
 
 #: Sends a notification to the requestor, waiting while the connection is busy.
 Notify = Callable[[str, dict[str, Any] | None], Awaitable[None]]
@@ -87,5 +101,53 @@ class WorkContext:
         await self._notify("notifications/progress", params)
 
 
-SamplingHandler = Callable[[CreateMessageRequestParams, WorkContext], Awaitable[CreateMessageResult]]
-ElicitationHandler = Callable[[ElicitRequestParams, WorkContext], Awaitable[ElicitResult]]
+#: The accepted work of a sampling request.
+SamplingWork = Callable[[WorkContext], Awaitable[CreateMessageResult]]
+#: The accepted work of an elicitation request.
+ElicitationWork = Callable[[WorkContext], Awaitable[ElicitResult]]
+#: A sampling handler written as one async function (no check before a task exists).
+SamplingFunction = Callable[[CreateMessageRequestParams, WorkContext], Awaitable[CreateMessageResult]]
+#: An elicitation handler written as one async function.
+ElicitationFunction = Callable[[ElicitRequestParams, WorkContext], Awaitable[ElicitResult]]
+
+
+class SamplingHandler(Protocol):
+    """Serves ``sampling/createMessage``: checks it before a task exists, then does the work."""
+
+    def accept(self, params: CreateMessageRequestParams, server: str) -> SamplingWork:
+        """The work for ``params`` from ``server``; raise RpcError to refuse at once."""
+        ...
+
+
+class ElicitationHandler(Protocol):
+    """Serves ``elicitation/create``: checks it before a task exists, then asks the user."""
+
+    def accept(self, params: ElicitRequestParams, server: str) -> ElicitationWork:
+        """The work for ``params`` from ``server``; raise RpcError to refuse at once."""
+        ...
+
+
+class _FunctionHandler(Generic[_P, _R]):
+    """A handler written as one async function: ``accept`` checks nothing."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: Callable[[_P, WorkContext], Awaitable[_R]]) -> None:
+        self.function = function
+
+    def accept(self, params: _P, server: str) -> Callable[[WorkContext], Awaitable[_R]]:
+        return functools.partial(self.function, params)
+
+
+def as_sampling_handler(handler: SamplingHandler | SamplingFunction) -> SamplingHandler:
+    """``handler`` itself, or a function wrapped as a handler whose ``accept`` checks nothing."""
+    if hasattr(handler, "accept"):
+        return handler
+    return _FunctionHandler(handler)
+
+
+def as_elicitation_handler(handler: ElicitationHandler | ElicitationFunction) -> ElicitationHandler:
+    """``handler`` itself, or a function wrapped as a handler whose ``accept`` checks nothing."""
+    if hasattr(handler, "accept"):
+        return handler
+    return _FunctionHandler(handler)

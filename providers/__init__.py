@@ -1,13 +1,16 @@
-"""LLM providers for host-receiver's sampling: contract, model choice, backends, credentials.
+"""LLM providers for host-receiver's sampling: contract, model choice, limits, backends, credentials.
 
-The sampling layer needs three things from here:
+This package is the bottom layer: it imports nothing of ``host_receiver``,
+which builds on it. What the sampling layer uses from here:
 
+* the contract: the sampling vocabulary (:class:`SamplingRequest`,
+  :class:`CreateMessageResult`, content blocks), :class:`Provider`,
+  :class:`ModelInfo`, progress, and :class:`ProviderError` and its subclasses,
+  whose messages are safe to show;
 * :class:`ProviderRegistry` (built by :func:`build_registry` from the config
-  file, ``--provider/--model`` and the environment): ``choose`` a model for a
-  request, ``sample`` it;
-* :func:`check_request`: the model-capability and bound checks, raising
-  :class:`UnsupportedRequest`;
-* :class:`ProviderError` and its subclasses, whose messages are safe to show.
+  file, ``--provider/--model`` and the environment): ``plan`` a request (choose
+  its model, bound it by the one :class:`SamplingLimits`), then sample the
+  :class:`SamplingPlan`.
 
 Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
 ``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
@@ -15,20 +18,6 @@ implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
 """
 
-# The contract comes first and imports nothing from host_receiver at run time:
-# host_receiver's package imports its sampling handlers, which import these
-# names from here, so they must exist before anything below imports
-# host_receiver.protocol.
-from ._contract import (
-    PROGRESS_TEXT_LIMIT,
-    ModelInfo,
-    ProgressSink,
-    Provider,
-    SamplingProgress,
-)
-from ._errors import ConfigError, NoSuitableModel, ProviderError, UnsupportedRequest
-
-# isort: split
 from typing import TYPE_CHECKING
 
 from ._build import build_provider, build_registry
@@ -41,11 +30,50 @@ from ._config import (
     load_config,
     save_config,
 )
+from ._contract import (
+    PROGRESS_TEXT_LIMIT,
+    ModelInfo,
+    ProgressSink,
+    Provider,
+    SamplingPlan,
+    SamplingProgress,
+)
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 from ._echo import ECHO_MODEL, EchoProvider
+from ._errors import ConfigError, HostReceiverError, NoSuitableModel, ProviderError, UnsupportedRequest
+from ._limits import (
+    LimitExceeded,
+    MaxTokensPolicy,
+    ProviderLimits,
+    SamplingLimits,
+    bound_request,
+    check_request,
+)
+from ._messages import (
+    Annotations,
+    AudioContent,
+    ContentBlock,
+    CreateMessageResult,
+    EmbeddedResource,
+    ImageContent,
+    MetaModel,
+    ModelHint,
+    ModelPreferences,
+    ResourceLink,
+    Role,
+    SamplingContent,
+    SamplingMessage,
+    SamplingRequest,
+    TextContent,
+    Tool,
+    ToolChoice,
+    ToolResultContent,
+    ToolUseContent,
+    WireModel,
+    dump,
+)
 from ._registry import ProviderRegistry
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
-from ._validation import ProviderLimits, check_request
 
 __all__ = [
     "CONFIG_ENV",
@@ -53,10 +81,22 @@ __all__ = [
     "ECHO_MODEL",
     "KEYRING_SERVICE",
     "PROGRESS_TEXT_LIMIT",
+    "Annotations",
+    "AudioContent",
     "Config",
     "ConfigError",
+    "ContentBlock",
+    "CreateMessageResult",
     "EchoProvider",
+    "EmbeddedResource",
+    "HostReceiverError",
+    "ImageContent",
+    "LimitExceeded",
+    "MaxTokensPolicy",
+    "MetaModel",
+    "ModelHint",
     "ModelInfo",
+    "ModelPreferences",
     "NoSuitableModel",
     "OpenAIProvider",
     "ProgressSink",
@@ -66,13 +106,28 @@ __all__ = [
     "ProviderLimits",
     "ProviderRegistry",
     "Requirements",
+    "ResourceLink",
+    "Role",
+    "SamplingContent",
+    "SamplingLimits",
+    "SamplingMessage",
+    "SamplingPlan",
     "SamplingProgress",
+    "SamplingRequest",
+    "TextContent",
+    "Tool",
+    "ToolChoice",
+    "ToolResultContent",
+    "ToolUseContent",
     "UnsupportedRequest",
+    "WireModel",
+    "bound_request",
     "build_provider",
     "build_registry",
     "check_request",
     "config_path",
     "delete_key",
+    "dump",
     "estimate_input_tokens",
     "find_key",
     "load_config",

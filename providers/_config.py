@@ -14,9 +14,11 @@ Rules:
 
 Layout::
 
-    [limits]
-    max_tokens = 16384
-    max_messages = 200
+    [limits]                       # providers.SamplingLimits: the host's bounds on a request
+    max_tokens = 32768
+    max_messages = 1000
+    max_tool_rounds = 32
+    over_max_tokens = "clamp"      # or "refuse": what a larger maxTokens gets
 
     [aliases]                      # hint (family) -> model id
     "claude-3-sonnet" = "gpt-4o"
@@ -61,11 +63,10 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import platformdirs
-import tomli_w
 
 from ._contract import ModelInfo
 from ._errors import ConfigError
-from ._validation import ProviderLimits
+from ._limits import SamplingLimits
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -110,7 +111,7 @@ class Config:
     providers: tuple[ProviderEntry, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     servers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    limits: ProviderLimits = field(default_factory=ProviderLimits)
+    limits: SamplingLimits = field(default_factory=SamplingLimits)
 
     def entry(self, name: str) -> ProviderEntry | None:
         """The provider entry called ``name``, if any."""
@@ -156,7 +157,16 @@ def load_config(path: Path) -> Config:
 
 
 def save_config(config: Config, path: Path) -> None:
-    """Write ``config`` to ``path`` atomically, creating the directory if needed."""
+    """Write ``config`` to ``path`` atomically, creating the directory if needed.
+
+    Needs ``tomli-w``, which comes with the CLI extra (``host-receiver[cli]``).
+    """
+    try:
+        import tomli_w
+    except ImportError:
+        raise ConfigError(
+            "writing the configuration needs tomli-w: pip install 'host-receiver[cli]'"
+        ) from None
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "# host-receiver configuration. API keys are kept in the OS keyring, never here.\n\n"
     text += tomli_w.dumps(_to_dict(config))
@@ -192,18 +202,22 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
             raise r.error(f"{where}.allowed_models", "must be a list of model ids")
         servers[str(name)] = tuple(r.string(m, f"{where}.allowed_models") for m in allowed)
     limits_table = r.table(data.get("limits", {}), "limits")
-    r.keys(limits_table, "limits", {"max_tokens", "max_messages"})
-    defaults = ProviderLimits()
-    limits = ProviderLimits(
-        max_tokens=r.integer(limits_table.get("max_tokens", defaults.max_tokens), "limits.max_tokens", 1),
-        max_messages=r.integer(
-            limits_table.get("max_messages", defaults.max_messages), "limits.max_messages", 1
-        ),
-    )
+    r.keys(limits_table, "limits", set(_LIMIT_KEYS))
+    defaults = SamplingLimits()
+    counts = {
+        key: r.integer(limits_table.get(key, getattr(defaults, key)), f"limits.{key}", 1)
+        for key in _LIMIT_KEYS
+        if key != "over_max_tokens"
+    }
+    policy = limits_table.get("over_max_tokens", defaults.over_max_tokens)
+    if policy not in ("clamp", "refuse"):
+        raise r.error("limits.over_max_tokens", "must be 'clamp' or 'refuse'")
+    limits = SamplingLimits(**counts, over_max_tokens=policy)
     return Config(tuple(providers), aliases, servers, limits)
 
 
 _ENTRY_KEYS = {f.name for f in fields(ProviderEntry)} - {"name"}
+_LIMIT_KEYS = tuple(f.name for f in fields(SamplingLimits))
 _MODEL_KEYS = {f.name for f in fields(ModelInfo)} - {"provider"}
 
 
@@ -333,12 +347,12 @@ class _Reader:
 
 def _to_dict(config: Config) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    defaults = ProviderLimits()
-    if config.limits != defaults:
-        out["limits"] = {
-            "max_tokens": config.limits.max_tokens,
-            "max_messages": config.limits.max_messages,
-        }
+    defaults = SamplingLimits()
+    limits = {
+        k: getattr(config.limits, k) for k in _LIMIT_KEYS if getattr(config.limits, k) != getattr(defaults, k)
+    }
+    if limits:
+        out["limits"] = limits
     if config.aliases:
         out["aliases"] = dict(config.aliases)
     if config.providers:

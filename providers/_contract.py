@@ -2,8 +2,8 @@
 
 Rules:
 
-* A :class:`Provider` turns validated ``sampling/createMessage`` params into a
-  ``CreateMessageResult`` for one model of its own catalogue. It knows nothing
+* A :class:`Provider` turns a validated :class:`SamplingRequest` into a
+  :class:`CreateMessageResult` for one model of its own catalogue. It knows nothing
   of tasks, sessions or servers.
 * The result's ``model`` is the chosen :attr:`ModelInfo.id`; its ``role`` is
   ``assistant``.
@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # no runtime import: see providers/__init__.py on import order
-    from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
+from ._messages import CreateMessageResult, SamplingRequest
 
-__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
+__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingPlan", "SamplingProgress"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ class Provider(Protocol):
 
     async def sample(
         self,
-        params: CreateMessageRequestParams,
+        params: SamplingRequest,
         model: ModelInfo,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:
@@ -110,3 +109,26 @@ class Provider(Protocol):
     async def aclose(self) -> None:
         """Release connections; the provider is not used afterwards."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingPlan:
+    """A request ready to sample: the provider and model chosen for it, its params within the limits.
+
+    ``params.max_tokens`` is what may be generated; ``requested_max_tokens``
+    is what the server asked for (more, when the host clamped it).
+    """
+
+    provider: Provider
+    model: ModelInfo
+    params: SamplingRequest
+    requested_max_tokens: int
+
+    @property
+    def clamped(self) -> bool:
+        """Whether ``maxTokens`` was lowered to fit the limits."""
+        return self.params.max_tokens < self.requested_max_tokens
+
+    async def sample(self, progress: ProgressSink | None = None) -> CreateMessageResult:
+        """Run the plan: the provider samples ``params`` from ``model``."""
+        return await self.provider.sample(self.params, self.model, progress)

@@ -28,20 +28,19 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from host_receiver.protocol.types import (
+from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
+from ._messages import (
     AudioContent,
-    CreateMessageRequestParams,
     CreateMessageResult,
     ImageContent,
     SamplingContent,
     SamplingMessage,
+    SamplingRequest,
     TextContent,
     Tool,
     ToolResultContent,
     ToolUseContent,
 )
-
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
 
 __all__ = ["ECHO_MODEL", "EchoProvider"]
 
@@ -94,7 +93,7 @@ class EchoProvider:
 
     async def sample(
         self,
-        params: CreateMessageRequestParams,
+        params: SamplingRequest,
         model: ModelInfo,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:

@@ -8,10 +8,17 @@ it says what failed and, where possible, what to do about it.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "NoSuitableModel", "ProviderError", "UnsupportedRequest"]
+__all__ = ["ConfigError", "HostReceiverError", "NoSuitableModel", "ProviderError", "UnsupportedRequest"]
 
 
-class ProviderError(Exception):
+class HostReceiverError(Exception):
+    """The base of every exception of host-receiver, its ``providers`` and ``host_receiver`` packages.
+
+    It lives here, in the bottom layer, so that both packages can derive from it.
+    """
+
+
+class ProviderError(HostReceiverError):
     """A sampling or configuration failure with a safe, useful message.
 
     ``status`` is the backend's HTTP status when there was one.

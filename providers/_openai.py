@@ -45,8 +45,6 @@ from urllib.parse import urlsplit
 import httpx
 import openai
 
-from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
-
 from ._config import DEFAULT_BASE_URL
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
@@ -57,6 +55,7 @@ from ._contract import (
 )
 from ._errors import ProviderError
 from ._http import LeanTransport
+from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor, safe_url
@@ -169,7 +168,7 @@ class OpenAIProvider:
 
     async def sample(
         self,
-        params: CreateMessageRequestParams,
+        params: SamplingRequest,
         model: ModelInfo,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:

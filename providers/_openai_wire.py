@@ -37,21 +37,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from host_receiver.protocol.types import (
+from ._errors import ProviderError, UnsupportedRequest
+from ._messages import (
     AudioContent,
-    CreateMessageRequestParams,
     CreateMessageResult,
     EmbeddedResource,
     ImageContent,
     ResourceLink,
     SamplingContent,
     SamplingMessage,
+    SamplingRequest,
     TextContent,
     ToolResultContent,
     ToolUseContent,
 )
-
-from ._errors import ProviderError, UnsupportedRequest
 
 __all__ = [
     "MaxTokensParam",
@@ -88,7 +87,7 @@ _FINISH = {
 
 
 def build_request(
-    params: CreateMessageRequestParams,
+    params: SamplingRequest,
     model: str,
     *,
     max_tokens_param: MaxTokensParam = "max_completion_tokens",

@@ -8,13 +8,12 @@ Rules:
   :attr:`ModelInfo.provider`.
 * Allow-lists are per server name; the ``"*"`` entry applies to servers that
   have none of their own; without either, every model is allowed.
-* :meth:`ProviderRegistry.choose` (the ``ModelRouter`` of
+* :meth:`ProviderRegistry.plan` (the ``ModelRouter`` of
   ``host_receiver.handlers``) picks the model with :func:`select_model`, or
-  takes the one the host forces if the server may use it, and checks the
-  request for it with :func:`check_request` (raising before anyone is asked
-  to approve). The provider it returns runs :func:`check_request` again on the
-  params it is finally given (they may have been edited), so ``maxTokens`` is
-  always bounded before the backend sees it.
+  takes the one the host forces if the server may use it, and bounds the
+  request for it with :func:`bound_request` and the registry's
+  :class:`SamplingLimits`: the one check of size, made before anyone is asked
+  to approve. The :class:`SamplingPlan` it returns is what gets sampled.
 * The registry owns its providers: :meth:`aclose` (or ``async with``) closes them.
 """
 
@@ -23,12 +22,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
-from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult
-
-from ._contract import ModelInfo, ProgressSink, Provider
+from ._contract import ModelInfo, ProgressSink, Provider, SamplingPlan
 from ._errors import NoSuitableModel
+from ._limits import SamplingLimits, bound_request
+from ._messages import CreateMessageResult, SamplingRequest
 from ._selection import requirements, select_model
-from ._validation import ProviderLimits, check_request
 
 __all__ = ["ProviderRegistry"]
 
@@ -42,16 +40,15 @@ class ProviderRegistry:
         *,
         aliases: Mapping[str, str] | None = None,
         allowed: Mapping[str, Collection[str]] | None = None,
-        limits: ProviderLimits | None = None,
+        limits: SamplingLimits | None = None,
     ) -> None:
         names = [p.name for p in providers]
         if len(set(names)) != len(names):
             raise ValueError(f"provider names must be unique: {names}")
-        self.limits = limits or ProviderLimits()
+        self.limits = limits or SamplingLimits()
         self.aliases: Mapping[str, str] = dict(aliases or {})
         self._allowed = {k: frozenset(v) for k, v in (allowed or {}).items()}
         self._providers = {p.name: p for p in providers}
-        self._guarded = {p.name: _Checked(p, self.limits) for p in providers}
         self._catalogue = tuple(m for p in providers for m in p.models())
 
     @property
@@ -63,9 +60,9 @@ class ProviderRegistry:
         return self._catalogue
 
     def provider_for(self, model: ModelInfo) -> Provider:
-        """The provider that serves ``model``, checking each request before sampling."""
+        """The provider that serves ``model``."""
         try:
-            return self._guarded[model.provider]
+            return self._providers[model.provider]
         except KeyError:
             raise NoSuitableModel(f"no provider named {model.provider!r} is configured") from None
 
@@ -81,17 +78,17 @@ class ProviderRegistry:
         ids = [m.id for m in self._catalogue if allowed is None or "*" in allowed or m.id in allowed]
         return tuple(dict.fromkeys(ids))
 
-    def choose(
+    def plan(
         self,
-        params: CreateMessageRequestParams,
+        params: SamplingRequest,
         server: str | None = None,
         model: str | None = None,
-    ) -> tuple[Provider, ModelInfo]:
-        """The provider and model for ``params`` from ``server``.
+    ) -> SamplingPlan:
+        """The provider and model for ``params`` from ``server``, and ``params`` within the limits.
 
         ``model`` forces a model id (the host's or the person's choice); it
         must be one ``server`` may use. Raises :class:`NoSuitableModel` or
-        :class:`UnsupportedRequest`.
+        :class:`UnsupportedRequest` (:class:`LimitExceeded` for a bound).
         """
         allowed = self.allowed_for(server)
         needs = requirements(params)
@@ -110,20 +107,32 @@ class ProviderRegistry:
             if model not in self.allowed_models(server):
                 raise NoSuitableModel(f"model {model!r} is not allowed for this server")
             chosen = candidates[0]
-        check_request(params, chosen, self.limits, needs)
-        return self.provider_for(chosen), chosen
+            unmet = needs.unmet_by(chosen)
+            if unmet:
+                raise NoSuitableModel(f"model {chosen.id!r} {' and '.join(unmet)}")
+        bounded = bound_request(params, chosen, self.limits, needs)
+        return SamplingPlan(self.provider_for(chosen), chosen, bounded, params.max_tokens)
+
+    def choose(
+        self,
+        params: SamplingRequest,
+        server: str | None = None,
+        model: str | None = None,
+    ) -> tuple[Provider, ModelInfo]:
+        """The provider and model :meth:`plan` picks (the params it bounds are not returned)."""
+        chosen = self.plan(params, server, model)
+        return chosen.provider, chosen.model
 
     async def sample(
         self,
-        params: CreateMessageRequestParams,
+        params: SamplingRequest,
         *,
         server: str | None = None,
         model: str | None = None,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:
-        """Choose, check and sample in one call."""
-        provider, chosen = self.choose(params, server, model)
-        return await provider.sample(params, chosen, progress)
+        """Plan and sample in one call."""
+        return await self.plan(params, server, model).sample(progress)
 
     async def aclose(self) -> None:
         """Close every provider."""
@@ -143,32 +152,3 @@ class ProviderRegistry:
 
     def __repr__(self) -> str:
         return f"ProviderRegistry(models={[m.id for m in self._catalogue]!r})"
-
-
-class _Checked:
-    """A provider that runs :func:`check_request` on every request first."""
-
-    def __init__(self, inner: Provider, limits: ProviderLimits) -> None:
-        self.inner = inner
-        self.limits = limits
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self.inner.models()
-
-    async def sample(
-        self,
-        params: CreateMessageRequestParams,
-        model: ModelInfo,
-        progress: ProgressSink | None = None,
-    ) -> CreateMessageResult:
-        return await self.inner.sample(check_request(params, model, self.limits), model, progress)
-
-    async def aclose(self) -> None:
-        """The registry closes the real provider."""
-
-    def __repr__(self) -> str:
-        return repr(self.inner)

@@ -35,18 +35,17 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from host_receiver.protocol.types import (
+from ._contract import ModelInfo
+from ._errors import NoSuitableModel
+from ._messages import (
     AudioContent,
-    CreateMessageRequestParams,
     ImageContent,
     ModelPreferences,
+    SamplingRequest,
     TextContent,
     ToolResultContent,
     ToolUseContent,
 )
-
-from ._contract import ModelInfo
-from ._errors import NoSuitableModel
 
 __all__ = ["Requirements", "estimate_input_tokens", "requirements", "select_model"]
 
@@ -82,7 +81,7 @@ class Requirements:
         return reasons
 
 
-def estimate_input_tokens(params: CreateMessageRequestParams) -> int:
+def estimate_input_tokens(params: SamplingRequest) -> int:
     """A rough size of the prompt: characters / 4, plus 1000 per image or audio clip."""
     chars = len(params.system_prompt or "")
     media = 0
@@ -107,7 +106,7 @@ def estimate_input_tokens(params: CreateMessageRequestParams) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN) + MEDIA_TOKENS * media
 
 
-def requirements(params: CreateMessageRequestParams) -> Requirements:
+def requirements(params: SamplingRequest) -> Requirements:
     """What ``params`` needs from a model (media inside tool results count too)."""
     tools = bool(params.tools)
     images = audio = False

@@ -20,6 +20,7 @@ from host_receiver.protocol.types import (
     TextContent,
 )
 from host_receiver.receiver import Receiver, Requestor
+from host_receiver.testing import RecordingPeer
 from host_receiver.work import WorkContext
 from tests.schema import validate_error, validate_notification, validate_result
 
@@ -123,22 +124,21 @@ class FakeServer:
         ]
 
 
+class CheckedPeer(RecordingPeer):
+    """A peer that validates every notification against the schema before recording it."""
+
+    def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
+        validate_notification(method, params)
+        super().notify_soon(method, params)
+
+
 @asynccontextmanager
 async def connect(
     receiver: Receiver, name: str = "server", protocol_version: str = "2025-11-25"
 ) -> AsyncIterator[FakeServer]:
-    notifications: list[tuple[str, dict[str, Any] | None]] = []
-
-    def notify_soon(method: str, params: dict[str, Any] | None) -> None:
-        validate_notification(method, params)
-        notifications.append((method, params))
-
-    async def notify(method: str, params: dict[str, Any] | None) -> None:
-        notify_soon(method, params)
-
-    async with receiver.attach(notify, name=name, protocol_version=protocol_version) as requestor:
-        requestor.notify_soon = notify_soon  # as a host does once its connection is up
-        yield FakeServer(requestor, notifications)
+    peer = CheckedPeer(name=name, protocol_version=protocol_version)
+    async with receiver.attach(peer) as requestor:
+        yield FakeServer(requestor, peer.notifications)
 
 
 async def settle() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from host_receiver.cli.demo import SETTINGS_FILE, configured_python
 from tests.test_terminal import CLEAR_LINE, HOST, PEER_PYTHON, ROOT, Terminal
 
 EXAMPLES = ROOT / "examples"
@@ -132,3 +133,24 @@ def test_embedding_example(env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     assert "summaries asks echo-offline for up to 100 tokens" in done.stdout
     assert "summary: echo: Tasks let a host answer long requests later." in done.stdout
+
+
+def test_the_demo_finds_its_python_in_the_environments_settings(tmp_path: Path) -> None:
+    assert configured_python(str(tmp_path)) is None  # no settings file: nothing configured
+    settings = tmp_path / SETTINGS_FILE
+    settings.write_text('[demo]\npython = "/opt/mcp/bin/python"\n')
+    assert configured_python(str(tmp_path)) == "/opt/mcp/bin/python"
+    settings.write_text("[demo\n")
+    assert configured_python(str(tmp_path)) is None  # unreadable: ignored, with a message
+
+
+def test_the_readme_demo_needs_no_environment_variable(env: dict[str, str]) -> None:
+    """``bash .ci/setup && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
+    if configured_python(str(HOST.parent.parent)) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{HOST.parent.parent / SETTINGS_FILE} is missing: .ci/setup writes it")
+        pytest.skip(f"{HOST.parent.parent / SETTINGS_FILE} is missing: run bash .ci/setup")
+    without = {k: v for k, v in env.items() if k != "HOST_RECEIVER_DEMO_PYTHON"}
+    done = host(without, "demo", "--llm-delay", "0")
+    assert done.returncode == 0, done.stderr
+    assert "outcome: Saved as a draft" in done.stdout

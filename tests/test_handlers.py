@@ -28,13 +28,21 @@ from host_receiver.approval import (
 from host_receiver.handlers import ElicitationService, Generation, SamplingService
 from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED
 from host_receiver.protocol.types import (
-    CreateMessageRequestParams,
     CreateMessageResult,
     ElicitResult,
     TextContent,
 )
 from host_receiver.receiver import Receiver
-from providers import ModelInfo, ProgressSink, ProviderError, SamplingProgress
+from providers import (
+    ModelInfo,
+    ProgressSink,
+    ProviderError,
+    SamplingLimits,
+    SamplingPlan,
+    SamplingProgress,
+    SamplingRequest,
+    bound_request,
+)
 from tests.receiver_harness import connect, form_params, sampling_params, settle
 
 pytestmark = pytest.mark.anyio
@@ -49,13 +57,13 @@ class RecordingProvider:
     name: str = "test"
     fail: str | None = None
     progress_steps: int = 0
-    seen: list[tuple[CreateMessageRequestParams, str]] = field(default_factory=list)
+    seen: list[tuple[SamplingRequest, str]] = field(default_factory=list)
 
     def models(self) -> Sequence[ModelInfo]:
         return [ModelInfo(id="small", provider=self.name), ModelInfo(id="large", provider=self.name)]
 
     async def sample(
-        self, params: CreateMessageRequestParams, model: ModelInfo, progress: ProgressSink | None = None
+        self, params: SamplingRequest, model: ModelInfo, progress: ProgressSink | None = None
     ) -> CreateMessageResult:
         self.seen.append((params, model.id))
         for step in range(1, self.progress_steps + 1):
@@ -75,13 +83,16 @@ class Router:
     provider: RecordingProvider
     allowed: tuple[str, ...] = ("small", "large")
 
-    def choose(
-        self, params: CreateMessageRequestParams, server: str, model: str | None = None
-    ) -> tuple[RecordingProvider, ModelInfo]:
+    limits: SamplingLimits = field(default_factory=SamplingLimits)
+
+    def plan(self, params: SamplingRequest, server: str, model: str | None = None) -> SamplingPlan:
         wanted = model or "small"
         if wanted not in self.allowed:
             raise ProviderError(f"model {wanted!r} is not allowed for {server}")
-        return self.provider, next(m for m in self.provider.models() if m.id == wanted)
+        chosen = next(m for m in self.provider.models() if m.id == wanted)
+        return SamplingPlan(
+            self.provider, chosen, bound_request(params, chosen, self.limits), params.max_tokens
+        )
 
     def allowed_models(self, server: str) -> Sequence[str]:
         return self.allowed

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime
+from typing import Any
 
 import anyio
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED, user_rejected
 from host_receiver.protocol.types import RELATED_TASK_META_KEY, ElicitResult
 from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.testing import RecordingPeer
 from tests.receiver_harness import (
     connect,
     elicitation_script,
@@ -29,11 +31,6 @@ pytestmark = pytest.mark.anyio
 
 SAMPLING = "sampling/createMessage"
 ELICIT = "elicitation/create"
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def receiver_with(**kwargs: object) -> Receiver:
@@ -322,18 +319,24 @@ async def test_requests_that_never_wait_are_answered_without_an_awaitable() -> N
         assert isinstance(again, dict) and again == result
 
 
-async def test_status_notifications_go_out_through_notify_until_the_host_offers_notify_soon() -> None:
-    sent: list[tuple[str, dict[str, object] | None]] = []
+async def test_status_notifications_never_wait_they_go_through_notify_soon() -> None:
+    waited: list[str] = []
 
-    async def notify(method: str, params: dict[str, object] | None) -> None:
-        sent.append((method, params))
+    class Peer(RecordingPeer):
+        async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+            waited.append(method)
 
+    peer = Peer()
     receiver = Receiver(sampling=sampling_script(block=False))
-    async with receiver.attach(notify) as requestor:
+    async with receiver.attach(peer) as requestor:
         created = await requestor.handle_request(SAMPLING, {**sampling_params(), "task": {}})
         await settle()
-        assert [(m, p and p["status"]) for m, p in sent] == [("notifications/tasks/status", "completed")]
-        assert sent[0][1] is not None and sent[0][1]["taskId"] == created["task"]["taskId"]
+    assert [(m, p and p["status"]) for m, p in peer.notifications] == [
+        ("notifications/tasks/status", "completed")
+    ]
+    assert peer.notifications[0][1] is not None
+    assert peer.notifications[0][1]["taskId"] == created["task"]["taskId"]
+    assert waited == []
 
 
 @pytest.mark.parametrize("outcome", ["completed", "failed", "cancelled"])

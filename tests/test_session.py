@@ -40,11 +40,6 @@ from host_receiver.transports.memory import MemoryStream, create_memory_pair
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @asynccontextmanager
 async def session_with_raw_peer(
     handler: RequestHandler | None = None, **kwargs: Any
@@ -138,7 +133,9 @@ async def test_answers_and_notify_soon_keep_their_order_when_the_stream_is_full(
     async with session_with_raw_peer(handler, max_buffer_size=1) as (session, peer):
         for n in range(1, 4):
             await raw_request(peer, n, "count")
-        await settle_until(lambda: len(session._backlog) == 2)  # one message fits, two wait
+        await settle_until(
+            lambda: session._outbox is not None and session._outbox.waiting == 2
+        )  # one message fits, two wait
         session.notify_soon("notifications/message", {"after": 3})
         await raw_request(peer, 4, "count")
         got = [await receive(peer) for _ in range(5)]

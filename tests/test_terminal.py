@@ -36,9 +36,16 @@ from host_receiver.approval import (
     UrlView,
     url_warnings,
 )
+from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
-from host_receiver.terminal import Console, TerminalApprover, TerminalElicitationUI
 from tests.receiver_harness import sampling_params
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The terminal host runs prompt_toolkit, on asyncio only."""
+    return "asyncio"
+
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = Path(sys.executable).parent / "host-receiver"

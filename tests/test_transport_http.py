@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,9 +44,13 @@ async def answer(request: IncomingRequest) -> dict[str, Any]:
 @asynccontextmanager
 async def connect(url: str, **kwargs: Any) -> AsyncIterator[ClientConnection]:
     notes: list[tuple[str, Any]] = kwargs.pop("notes", [])
+    noted: anyio.Event | None = kwargs.pop("noted", None)  # set once ``noted_after`` notes came
+    noted_after: int = kwargs.pop("noted_after", 0)
 
     async def on_notification(method: str, params: dict[str, Any] | None) -> None:
         notes.append((method, params))
+        if noted is not None and len(notes) >= noted_after:
+            noted.set()
 
     transport = HttpTransport(url, **kwargs)
     async with ClientConnection.connect(
@@ -108,16 +113,24 @@ async def test_server_requests_on_the_get_stream_are_answered(server: Streamable
 
 async def test_the_get_stream_resumes_with_last_event_id(server: StreamableHttpServer) -> None:
     notes: list[tuple[str, Any]] = []
-    async with connect(server.url, notes=notes):
+    both = anyio.Event()
+    async with connect(server.url, notes=notes, noted=both, noted_after=2):
         server.push({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 1}})
         server.hang_up(10, missed=[{"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 2}}])
         reply = await anyio.to_thread.run_sync(_push_and_wait, server)
         assert reply["result"]["model"] == "m"
+        # The replayed notification is handled by its own task: it may come after the reply.
+        with anyio.fail_after(5):
+            await both.wait()
     assert notes == [("notifications/message", {"n": 1}), ("notifications/message", {"n": 2})]
     gets = [r.headers for r in server.requests if r.verb == "GET"]
     assert len(gets) == 2
     assert "last-event-id" not in gets[0]
-    assert gets[1]["last-event-id"] == f"get-{server.session.session_id}:1"
+    # The resumed GET names the last event before the hang-up (the missed one comes right after it;
+    # the test's push of g-2 may land on either side of the hang-up).
+    missed = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 2}})
+    last_seen = server.session.get_log.events.index(missed) - 1
+    assert gets[1]["last-event-id"] == f"get-{server.session.session_id}:{last_seen}"
 
 
 def _push_and_wait(server: StreamableHttpServer) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from providers import HostReceiverError
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -20,7 +22,7 @@ URL_ELICITATION_REQUIRED = -32042
 USER_REJECTED = -1
 
 
-class RpcError(Exception):
+class RpcError(HostReceiverError):
     """A JSON-RPC error: ``code``, ``message`` and optional ``data``."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

@@ -1,154 +1,99 @@
-"""Pydantic models for the part of the MCP 2025-11-25 schema this project speaks.
+"""Pydantic models for the part of the MCP schema this project speaks (both eras).
 
-Field names are snake_case in Python and camelCase on the wire (``_meta`` is
-``meta``). Every model keeps unknown fields (``extra="allow"``), so that what a
-peer sends that the schema allows, such as ``_meta`` keys or ``metadata``
-entries, survives a round trip. Use :func:`dump` to turn a model into wire JSON.
+The sampling vocabulary (content blocks, messages, :class:`SamplingRequest`,
+:class:`CreateMessageResult`) is the provider contract and is defined in the
+``providers`` package; it is re-exported here, so this module names every wire
+type the receiver uses. Field names are snake_case in Python and camelCase on
+the wire (``_meta`` is ``meta``). Every model keeps unknown fields
+(``extra="allow"``), so that what a peer sends that the schema allows, such as
+``_meta`` keys or ``metadata`` entries, survives a round trip. Use
+:func:`dump` to turn a model into wire JSON.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from providers import (
+    Annotations,
+    AudioContent,
+    ContentBlock,
+    CreateMessageResult,
+    EmbeddedResource,
+    ImageContent,
+    MetaModel,
+    ModelHint,
+    ModelPreferences,
+    ResourceLink,
+    Role,
+    SamplingContent,
+    SamplingMessage,
+    SamplingRequest,
+    TextContent,
+    Tool,
+    ToolChoice,
+    ToolResultContent,
+    ToolUseContent,
+    WireModel,
+    dump,
+)
 
-LATEST_PROTOCOL_VERSION = "2025-11-25"
-#: Versions this project can speak, newest first.
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "RELATED_TASK_META_KEY",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "Annotations",
+    "AudioContent",
+    "ContentBlock",
+    "CreateMessageRequestParams",
+    "CreateMessageResult",
+    "CreateTaskResult",
+    "ElicitRequestFormParams",
+    "ElicitRequestParams",
+    "ElicitRequestURLParams",
+    "ElicitResult",
+    "ElicitValue",
+    "ElicitationCompleteParams",
+    "EmbeddedResource",
+    "ImageContent",
+    "Implementation",
+    "InitializeResult",
+    "ListTasksParams",
+    "ListTasksResult",
+    "MetaModel",
+    "ModelHint",
+    "ModelPreferences",
+    "ProgressParams",
+    "ProgressToken",
+    "RequestId",
+    "RequestParams",
+    "ResourceLink",
+    "Role",
+    "SamplingContent",
+    "SamplingMessage",
+    "SamplingRequest",
+    "Task",
+    "TaskIdParams",
+    "TaskMetadata",
+    "TaskStatusName",
+    "TextContent",
+    "Tool",
+    "ToolChoice",
+    "ToolResultContent",
+    "ToolUseContent",
+    "WireModel",
+    "dump",
+]
+
 #: The ``_meta`` key that ties a message to a task.
 RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task"
 
 ProgressToken: TypeAlias = str | int
 RequestId: TypeAlias = str | int
-Role: TypeAlias = Literal["user", "assistant"]
 
 
-class WireModel(BaseModel):
-    """Base of every wire model: camelCase aliases, unknown fields kept."""
-
-    model_config = ConfigDict(
-        extra="allow",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        serialize_by_alias=True,
-    )
-
-
-class MetaModel(WireModel):
-    """A wire object that may carry ``_meta``."""
-
-    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
-
-
-def dump(model: BaseModel) -> dict[str, Any]:
-    """Wire JSON of ``model``: aliases, and no keys for absent optional fields."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-# --- content -------------------------------------------------------------
-
-
-class Annotations(WireModel):
-    audience: list[Role] | None = None
-    priority: Annotated[float, Field(ge=0, le=1)] | None = None
-    last_modified: str | None = None
-
-
-class TextContent(MetaModel):
-    type: Literal["text"] = "text"
-    text: str
-    annotations: Annotations | None = None
-
-
-class ImageContent(MetaModel):
-    type: Literal["image"] = "image"
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-
-
-class AudioContent(MetaModel):
-    type: Literal["audio"] = "audio"
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-
-
-class ResourceLink(MetaModel):
-    type: Literal["resource_link"] = "resource_link"
-    uri: str
-    name: str
-
-
-class EmbeddedResource(MetaModel):
-    type: Literal["resource"] = "resource"
-    resource: dict[str, Any]
-
-
-#: What a tool result may contain.
-ContentBlock: TypeAlias = Annotated[
-    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource,
-    Field(discriminator="type"),
-]
-
-
-class ToolUseContent(MetaModel):
-    type: Literal["tool_use"] = "tool_use"
-    id: str
-    name: str
-    input: dict[str, Any]
-
-
-class ToolResultContent(MetaModel):
-    type: Literal["tool_result"] = "tool_result"
-    tool_use_id: str
-    content: list[ContentBlock]
-    structured_content: dict[str, Any] | None = None
-    is_error: bool | None = None
-
-
-#: What a sampling message may contain.
-SamplingContent: TypeAlias = Annotated[
-    TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent,
-    Field(discriminator="type"),
-]
-
-
-class SamplingMessage(MetaModel):
-    role: Role
-    content: SamplingContent | list[SamplingContent]
-
-    def blocks(self) -> list[TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent]:
-        """The content as a list, whether it was sent as one block or many."""
-        return list(self.content) if isinstance(self.content, list) else [self.content]
-
-
-# --- sampling ------------------------------------------------------------
-
-
-class ModelHint(WireModel):
-    name: str | None = None
-
-
-class ModelPreferences(WireModel):
-    hints: list[ModelHint] | None = None
-    cost_priority: Annotated[float, Field(ge=0, le=1)] | None = None
-    speed_priority: Annotated[float, Field(ge=0, le=1)] | None = None
-    intelligence_priority: Annotated[float, Field(ge=0, le=1)] | None = None
-
-
-class Tool(MetaModel):
-    name: str
-    title: str | None = None
-    description: str | None = None
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] | None = None
-
-
-class ToolChoice(WireModel):
-    mode: Literal["auto", "none", "required"] | None = None
+# --- requests that may be task-augmented ----------------------------------------
 
 
 class TaskMetadata(WireModel):
@@ -171,36 +116,24 @@ class RequestParams(MetaModel):
         return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
-class CreateMessageRequestParams(RequestParams):
-    messages: list[SamplingMessage]
-    model_preferences: ModelPreferences | None = None
-    system_prompt: str | None = None
-    include_context: Literal["none", "thisServer", "allServers"] | None = None
-    temperature: float | None = None
-    max_tokens: int
-    stop_sequences: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    tools: list[Tool] | None = None
-    tool_choice: ToolChoice | None = None
-
-
-class CreateMessageResult(MetaModel):
-    role: Role
-    content: SamplingContent | list[SamplingContent]
-    model: str
-    stop_reason: str | None = None
+class CreateMessageRequestParams(RequestParams, SamplingRequest):
+    """``sampling/createMessage`` params: the provider's :class:`SamplingRequest`, maybe task-augmented."""
 
 
 # --- elicitation -----------------------------------------------------------
 
 
 class ElicitRequestFormParams(RequestParams):
+    """``elicitation/create`` params in form mode: a message and a flat schema."""
+
     mode: Literal["form"] | None = None
     message: str
     requested_schema: dict[str, Any]
 
 
 class ElicitRequestURLParams(RequestParams):
+    """``elicitation/create`` params in URL mode: a message and a URL to open."""
+
     mode: Literal["url"]
     message: str
     url: str
@@ -214,11 +147,15 @@ ElicitValue: TypeAlias = str | int | float | bool | list[str]
 
 
 class ElicitResult(MetaModel):
+    """The user's answer: accept (with ``content``), decline or cancel."""
+
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, ElicitValue] | None = None
 
 
 class ElicitationCompleteParams(WireModel):
+    """Params of ``notifications/elicitation/complete``."""
+
     elicitation_id: str
 
 
@@ -228,6 +165,8 @@ TaskStatusName: TypeAlias = Literal["working", "input_required", "completed", "f
 
 
 class Task(WireModel):
+    """The ``Task`` object of the tasks chapter, as the wire carries it."""
+
     task_id: str
     status: TaskStatusName
     status_message: str | None = None
@@ -238,6 +177,8 @@ class Task(WireModel):
 
 
 class CreateTaskResult(MetaModel):
+    """The answer to a task-augmented request: the task just created."""
+
     task: Task
 
 
@@ -248,10 +189,14 @@ class TaskIdParams(MetaModel):
 
 
 class ListTasksParams(MetaModel):
+    """Params of ``tasks/list``."""
+
     cursor: str | None = None
 
 
 class ListTasksResult(MetaModel):
+    """One page of ``tasks/list``."""
+
     tasks: list[Task]
     next_cursor: str | None = None
 
@@ -260,12 +205,16 @@ class ListTasksResult(MetaModel):
 
 
 class Implementation(WireModel):
+    """A name and version: ``clientInfo`` and ``serverInfo``."""
+
     name: str
     version: str
     title: str | None = None
 
 
 class InitializeResult(MetaModel):
+    """The server's answer to ``initialize``."""
+
     protocol_version: str
     capabilities: dict[str, Any]
     server_info: Implementation
@@ -273,6 +222,8 @@ class InitializeResult(MetaModel):
 
 
 class ProgressParams(MetaModel):
+    """Params of ``notifications/progress``."""
+
     progress_token: ProgressToken
     progress: float
     total: float | None = None

@@ -15,11 +15,13 @@ import hmac
 import secrets
 import struct
 
+from providers import HostReceiverError
+
 _SEQ = struct.Struct(">Q")
 _MAC_BYTES = 12
 
 
-class InvalidCursor(ValueError):
+class InvalidCursor(HostReceiverError, ValueError):
     """The cursor was not issued by this receiver to this requestor."""
 
 

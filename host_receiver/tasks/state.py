@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from providers import HostReceiverError
+
 
 class TaskStatus(StrEnum):
     """The five statuses of the 2025-11-25 tasks chapter, with their wire names."""
@@ -41,7 +43,7 @@ ALLOWED_MOVES: dict[TaskStatus, frozenset[TaskStatus]] = {
 INITIAL = TaskStatus.WORKING
 
 
-class IllegalTransition(Exception):
+class IllegalTransition(HostReceiverError):
     """A move the lifecycle forbids, such as leaving a terminal status."""
 
     def __init__(self, current: TaskStatus, target: TaskStatus) -> None:

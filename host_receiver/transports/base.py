@@ -34,11 +34,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from host_receiver.protocol.jsonrpc import InvalidMessage, Message
+from providers import HostReceiverError
 
 __all__ = ["MessageStream", "Transport", "TransportError", "background_task_group"]
 
 
-class TransportError(Exception):
+class TransportError(HostReceiverError):
     """The connection to the peer failed; ``str()`` says how."""
 
 

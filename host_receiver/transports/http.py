@@ -1,5 +1,8 @@
 """The Streamable HTTP transport (MCP 2025-11-25), client side, on httpx.
 
+(About 420 lines, one idea: the POST answers, the GET stream and their
+resumption share one cursor and failure model.)
+
 Rules:
 
 - Every message is its own POST to the endpoint, with

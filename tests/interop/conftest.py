@@ -57,6 +57,13 @@ from tests.fake_openai import FakeOpenAI
 from tests.interop import RAW_SERVER, SDKS, HttpPeer, Sdk, peer_command
 from tests.schema import RESULT_OF, validate, validate_message, validate_notification, validate_result
 
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The interop suite tests the peers, not the backend: once, on asyncio."""
+    return "asyncio"
+
+
 SAMPLING = "sampling/createMessage"
 ELICITATION = "elicitation/create"
 #: The request definitions of what a host sends to a server.

@@ -1,4 +1,4 @@
-"""Request checks before any provider call, and the registry the sampling layer routes with."""
+"""The one limits check before any provider call, and the registry the sampling layer plans with."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ from host_receiver.handlers import ModelRouter
 from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
     EchoProvider,
+    LimitExceeded,
     ModelInfo,
     NoSuitableModel,
     ProviderLimits,
     ProviderRegistry,
     Requirements,
+    SamplingLimits,
     UnsupportedRequest,
+    bound_request,
     check_request,
     requirements,
 )
@@ -65,64 +68,74 @@ def test_media_count_in_the_token_estimate() -> None:
 TEXT_ONLY = ModelInfo("text-only", "p", tools=False, images=False, audio=False, context_tokens=4000)
 EVERYTHING = ModelInfo("everything", "p", tools=True, images=True, audio=True)
 
-# (case, params, model, limits, message words)
-REFUSED = [
-    (
-        "no messages",
-        CreateMessageRequestParams(messages=[], max_tokens=5),
-        EVERYTHING,
-        None,
-        "no messages",
-    ),
+USE_A = {"role": "assistant", "content": {**USE, "id": "a"}}
+RESULT_A = {"role": "user", "content": {**RESULT, "toolUseId": "a", "content": [TEXT]}}
+
+# (case, params, model, limits, field, message words)
+OVER_THE_LIMITS = [
     (
         "too many messages",
         params(*[{"role": "user", "content": TEXT}] * 3),
         EVERYTHING,
-        ProviderLimits(max_messages=2),
-        "3 messages; this host accepts at most 2",
-    ),
-    ("zero maxTokens", params(maxTokens=0), EVERYTHING, None, "maxTokens must be at least 1"),
-    (
-        "image to text-only",
-        params({"role": "user", "content": IMAGE}),
-        TEXT_ONLY,
-        None,
-        "'text-only' does not accept image content",
+        SamplingLimits(max_messages=2),
+        "messages",
+        "3 messages exceed this host's limit of 2",
     ),
     (
-        "audio to text-only",
-        params({"role": "user", "content": AUDIO}),
-        TEXT_ONLY,
-        None,
-        "does not accept audio content",
+        "too many tool rounds",
+        params(USE_A, RESULT_A, USE_A, RESULT_A, tools=[TOOL]),
+        EVERYTHING,
+        SamplingLimits(max_tool_rounds=1),
+        "messages",
+        "2 tool rounds, more than this host's tool-loop limit of 1",
     ),
-    ("tools to text-only", params(tools=[TOOL]), TEXT_ONLY, None, "does not accept tools"),
     (
-        "prompt beyond context",
-        params({"role": "user", "content": {"type": "text", "text": "x" * 20_000}}),
+        "maxTokens over the limit, refused by policy",
+        params(maxTokens=1000),
+        EVERYTHING,
+        SamplingLimits(max_tokens=500, over_max_tokens="refuse"),
+        "maxTokens",
+        "maxTokens 1000 exceeds this host's limit of 500",
+    ),
+    (
+        "maxTokens over the context, refused by policy",
+        params(maxTokens=10_000),
         TEXT_ONLY,
-        None,
-        "context of 4000 tokens",
+        SamplingLimits(over_max_tokens="refuse"),
+        "maxTokens",
+        "tokens that model 'text-only' has left after the prompt",
     ),
 ]
 
 
-@pytest.mark.parametrize(("p", "model", "limits", "words"), [pytest.param(*c[1:], id=c[0]) for c in REFUSED])
-def test_check_request_refusals(
-    p: CreateMessageRequestParams, model: ModelInfo, limits: ProviderLimits | None, words: str
+@pytest.mark.parametrize(
+    ("p", "model", "limits", "field", "words"), [pytest.param(*c[1:], id=c[0]) for c in OVER_THE_LIMITS]
+)
+def test_a_request_over_the_limits_is_refused_naming_the_field(
+    p: CreateMessageRequestParams, model: ModelInfo, limits: SamplingLimits, field: str, words: str
 ) -> None:
-    with pytest.raises(UnsupportedRequest) as caught:
-        check_request(p, model, limits)
+    with pytest.raises(LimitExceeded) as caught:
+        bound_request(p, model, limits)
+    assert caught.value.field == field
     assert words in str(caught.value)
 
 
-def test_max_tokens_is_bounded_by_the_limit_and_the_context() -> None:
+def test_max_tokens_is_clamped_to_the_limit_and_the_context() -> None:
     p = params(maxTokens=1_000_000)
-    assert check_request(p, EVERYTHING, ProviderLimits(max_tokens=500)).max_tokens == 500
+    assert bound_request(p, EVERYTHING, SamplingLimits(max_tokens=500)).max_tokens == 500
     left = TEXT_ONLY.context_tokens - requirements(p).input_tokens
-    assert check_request(p, TEXT_ONLY).max_tokens == left
+    assert bound_request(p, TEXT_ONLY, SamplingLimits()).max_tokens == left
     small = params(maxTokens=10)
-    assert check_request(small, EVERYTHING) is small
+    assert bound_request(small, EVERYTHING, SamplingLimits()) is small
+
+
+def test_the_deprecated_check_request_still_checks_and_bounds() -> None:
+    with pytest.warns(DeprecationWarning), pytest.raises(UnsupportedRequest, match="no messages"):
+        check_request(CreateMessageRequestParams(messages=[], max_tokens=5), EVERYTHING)
+    with pytest.warns(DeprecationWarning), pytest.raises(UnsupportedRequest, match="does not accept tools"):
+        check_request(params(tools=[TOOL]), TEXT_ONLY)
+    with pytest.warns(DeprecationWarning):
+        assert check_request(params(maxTokens=900), EVERYTHING, ProviderLimits(max_tokens=9)).max_tokens == 9
 
 
 # --- the registry ---------------------------------------------------------------
@@ -174,9 +187,9 @@ def test_forced_model_must_be_configured_and_allowed() -> None:
         reg.choose(params(), "s", "nope")
 
 
-def test_choose_checks_the_request_for_a_forced_model() -> None:
-    with pytest.raises(UnsupportedRequest, match="'tiny' does not accept image content"):
-        registry().choose(params({"role": "user", "content": IMAGE}), "s", "tiny")
+def test_plan_checks_the_request_for_a_forced_model() -> None:
+    with pytest.raises(NoSuitableModel, match="'tiny' does not accept image content"):
+        registry().plan(params({"role": "user", "content": IMAGE}), "s", "tiny")
 
 
 def test_aliases_route_to_another_provider() -> None:
@@ -185,12 +198,13 @@ def test_aliases_route_to_another_provider() -> None:
     assert reg.choose(params(modelPreferences=prefs))[1].id == "other"
 
 
-async def test_the_routed_provider_bounds_edited_params() -> None:
-    reg = registry(limits=ProviderLimits(max_tokens=3))
-    provider, model = reg.choose(params(maxTokens=3))
-    edited = params({"role": "user", "content": {"type": "text", "text": "a b c d e f"}})
-    result = await provider.sample(edited, model)
+async def test_a_plan_samples_the_clamped_params() -> None:
+    reg = registry(limits=SamplingLimits(max_tokens=3))
+    plan = reg.plan(params({"role": "user", "content": {"type": "text", "text": "a b c d e f"}}))
+    assert (plan.requested_max_tokens, plan.params.max_tokens, plan.clamped) == (100, 3, True)
+    result = await plan.sample()
     assert result.stop_reason == "maxTokens"  # maxTokens 100 was lowered to the limit, 3
+    assert result.content.text == "echo: a b"  # type: ignore[union-attr]
 
 
 async def test_sample_in_one_call() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from prompt_toolkit.formatted_text import FormattedText
 
 from host_receiver.approval import Approve, FormView, SamplingRequestView, SamplingResultView, UrlView
+from host_receiver.cli.terminal._activity import task_label
 from host_receiver.elicitation import FormField, FormSchema
 from host_receiver.protocol.types import (
     AudioContent,
@@ -24,7 +25,6 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from host_receiver.terminal._activity import task_label
 
 Lines = list[tuple[str, str]]
 
@@ -65,7 +65,10 @@ def sampling_request(view: SamplingRequestView, edits: Approve | None = None) ->
     lines = title("Sampling request", view.server, view.task_id)
     allowed = ", ".join(view.allowed_models) or "none"
     lines += _row("model", f"{view.model}   (allowed for this server: {allowed})")
-    lines += _row("max tokens", str(view.max_tokens))
+    limit = str(view.max_tokens)
+    if view.clamped:
+        limit += f" (the server asked for {view.requested_max_tokens}; lowered to this host's limit)"
+    lines += _row("max tokens", limit)
     lines += _row("system", _indent(params.system_prompt) if params.system_prompt else "(none)")
     if params.tools:
         names = ", ".join(t.name for t in params.tools)

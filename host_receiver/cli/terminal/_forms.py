@@ -23,10 +23,10 @@ from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import FormattedText
 
 from host_receiver.approval import FormView, UrlAnswer, UrlView
+from host_receiver.cli.terminal import _render as render
+from host_receiver.cli.terminal._console import Console, Interrupted, Turn
 from host_receiver.elicitation import FormField
 from host_receiver.protocol.types import ElicitResult, ElicitValue
-from host_receiver.terminal import _render as render
-from host_receiver.terminal._console import Console, Interrupted, Turn
 
 START_CHOICES = (("f", "fill in"), ("d", "decline"), ("c", "cancel"))
 REVIEW_CHOICES = (("y", "send"), ("e", "edit again"), ("d", "decline"), ("c", "cancel"))

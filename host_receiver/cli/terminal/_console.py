@@ -32,7 +32,7 @@ from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 
-from host_receiver.terminal._activity import Activity, task_label
+from host_receiver.cli.terminal._activity import Activity, task_label
 
 STYLE = Style.from_dict(
     {

@@ -1,4 +1,4 @@
-"""The ``host-receiver`` command: a host for trying any MCP server.
+"""``host-receiver run``: connect to one MCP server and serve its requests.
 
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
@@ -7,13 +7,7 @@ until the server closes the connection or the user presses Ctrl-C (exit 0).
 With ``--call TOOL`` it calls the tool once, prints the ``CallToolResult`` as
 JSON on stdout and exits 0, or 1 when the result has ``isError`` true, or 2
 when the connection or the protocol failed. Logs go to stderr, never stdout.
-
-``--approve ask`` and ``--elicit ask`` put a person in the loop at the
-terminal (prompts on stderr); they are the defaults when stdin and stderr are
-terminals, otherwise sampling is refused and elicitations declined. ``ask``
-remembers "session"/"always"/"never" answers per server name
-(:mod:`host_receiver.policies`). ``host-receiver demo`` runs the bundled
-example server (:mod:`host_receiver.demo`).
+The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`.
 """
 
 from __future__ import annotations
@@ -24,62 +18,38 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from host_receiver.approval import (
-    AutoApprove,
-    DeclineAll,
-    DenyAll,
-    ElicitationUI,
-    FillDefaults,
-    SamplingApprover,
+from host_receiver.cli._hooks import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_TOOL_ERROR,
+    add_hook_options,
+    build_hooks,
+    describe_error,
+    open_console,
+    resolve_hooks,
+    uses_terminal,
 )
-from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
-from host_receiver.policies import ModelAllowList, RememberDecisions
-from host_receiver.protocol.errors import RpcError
+from host_receiver.host import Host, ServerConnection
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from host_receiver.work import ElicitationHandler, SamplingHandler
-from providers import ProviderError, ProviderRegistry, build_registry
-from providers.cli import add_providers_command
+from providers import ProviderError, build_registry
 
-if TYPE_CHECKING:
-    from host_receiver.terminal import Console
+__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_name"]
 
 logger = logging.getLogger("host_receiver.cli")
 
-EXIT_OK = 0
-EXIT_TOOL_ERROR = 1
-EXIT_FAILURE = 2
 
-APPROVERS: dict[str, type[AutoApprove] | type[DenyAll]] = {"auto": AutoApprove, "deny": DenyAll}
-ELICITORS: dict[str, type[FillDefaults] | type[DeclineAll]] = {
-    "defaults": FillDefaults,
-    "decline": DeclineAll,
-}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="host-receiver",
-        description="An MCP host that serves servers' sampling and elicitation requests, "
-        "as tasks when they ask (MCP 2025-11-25).",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="how much to log on stderr (default: WARNING; INFO shows the task audit log)",
-    )
-    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
+def add_run_command(commands: Any) -> None:
+    """The ``run`` subcommand, added to ``commands`` (an argparse subparsers object)."""
     run = commands.add_parser(
         "run",
         help="connect to one MCP server and serve its requests",
@@ -129,106 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
-    add_providers_command(commands)
-    # Imported here: the demo module builds on this one's helpers.
-    from host_receiver.demo import add_demo_command
-
-    add_demo_command(commands)
-    return parser
-
-
-def add_hook_options(
-    parser: argparse.ArgumentParser, *, approve: str = "deny", elicit: str = "decline"
-) -> None:
-    """``--approve`` and ``--elicit``, shared by ``run`` and ``demo`` (defaults off a terminal)."""
-    parser.add_argument(
-        "--approve",
-        choices=["ask", *sorted(APPROVERS)],
-        default=None,
-        help="sampling approval: 'ask' asks at the terminal (and remembers 'session', 'always' and "
-        "'never' answers per server); 'auto' approves every request and sends every result; 'deny' "
-        f"refuses all (default: ask on a terminal, else {approve})",
-    )
-    parser.add_argument(
-        "--elicit",
-        choices=["ask", *sorted(ELICITORS)],
-        default=None,
-        help="elicitation: 'ask' asks at the terminal; 'defaults' accepts form requests with every "
-        "schema default filled in and declines URL requests; 'decline' declines all (default: ask "
-        f"on a terminal, else {elicit})",
-    )
-
-
-def interactive() -> bool:
-    """Whether a person can answer: stdin and stderr (where prompts go) are terminals."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
-
-
-def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: str = "decline") -> str | None:
-    """Fill in ``args.approve``/``args.elicit`` defaults; an error message if 'ask' has no terminal."""
-    person = interactive()
-    if args.approve is None:
-        args.approve = "ask" if person else approve
-    if args.elicit is None:
-        args.elicit = "ask" if person else elicit
-    if not person and "ask" in (args.approve, args.elicit):
-        return (
-            "'ask' needs a terminal on stdin and stderr; "
-            "use --approve auto|deny and --elicit defaults|decline"
-        )
-    return None
-
-
-def uses_terminal(args: argparse.Namespace) -> bool:
-    return "ask" in (args.approve, args.elicit)
-
-
-def build_hooks(
-    args: argparse.Namespace,
-    registry: ProviderRegistry,
-    console: Console | None,
-    *,
-    approver: Callable[[SamplingApprover], SamplingApprover] = lambda a: a,
-    ui: Callable[[ElicitationUI], ElicitationUI] = lambda u: u,
-) -> tuple[SamplingHandler, ElicitationHandler]:
-    """The sampling and elicitation handlers ``args.approve``/``args.elicit`` select.
-
-    ``console`` is needed for 'ask'; ``approver`` and ``ui`` may wrap the hooks chosen.
-    """
-    if uses_terminal(args) and console is None:
-        raise ValueError("'ask' needs a console")
-    sampling: SamplingHandler
-    person: ElicitationUI
-    if args.approve == "ask" and console is not None:
-        from host_receiver.terminal import TerminalApprover, terminal_sampling
-
-        chain = approver(RememberDecisions(ModelAllowList(TerminalApprover(console))))
-        sampling = terminal_sampling(registry, chain, console.activity)
-    else:
-        sampling = SamplingService(registry, approver(APPROVERS[args.approve]()))
-    if args.elicit == "ask" and console is not None:
-        from host_receiver.terminal import TerminalElicitationUI
-
-        person = TerminalElicitationUI(console)
-    else:
-        person = ELICITORS[args.elicit]()
-    return sampling, ElicitationService(ui(person))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    tune_gc_for_serving()
-    try:
-        code = args.func(args)
-    except KeyboardInterrupt:
-        code = EXIT_OK
-    raise SystemExit(code)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -285,13 +155,6 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         return await _serve(args, host, transport, name, arguments)
 
 
-def open_console() -> Console:
-    """The terminal console (prompt_toolkit is imported only when a person is asked)."""
-    from host_receiver.terminal import Console
-
-    return Console()
-
-
 async def _serve(
     args: argparse.Namespace, host: Host, transport: Transport, name: str, arguments: dict[str, Any]
 ) -> int:
@@ -335,15 +198,6 @@ async def _serve(
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
-
-
-def describe_error(exc: BaseException) -> str:
-    """A one-line description of a connection or protocol failure."""
-    if isinstance(exc, RpcError):
-        return f"JSON-RPC error {exc.code}: {exc.message}"
-    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        return describe_error(exc.exceptions[0])
-    return str(exc) or type(exc).__name__
 
 
 #: Programs that run a server given as their first argument, not servers themselves.

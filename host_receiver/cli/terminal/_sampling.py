@@ -29,9 +29,9 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
+from host_receiver.cli.terminal import _render as render
+from host_receiver.cli.terminal._console import Console, Interrupted, Turn
 from host_receiver.protocol.types import TextContent
-from host_receiver.terminal import _render as render
-from host_receiver.terminal._console import Console, Interrupted, Turn
 
 REQUEST_CHOICES = (
     ("y", "approve once"),

@@ -1,0 +1,47 @@
+"""The audit log: one record per thing a person may later ask about.
+
+Everything goes to the ``host_receiver.audit`` logger at INFO, one line per
+event, ``key=value`` pairs after a fixed phrase, so the lines can be grepped
+and parsed: a task created, finished, expired; its result retrieved; a lookup
+refused (wrong owner, unknown or expired id); a sampling request whose
+``maxTokens`` the host lowered.
+"""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["audit"]
+
+audit = logging.getLogger("host_receiver.audit")
+
+
+def task_created(server: str, task_id: str, method: str, ttl: int | None) -> None:
+    audit.info("task created requestor=%s task=%s method=%s ttl=%s", server, task_id, method, ttl)
+
+
+def task_finished(server: str, task_id: str, status: str) -> None:
+    audit.info("task %s requestor=%s task=%s", status, server, task_id)
+
+
+def task_expired(server: str, task_id: str, status: str) -> None:
+    audit.info("task expired requestor=%s task=%s status=%s", server, task_id, status)
+
+
+def result_retrieved(server: str, task_id: str, status: str) -> None:
+    audit.info("task result retrieved requestor=%s task=%s status=%s", server, task_id, status)
+
+
+def lookup_refused(server: str, task_id: str, reason: str) -> None:
+    audit.info("task lookup refused requestor=%s task=%s reason=%s", server, task_id, reason)
+
+
+def max_tokens_clamped(server: str, task_id: str | None, model: str, requested: int, granted: int) -> None:
+    audit.info(
+        "sampling maxTokens clamped requestor=%s task=%s model=%s requested=%d granted=%d",
+        server,
+        task_id or "-",
+        model,
+        requested,
+        granted,
+    )

@@ -1,0 +1,87 @@
+"""The ``host-receiver`` command: a host for trying any MCP server (the application, not the library).
+
+Subcommands: ``run`` (:mod:`._run`), ``providers`` (:mod:`providers.cli`),
+``demo`` (:mod:`.demo`); what ``run`` and ``demo`` share is :mod:`._hooks`,
+the interactive terminal is :mod:`.terminal`. Nothing in ``host_receiver``
+outside this package imports it, and its extra dependencies
+(``prompt_toolkit``, ``tomli-w``) come with ``pip install 'host-receiver[cli]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from host_receiver.cli._hooks import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_TOOL_ERROR,
+    add_hook_options,
+    build_hooks,
+    describe_error,
+    interactive,
+    open_console,
+    resolve_hooks,
+    uses_terminal,
+)
+from host_receiver.cli._run import LAUNCHERS, add_run_command, run_command, server_name
+from host_receiver.cli.demo import add_demo_command
+from host_receiver.host import tune_gc_for_serving
+from providers.cli import add_providers_command
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "LAUNCHERS",
+    "add_hook_options",
+    "build_hooks",
+    "build_parser",
+    "describe_error",
+    "interactive",
+    "main",
+    "open_console",
+    "resolve_hooks",
+    "run_command",
+    "server_name",
+    "uses_terminal",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: global options and every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="host-receiver",
+        description="An MCP host that serves servers' sampling and elicitation requests, "
+        "as tasks when they ask (MCP 2025-11-25).",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="how much to log on stderr (default: WARNING; INFO shows the task audit log)",
+    )
+    commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
+    add_run_command(commands)
+    add_providers_command(commands)
+    add_demo_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: parse, configure logging to stderr, run the subcommand, exit."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    tune_gc_for_serving()
+    try:
+        code = args.func(args)
+    except KeyboardInterrupt:
+        code = EXIT_OK
+    raise SystemExit(code)

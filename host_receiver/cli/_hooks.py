@@ -1,0 +1,147 @@
+"""What ``run`` and ``demo`` share: the ``--approve``/``--elicit`` hooks, exit codes, error words.
+
+Rules:
+
+- ``ask`` puts a person in the loop at the terminal (prompts on stderr); it is
+  the default when stdin and stderr are terminals, otherwise each command's
+  own default applies. ``ask`` without a terminal, or without the ``cli``
+  extra (prompt_toolkit), is a usage error that says what to do.
+- ``ask`` remembers "session"/"always"/"never" answers per server name
+  (:mod:`host_receiver.policies`).
+- Exit codes: 0 success, 1 the tool reported an error, 2 the command could
+  not do its job (usage, connection, protocol).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from host_receiver.approval import (
+    AutoApprove,
+    DeclineAll,
+    DenyAll,
+    ElicitationUI,
+    FillDefaults,
+    SamplingApprover,
+)
+from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.protocol.errors import RpcError
+from host_receiver.work import ElicitationHandler, SamplingHandler
+from providers import ProviderRegistry
+
+if TYPE_CHECKING:
+    from host_receiver.cli.terminal import Console
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_FAILURE = 2
+
+APPROVERS: dict[str, type[AutoApprove] | type[DenyAll]] = {"auto": AutoApprove, "deny": DenyAll}
+ELICITORS: dict[str, type[FillDefaults] | type[DeclineAll]] = {
+    "defaults": FillDefaults,
+    "decline": DeclineAll,
+}
+
+
+def add_hook_options(
+    parser: argparse.ArgumentParser, *, approve: str = "deny", elicit: str = "decline"
+) -> None:
+    """``--approve`` and ``--elicit``, shared by ``run`` and ``demo`` (defaults off a terminal)."""
+    parser.add_argument(
+        "--approve",
+        choices=["ask", *sorted(APPROVERS)],
+        default=None,
+        help="sampling approval: 'ask' asks at the terminal (and remembers 'session', 'always' and "
+        "'never' answers per server); 'auto' approves every request and sends every result; 'deny' "
+        f"refuses all (default: ask on a terminal, else {approve})",
+    )
+    parser.add_argument(
+        "--elicit",
+        choices=["ask", *sorted(ELICITORS)],
+        default=None,
+        help="elicitation: 'ask' asks at the terminal; 'defaults' accepts form requests with every "
+        "schema default filled in and declines URL requests; 'decline' declines all (default: ask "
+        f"on a terminal, else {elicit})",
+    )
+
+
+def interactive() -> bool:
+    """Whether a person can answer: stdin and stderr (where prompts go) are terminals."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: str = "decline") -> str | None:
+    """Fill in ``args.approve``/``args.elicit`` defaults; an error message if 'ask' has no terminal."""
+    person = interactive()
+    if args.approve is None:
+        args.approve = "ask" if person else approve
+    if args.elicit is None:
+        args.elicit = "ask" if person else elicit
+    if "ask" in (args.approve, args.elicit) and importlib.util.find_spec("prompt_toolkit") is None:
+        return (
+            "'ask' needs the terminal extra: pip install 'host-receiver[cli]' "
+            "(or use --approve auto|deny and --elicit defaults|decline)"
+        )
+    if not person and "ask" in (args.approve, args.elicit):
+        return (
+            "'ask' needs a terminal on stdin and stderr; "
+            "use --approve auto|deny and --elicit defaults|decline"
+        )
+    return None
+
+
+def uses_terminal(args: argparse.Namespace) -> bool:
+    return "ask" in (args.approve, args.elicit)
+
+
+def build_hooks(
+    args: argparse.Namespace,
+    registry: ProviderRegistry,
+    console: Console | None,
+    *,
+    approver: Callable[[SamplingApprover], SamplingApprover] = lambda a: a,
+    ui: Callable[[ElicitationUI], ElicitationUI] = lambda u: u,
+) -> tuple[SamplingHandler, ElicitationHandler]:
+    """The sampling and elicitation handlers ``args.approve``/``args.elicit`` select.
+
+    ``console`` is needed for 'ask'; ``approver`` and ``ui`` may wrap the hooks chosen.
+    """
+    if uses_terminal(args) and console is None:
+        raise ValueError("'ask' needs a console")
+    sampling: SamplingHandler
+    person: ElicitationUI
+    if args.approve == "ask" and console is not None:
+        from host_receiver.cli.terminal import TerminalApprover, terminal_sampling
+
+        chain = approver(RememberDecisions(ModelAllowList(TerminalApprover(console))))
+        sampling = terminal_sampling(registry, chain, console.activity)
+    else:
+        sampling = SamplingService(registry, approver(APPROVERS[args.approve]()))
+    if args.elicit == "ask" and console is not None:
+        from host_receiver.cli.terminal import TerminalElicitationUI
+
+        person = TerminalElicitationUI(console)
+    else:
+        person = ELICITORS[args.elicit]()
+    return sampling, ElicitationService(ui(person))
+
+
+def open_console() -> Console:
+    """The terminal console (prompt_toolkit is imported only when a person is asked)."""
+    from host_receiver.cli.terminal import Console
+
+    return Console()
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of a connection or protocol failure."""
+    if isinstance(exc, RpcError):
+        return f"JSON-RPC error {exc.code}: {exc.message}"
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return describe_error(exc.exceptions[0])
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,32 @@
+"""The receiver: routes server-initiated requests, and runs them as tasks.
+
+Its parts, one concept a module, each opening with its rules:
+
+- :mod:`._receiver`: :class:`Receiver`, the requestor scopes over one store;
+- :mod:`._offer`: :class:`Offer`, what a host serves and the capabilities
+  derived from it;
+- :mod:`._config`: :class:`ReceiverConfig`, the limits and defaults;
+- :mod:`._requestor`: :class:`Requestor`, one server's scope: routing and
+  plain requests;
+- :mod:`._runner`: the tasks of one requestor, from creation to their end;
+- :mod:`._methods`: ``tasks/get``, ``tasks/result``, ``tasks/list``,
+  ``tasks/cancel``;
+- :mod:`._expiry`: deleting tasks when their ttl runs out.
+"""
+
+from host_receiver.receiver._config import ReceiverConfig
+from host_receiver.receiver._methods import CANCELLED_ERROR, CANCELLED_MESSAGE
+from host_receiver.receiver._offer import ElicitationMode, Offer
+from host_receiver.receiver._receiver import Receiver
+from host_receiver.receiver._requestor import Answer, Requestor
+
+__all__ = [
+    "CANCELLED_ERROR",
+    "CANCELLED_MESSAGE",
+    "Answer",
+    "ElicitationMode",
+    "Offer",
+    "Receiver",
+    "ReceiverConfig",
+    "Requestor",
+]

@@ -1,0 +1,78 @@
+"""The wheel and the sdist build, and the wheel works in a fresh venv without any extra.
+
+This is what a host that embeds the library gets from ``pip install host-receiver``:
+the library, the providers and the test helpers import, and the command line
+runs its non-interactive modes, while the CLI extra's packages are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--sdist", "-o", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (wheel,) = out.glob("*.whl")
+    (sdist,) = out.glob("*.tar.gz")
+    return wheel, sdist
+
+
+def test_the_wheel_holds_both_packages_the_example_server_and_no_tests(built: tuple[Path, Path]) -> None:
+    wheel, sdist = built
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "host_receiver/__init__.py" in names and "providers/__init__.py" in names
+    assert "host_receiver/testing.py" in names and "host_receiver/py.typed" in names
+    assert "host_receiver/_examples/demo_server.py" in names
+    assert not [n for n in names if n.startswith("tests/")]
+    with tarfile.open(sdist) as archive:
+        members = archive.getnames()
+    assert any(m.endswith("/pyproject.toml") for m in members)
+    assert any(m.endswith("/host_receiver/receiver/_runner.py") for m in members)
+
+
+def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path], tmp_path: Path) -> None:
+    wheel, _ = built
+    venv.create(tmp_path / "env", with_pip=True)
+    python = tmp_path / "env" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    probe = (
+        "import importlib.util, host_receiver, providers, host_receiver.testing\n"
+        "assert importlib.util.find_spec('prompt_toolkit') is None\n"
+        "assert importlib.util.find_spec('tomli_w') is None\n"
+        "print(host_receiver.__file__)\n"
+    )
+    done = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert str(tmp_path / "env") in done.stdout  # the installed copy, not the source tree
+    cli = tmp_path / "env" / "bin" / "host-receiver"
+    helped = subprocess.run([str(cli), "run", "--help"], env=env, capture_output=True, text=True)
+    assert helped.returncode == 0 and "--call TOOL" in helped.stdout
+    asked = subprocess.run(
+        [str(cli), "run", "--approve", "ask", "--", "true"], env=env, capture_output=True, text=True
+    )
+    assert asked.returncode == 2
+    assert "pip install 'host-receiver[cli]'" in asked.stderr

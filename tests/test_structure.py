@@ -1,0 +1,166 @@
+"""The shape of the code: one direction of imports, a documented public API, one error base.
+
+These read the source (imports as written) and run fresh interpreters, so a
+change that brings back a circle, lets ``providers`` reach up into
+``host_receiver``, or makes the library load the CLI fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import host_receiver
+import providers
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("host_receiver", "providers")
+API_DOC = ROOT / "docs" / "api.md"
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            yield name, path
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The project modules ``name`` imports at run time (not under ``TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    known = {module for module, _ in modules()}
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:  # a submodule, or a name from the module itself
+                    submodule = f"{base}.{alias.name}"
+                    found.add(submodule if submodule in known else base)
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    visit([child])
+
+    visit(tree.body)
+    return {m for m in found if m in known and m != name}
+
+
+def graph() -> dict[str, set[str]]:
+    return {name: imports_of(name, path) for name, path in modules()}
+
+
+def test_providers_never_import_host_receiver() -> None:
+    upward = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("providers")
+        for target in targets
+        if target.startswith("host_receiver")
+    }
+    assert upward == set()
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    edges = graph()
+    # A package imports its own submodules to re-export them; that is not a circle.
+    edges = {
+        module: {t for t in targets if not t.startswith(module + ".")} for module, targets in edges.items()
+    }
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def walk(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges.get(module, ())):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                walk(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            walk(module, [module])
+    assert circles == []
+
+
+def test_the_library_never_imports_the_application() -> None:
+    for module, targets in graph().items():
+        if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
+            continue
+        assert not {t for t in targets if t.startswith("host_receiver.cli")}, module
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print('\\n'.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_importing_providers_loads_nothing_of_the_receiver() -> None:
+    assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} == set()
+
+
+def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
+    loaded = loaded_after("import host_receiver, host_receiver.testing")
+    unwanted = {"host_receiver.cli", "prompt_toolkit", "tomli_w", "openai"}
+    assert {m for m in loaded if m.split(".")[0] in unwanted or m.startswith("host_receiver.cli")} == set()
+
+
+@pytest.mark.parametrize("package", [host_receiver, providers], ids=lambda p: p.__name__)
+def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
+    page = API_DOC.read_text(encoding="utf-8")
+    undocumented = []
+    for name in package.__all__:  # type: ignore[attr-defined]
+        value = getattr(package, name)
+        if (inspect.isclass(value) or inspect.isfunction(value)) and not value.__doc__:
+            undocumented.append(f"{name}: no docstring")
+        if f"`{name}`" not in page:
+            undocumented.append(f"{name}: not in docs/api.md")
+    assert undocumented == []
+
+
+def test_every_exception_derives_from_the_one_base() -> None:
+    for package in (host_receiver, providers):
+        for name in package.__all__:
+            value = getattr(package, name)
+            if inspect.isclass(value) and issubclass(value, BaseException):
+                assert issubclass(value, host_receiver.HostReceiverError), name
+    assert host_receiver.HostReceiverError is providers.HostReceiverError
+    assert host_receiver.RpcError(-32602, "x").code == -32602
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "names"),
+    [
+        ("host_receiver.terminal", "host_receiver.cli.terminal", ["Console", "TerminalApprover"]),
+        ("host_receiver.demo", "host_receiver.cli.demo", ["demo_command", "add_demo_command"]),
+    ],
+)
+def test_moved_modules_keep_their_old_path_for_one_release(old: str, new: str, names: list[str]) -> None:
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        moved = importlib.import_module(old)
+    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
+    target = importlib.import_module(new)
+    for name in names:
+        assert getattr(moved, name) is getattr(target, name)
