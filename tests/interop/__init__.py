@@ -1,10 +1,12 @@
 """Where the real MCP peers live, and how a test gets one (or is skipped without them).
 
-The peers are the official Python SDK (``.peers/py``) and TypeScript SDK
-(``.peers/node``) acting as MCP servers; ``.ci/install-peers`` installs them
-(docs/peers.md). Locally, a test that needs a missing peer is skipped with the
-command that installs it; when the ``CI`` environment variable is set, it fails
-instead, so a CI run can never pass by skipping the interop suite.
+The peers are the official Python SDK (``.peers/py``, mcp 1.30; ``.peers/py2``,
+mcp 2.3.0), FastMCP with its tasks extension (``.peers/fastmcp``) and the
+TypeScript SDK (``.peers/node``) acting as MCP servers; ``.ci/install-peers``
+installs them (docs/peers.md, docs/peers-modern.md). Locally, a test that needs a
+missing peer is skipped with the command that installs it; when the ``CI``
+environment variable is set, it fails instead, so a CI run can never pass by
+skipping the interop suite.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ PEER_SCRIPTS = Path(__file__).resolve().parent / "peers"
 PY_SERVER = PEER_SCRIPTS / "py_server.py"
 TS_SERVER = PEER_SCRIPTS / "ts_server.mjs"
 RAW_SERVER = PEER_SCRIPTS / "raw_server.py"
+PY2_SERVER = PEER_SCRIPTS / "py2_server.py"
+FASTMCP_SERVER = PEER_SCRIPTS / "fastmcp_server.py"
+#: Runs mcp 2.3.0's ``mcp.Client`` or ``fastmcp.Client`` (in that peer's own venv) against a modern peer.
+SDK_CLIENT = PEER_SCRIPTS / "sdk_client.py"
 
 #: Every wait a peer makes on our host is bounded by this (seconds), so a host bug
 #: shows up as a ``"timeout": true`` report instead of a hung test.
@@ -39,6 +45,14 @@ def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"interop peers are required on CI: {message}", pytrace=False)
     pytest.skip(message)
+
+
+def peer_python(env: Literal["py2", "fastmcp"]) -> Path:
+    """The interpreter of a modern peer's venv (``.peers/py2`` or ``.peers/fastmcp``); skips without it."""
+    python = PEERS_DIR / env / "bin" / "python"
+    if not python.exists():
+        _missing(f"the {env} peer is not installed ({python} is missing)")
+    return python
 
 
 @dataclass(frozen=True)
