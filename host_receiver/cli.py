@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from host_receiver._cli_auth import AuthOptionsError, add_auth_command, add_auth_options, build_auth
 from host_receiver.approval import (
     AutoApprove,
     DeclineAll,
@@ -127,9 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
     run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
+    add_auth_options(run)
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
     add_providers_command(commands)
+    add_auth_command(commands)
     # Imported here: the demo module builds on this one's helpers.
     from host_receiver.demo import add_demo_command
 
@@ -259,7 +262,11 @@ def run_command(args: argparse.Namespace) -> int:
         headers[name.strip()] = value.strip()
     transport: Transport
     if args.url:
-        transport = HttpTransport(args.url, headers=headers)
+        try:
+            auth = build_auth(args)
+        except AuthOptionsError as exc:
+            return _usage_error(str(exc))
+        transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
         transport = StdioTransport(command[0], command[1:], inherit_env=True, name=args.name)
