@@ -27,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import webbrowser
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -98,16 +99,18 @@ def _same_endpoint(location: str, redirect_uri: str) -> bool:
 # --- headless ------------------------------------------------------------------------
 
 
-class _HideQuery(logging.Filter):
-    """Shows ``url`` without its query in httpx's request log (it holds ``state``)."""
+class _Redact(logging.Filter):
+    """Masks ``state``, ``code`` and ``iss`` values in httpx's and httpcore's records (they log
+    request URLs, and at DEBUG response headers: the ``Location`` that carries the code)."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__()
-        self.url = url
+    loggers = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection")
+    pattern = re.compile(r"(?<=[?&])(code|state|iss)=[^&'\"\s]*")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and any(str(arg) == self.url for arg in record.args):
-            record.args = tuple(safe_url(self.url) if str(arg) == self.url else arg for arg in record.args)
+        if record.args:
+            record.msg, record.args = record.getMessage(), ()
+        if isinstance(record.msg, str):
+            record.msg = self.pattern.sub(r"\1=***", record.msg)
         return True
 
 
@@ -117,9 +120,9 @@ class _HeadlessTarget:
         self._timeout = timeout
 
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
-        hide = _HideQuery(authorization_url)
-        httpx_log = logging.getLogger("httpx")
-        httpx_log.addFilter(hide)
+        redact = _Redact()
+        for name in redact.loggers:
+            logging.getLogger(name).addFilter(redact)
         try:
             async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as http:
                 response = await http.get(authorization_url)
@@ -129,7 +132,8 @@ class _HeadlessTarget:
                 f"({type(exc).__name__})"
             ) from None
         finally:
-            httpx_log.removeFilter(hide)
+            for name in redact.loggers:
+                logging.getLogger(name).removeFilter(redact)
         location = response.headers.get("location")
         if not response.is_redirect or not location:
             raise AuthorizationDenied(

@@ -69,6 +69,7 @@ __all__ = [
     "EnterpriseIdp",
     "authorization_code",
     "client_credentials",
+    "code_grant_endpoints",
     "enterprise_grant",
     "refresh",
 ]
@@ -366,6 +367,18 @@ def check_authorization_response(params: Mapping[str, str], *, state: str, serve
     return code
 
 
+def code_grant_endpoints(server: ServerMetadata) -> tuple[str, str]:
+    """The authorization and token endpoints, once they and PKCE support check out."""
+    endpoint = server.url("authorization_endpoint")
+    token_endpoint = server.url("token_endpoint")
+    if endpoint is None or token_endpoint is None:
+        raise AuthError("the authorization server metadata lacks an authorization_endpoint or token_endpoint")
+    require_secure(endpoint, "authorization endpoint")
+    require_secure(token_endpoint, "token endpoint")
+    require_pkce(server)
+    return endpoint, token_endpoint
+
+
 async def authorization_code(
     http: httpx.AsyncClient,
     server: ServerMetadata,
@@ -380,12 +393,7 @@ async def authorization_code(
     from authlib.common.security import generate_token
     from authlib.oauth2.client import OAuth2Client
 
-    endpoint = server.url("authorization_endpoint")
-    if endpoint is None:
-        raise AuthError("the authorization server metadata has no authorization_endpoint")
-    require_secure(endpoint, "authorization endpoint")
-    require_secure(server.url("token_endpoint") or endpoint, "token endpoint")
-    require_pkce(server)
+    endpoint, _token_endpoint = code_grant_endpoints(server)
     verifier = generate_token(64)
     oauth = OAuth2Client(
         None, client_id=client.client_id, redirect_uri=redirect_uri, code_challenge_method="S256"

@@ -44,6 +44,7 @@ from host_receiver.auth._flow import (
     EnterpriseIdp,
     authorization_code,
     client_credentials,
+    code_grant_endpoints,
     enterprise_grant,
     refresh,
 )
@@ -317,6 +318,7 @@ class OAuth(httpx.Auth):
                 http, server, self.client.identity(), grant.idp, resource=resource, scopes=scopes
             )
             return entry, tokens
+        code_grant_endpoints(server)  # refuse before registering or opening a browser
         browser = grant.browser if grant.browser is not None else SystemBrowser()
         preferred = entry.client.redirect_uris[0] if entry.client and entry.client.redirect_uris else None
         async with browser.redirect(preferred) as target:
