@@ -243,7 +243,12 @@ def _logout_command(args: argparse.Namespace) -> int:
             except ValueError:
                 print(f"host-receiver auth logout: {args.server!r} is not an http(s) URL", file=sys.stderr)
                 return 2
-        gone = await (await _open_store(args)).delete(server)
+        store = await _open_store(args)
+        if server is None:
+            gone = await store.delete()
+        else:  # a trailing slash or the case of the host does not make another server here
+            targets = {e.server for e in await store.entries() if e.server.rstrip("/") == server.rstrip("/")}
+            gone = [e for target in sorted(targets) for e in await store.delete(target)]
         for entry in gone:
             print(f"removed {entry.server} (issuer {entry.issuer})")
         if not gone:
