@@ -21,7 +21,10 @@ Rules:
   that points to ``redirect_uri``; anything else (a login page) is an
   :class:`AuthorizationDenied` that says a person is needed. Nothing listens
   on its redirect URI.
-- Neither logs the URLs' query strings (they hold ``state`` and the code).
+- Neither logs the URLs' query strings (they hold ``state`` and the code);
+  during the headless GET, ``code``, ``state`` and ``iss`` values are masked in
+  httpx's and httpcore's records too (httpcore logs the ``Location`` header at
+  DEBUG).
 """
 
 from __future__ import annotations
