@@ -9,7 +9,9 @@ Rules:
 - A 401, or a 403 whose Bearer challenge says ``insufficient_scope``, starts
   the flow, then the request is sent again with the new token. Other
   answers, a 403 included, pass through untouched.
-- The flow: discovery (:mod:`._discovery`); on a 401 with a refresh token
+- The flow: discovery (:mod:`._discovery`), every time, so that a server
+  that moved to another authorization server is followed (the new issuer has
+  its own stored entry and registration); on a 401 with a refresh token
   kept for that server and issuer, a refresh first, falling back to a new
   grant only when the refresh is refused; otherwise the configured grant
   (authorization code by default, with the scope rules of :mod:`._scopes`;
@@ -231,20 +233,16 @@ class OAuth(httpx.Auth):
     async def _run(self, server: _Server, challenge: BearerChallenge | None, *, step_up: bool) -> TokenSet:
         store = await self.store()
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
-            discovery = server.discovery
-            if discovery is None or (
-                challenge is not None
-                and challenge.resource_metadata is not None
-                and challenge.resource_metadata != discovery.resource.location
-            ):
-                discovery = server.discovery = await discover(http, server.url, challenge)
+            # Discovered afresh each time: the server may have moved to another authorization server.
+            discovery = server.discovery = await discover(http, server.url, challenge)
             issuer = discovery.server.issuer or origin(server.url)
             entries = {e.issuer: e for e in await store.load(server.url)}
             entry = entries.get(issuer) or StoredAuthorization(server.url, issuer)
             if server.issuer is not None and server.issuer != issuer:
                 logger.info("%s now uses authorization server %s", server.url, quote(issuer))
+            # Tokens of another authorization server never go to this one (not even to refresh).
+            previous = entry.tokens or (server.tokens if server.issuer == issuer else None)
             server.issuer = issuer
-            previous = entry.tokens if entry.tokens is not None else server.tokens
             if not step_up and previous is not None and previous.refresh_token:
                 refreshed = await self._refresh(http, discovery, entry, previous)
                 if refreshed is not None:

@@ -69,6 +69,7 @@ class OAuthServer:
     prm_scopes: list[str] | None = None
     prm_resource: str | None = None  # None: the real /mcp URL
     prm_in_header: bool = True
+    authorization_server: str | None = None  # None: this server's own
     as_scopes: list[str] | None = None
     code_challenge_methods: list[str] | None = field(default_factory=lambda: ["S256"])
     auth_methods: list[str] | None = field(default_factory=lambda: ["none"])
@@ -135,7 +136,7 @@ class OAuthServer:
     def prm(self) -> dict[str, Any]:
         document: dict[str, Any] = {
             "resource": self.prm_resource or self.url,
-            "authorization_servers": [self.base],
+            "authorization_servers": [self.authorization_server or self.base],
         }
         if self.prm_scopes is not None:
             document["scopes_supported"] = self.prm_scopes

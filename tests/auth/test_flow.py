@@ -272,6 +272,28 @@ async def test_a_refused_refresh_falls_back_to_a_new_authorization(server: OAuth
     assert len(server.seen("/authorize")) == 2
 
 
+@pytest.mark.parametrize("pre_registered", [False, True])
+async def test_a_server_that_moves_to_another_authorization_server_is_followed(
+    server: OAuthServer, pre_registered: bool
+) -> None:
+    store = MemoryTokenStore()
+    if pre_registered:
+        server.pre_registered, server.auth_methods = {"pre": "sec"}, ["client_secret_basic"]
+    auth = headless(store=store, client=PreRegisteredClient("pre", "sec") if pre_registered else None)
+    assert (await call(server, auth)).status_code == 200
+    with OAuthServer() as other:
+        other.pre_registered, other.auth_methods = server.pre_registered, server.auth_methods
+        other.access = server.access  # the resource accepts the new server's tokens
+        server.authorization_server = other.base
+        server.revoke_access_tokens()
+        assert (await call(server, auth)).status_code == 200
+        assert len(other.seen("/register")) == (0 if pre_registered else 1)
+        assert len(other.seen("/authorize")) == 1
+        assert other.token_requests("refresh_token") == []  # the old server's refresh token stays with it
+        assert other.errors == []
+    assert sorted(e.issuer for e in await store.entries()) == sorted([server.base, other.base])
+
+
 # --- client identity and authentication -----------------------------------------------------------------
 
 
