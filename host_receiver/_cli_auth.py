@@ -157,7 +157,7 @@ def build_auth(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
     if args.auth_grant == "code":
         browser: Browser
         if args.auth_browser == "none":
-            browser = HeadlessBrowser(args.auth_redirect_uri) if args.auth_redirect_uri else HeadlessBrowser()
+            browser = HeadlessBrowser(args.auth_redirect_uri)
         else:
             browser = SystemBrowser(args.auth_redirect_uri)
         grant = AuthorizationCodeGrant(browser)

@@ -156,8 +156,8 @@ class _HeadlessTarget:
 class HeadlessBrowser:
     """Fetches the authorization URL itself (no person): for servers that grant at once, and tests."""
 
-    def __init__(self, redirect_uri: str = DEFAULT_HEADLESS_REDIRECT_URI, *, timeout: float = 30.0) -> None:
-        self.redirect_uri = redirect_uri
+    def __init__(self, redirect_uri: str | None = None, *, timeout: float = 30.0) -> None:
+        self.redirect_uri = redirect_uri  # None: the one used before, else DEFAULT_HEADLESS_REDIRECT_URI
         self.timeout = timeout
 
     def __repr__(self) -> str:
@@ -165,7 +165,7 @@ class HeadlessBrowser:
 
     @asynccontextmanager
     async def redirect(self, preferred: str | None) -> AsyncIterator[RedirectTarget]:
-        yield _HeadlessTarget(preferred or self.redirect_uri, self.timeout)
+        yield _HeadlessTarget(self.redirect_uri or preferred or DEFAULT_HEADLESS_REDIRECT_URI, self.timeout)
 
 
 # --- the system browser and a loopback listener ----------------------------------------

@@ -98,7 +98,6 @@ class _Server:
     url: str
     tokens: TokenSet | None = None
     issuer: str | None = None
-    discovery: Discovery | None = None
     loaded: bool = False
     attempts: int = 0
     failure: AuthError | None = None
@@ -234,7 +233,7 @@ class OAuth(httpx.Auth):
         store = await self.store()
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
             # Discovered afresh each time: the server may have moved to another authorization server.
-            discovery = server.discovery = await discover(http, server.url, challenge)
+            discovery = await discover(http, server.url, challenge)
             issuer = discovery.server.issuer or origin(server.url)
             entries = {e.issuer: e for e in await store.load(server.url)}
             entry = entries.get(issuer) or StoredAuthorization(server.url, issuer)

@@ -321,11 +321,21 @@ class KeyringTokenStore:
             await self._fallback.save(entry)
 
     async def delete(self, server: str | None = None) -> list[StoredAuthorization]:
+        import keyring.errors
+
         gone = await self._fallback.delete(server)
-        return [*gone, *await anyio.to_thread.run_sync(self._delete_sync, server)]
+        try:
+            return [*gone, *await anyio.to_thread.run_sync(self._delete_sync, server)]
+        except keyring.errors.KeyringError as exc:
+            raise AuthError(f"cannot change the OS keyring ({type(exc).__name__})") from None
 
     async def entries(self) -> list[StoredAuthorization]:
-        stored = await anyio.to_thread.run_sync(self._load_sync, None)
+        import keyring.errors
+
+        try:
+            stored = await anyio.to_thread.run_sync(self._load_sync, None)
+        except keyring.errors.KeyringError as exc:
+            raise AuthError(f"cannot read the OS keyring ({type(exc).__name__})") from None
         return _newest_first([*await self._fallback.entries(), *stored])
 
 

@@ -144,6 +144,24 @@ async def test_a_locked_keyring_warns_once_and_keeps_tokens_in_memory(
     assert len(warnings) == 1 and "in memory for this run only" in warnings[0].getMessage()
 
 
+class _UnreadableKeyring(MemoryKeyring):
+    def get_password(self, service: str, username: str) -> str | None:
+        raise keyring.errors.KeyringLocked("locked")
+
+
+@pytest.mark.anyio
+async def test_listing_or_removing_from_an_unreadable_keyring_is_a_clear_error() -> None:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(_UnreadableKeyring())
+    try:
+        with pytest.raises(AuthError, match=r"cannot read the OS keyring \(KeyringLocked\)"):
+            await KeyringTokenStore().entries()
+        with pytest.raises(AuthError, match=r"cannot change the OS keyring \(KeyringLocked\)"):
+            await KeyringTokenStore().delete()
+    finally:
+        keyring.set_keyring(previous)
+
+
 @pytest.mark.anyio
 @pytest.mark.usefixtures("fresh_warnings")
 async def test_without_a_keyring_the_default_store_is_memory_with_one_warning(
