@@ -59,6 +59,12 @@ def entry(server: str = "https://mcp.example/mcp", issuer: str = "https://as.exa
 SECRETS = ("at-secret-value", "rt-secret-value", "cs-secret-value")
 
 
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The store tests run on both (keyring and file access go through worker threads)."""
+    return str(request.param)
+
+
 # --- stores --------------------------------------------------------------------------------
 
 
