@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 import host_receiver
+import host_receiver.auth
+import host_receiver.testing
 import providers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,11 +123,13 @@ def test_importing_providers_loads_nothing_of_the_receiver() -> None:
 
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
-    unwanted = {"host_receiver.cli", "prompt_toolkit", "tomli_w", "openai"}
+    unwanted = {"host_receiver.cli", "prompt_toolkit", "tomli_w", "openai", "authlib", "joserfc"}
     assert {m for m in loaded if m.split(".")[0] in unwanted or m.startswith("host_receiver.cli")} == set()
 
 
-@pytest.mark.parametrize("package", [host_receiver, providers], ids=lambda p: p.__name__)
+@pytest.mark.parametrize(
+    "package", [host_receiver, host_receiver.auth, host_receiver.testing, providers], ids=lambda p: p.__name__
+)
 def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
     page = API_DOC.read_text(encoding="utf-8")
     undocumented = []
@@ -139,7 +143,7 @@ def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(packag
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    for package in (host_receiver, providers):
+    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers):
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):

@@ -1,7 +1,7 @@
 """The ``host-receiver`` command: a host for trying any MCP server (the application, not the library).
 
 Subcommands: ``run`` (:mod:`._run`), ``providers`` (:mod:`providers.cli`),
-``demo`` (:mod:`.demo`); what ``run`` and ``demo`` share is :mod:`._hooks`,
+``auth`` (:mod:`._auth`), ``demo`` (:mod:`.demo`); what ``run`` and ``demo`` share is :mod:`._hooks`,
 the interactive terminal is :mod:`.terminal`. Nothing in ``host_receiver``
 outside this package imports it, and its extra dependencies
 (``prompt_toolkit``, ``tomli-w``) come with ``pip install 'host-receiver[cli]'``.
@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from host_receiver.cli._auth import add_auth_command
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
     add_run_command(commands)
     add_providers_command(commands)
+    add_auth_command(commands)
     add_demo_command(commands)
     return parser
 

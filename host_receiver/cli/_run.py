@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 
+from host_receiver.cli._auth import AuthOptionsError, add_auth_options, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -97,6 +98,7 @@ def add_run_command(commands: Any) -> None:
     )
     run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
     run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
+    add_auth_options(run)
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
 
@@ -129,7 +131,11 @@ def run_command(args: argparse.Namespace) -> int:
         headers[name.strip()] = value.strip()
     transport: Transport
     if args.url:
-        transport = HttpTransport(args.url, headers=headers)
+        try:
+            auth = build_auth(args)
+        except AuthOptionsError as exc:
+            return _usage_error(str(exc))
+        transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
         transport = StdioTransport(command[0], command[1:], inherit_env=True, name=args.name)

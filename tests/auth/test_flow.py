@@ -1,0 +1,477 @@
+"""The OAuth flow against a real loopback authorization server and MCP endpoint (tests/auth/server.py).
+
+Every test makes real HTTP requests on 127.0.0.1 through ``httpx.AsyncClient(auth=OAuth(...))``,
+on asyncio and on trio (the server is a thread, so nothing here depends on the event loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from host_receiver.auth import (
+    DEFAULT_HEADLESS_REDIRECT_URI,
+    AuthError,
+    AuthorizationCodeGrant,
+    AuthorizationDenied,
+    ClientCredentialsGrant,
+    DiscoveryError,
+    EnterpriseGrant,
+    EnterpriseIdp,
+    HeadlessBrowser,
+    InsecureEndpoint,
+    InsufficientScope,
+    MemoryTokenStore,
+    OAuth,
+    PreRegisteredClient,
+    RegistrationError,
+    ResourceMismatch,
+    SystemBrowser,
+)
+from tests.auth.server import JWT_BEARER, OAuthServer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def server() -> Iterator[OAuthServer]:
+    with OAuthServer() as running:
+        yield running
+
+
+def headless(**kwargs: Any) -> OAuth:
+    kwargs.setdefault("store", MemoryTokenStore())
+    return OAuth(grant=AuthorizationCodeGrant(HeadlessBrowser()), **kwargs)
+
+
+async def call(server: OAuthServer, auth: OAuth, method: str = "tools/call") -> httpx.Response:
+    async with httpx.AsyncClient(auth=auth) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"name": "t"}}
+        return await http.post(server.url, json=body)
+
+
+def authorize_params(server: OAuthServer) -> list[dict[str, str]]:
+    return [seen.params for seen in server.seen("/authorize")]
+
+
+# --- the whole flow -------------------------------------------------------------------------
+
+
+async def test_a_401_registers_authorizes_with_pkce_and_resource_then_the_request_succeeds(
+    server: OAuthServer,
+) -> None:
+    store = MemoryTokenStore()
+    auth = headless(store=store)
+    response = await call(server, auth)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["content"][0]["text"] == "called"
+    assert server.errors == []  # PKCE verifier, redirect URI, resource and client auth all checked out
+    [registration] = server.seen("/register")
+    assert registration.params["application_type"] == "native"
+    assert registration.params["redirect_uris"] == [DEFAULT_HEADLESS_REDIRECT_URI]
+    assert registration.params["grant_types"] == ["authorization_code", "refresh_token"]
+    [authorize] = authorize_params(server)
+    assert authorize["response_type"] == "code"
+    assert authorize["code_challenge_method"] == "S256"
+    assert authorize["resource"] == server.url
+    assert len(authorize["state"]) >= 20
+    assert "scope" not in authorize  # nothing in the challenge, no scopes_supported
+    [token] = server.token_requests("authorization_code")
+    assert token.params["resource"] == server.url
+    assert token.params["redirect_uri"] == DEFAULT_HEADLESS_REDIRECT_URI
+    [entry] = await store.entries()
+    assert entry.server == server.url and entry.issuer == server.base
+    assert entry.client is not None and entry.client.client_id in server.clients
+    assert entry.tokens is not None and entry.tokens.refresh_token is not None
+
+    again = await call(server, auth)
+    assert again.status_code == 200
+    assert len(server.seen("/authorize")) == 1  # the token is reused
+    assert again.request.headers["authorization"] == response.request.headers["authorization"]
+
+
+async def test_concurrent_401s_share_one_authorization(server: OAuthServer) -> None:
+    auth = headless()
+    statuses: list[int] = []
+    async with httpx.AsyncClient(auth=auth) as http:
+
+        async def one(n: int) -> None:
+            body = {"jsonrpc": "2.0", "id": n, "method": "ping"}
+            statuses.append((await http.post(server.url, json=body)).status_code)
+
+        async with anyio.create_task_group() as tasks:
+            for n in range(4):
+                tasks.start_soon(one, n)
+    assert statuses == [200] * 4
+    assert len(server.seen("/authorize")) == 1
+    assert len(server.seen("/register")) == 1
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+
+async def test_resource_mismatch_is_refused_before_the_authorization_server_is_contacted(
+    server: OAuthServer,
+) -> None:
+    server.prm_resource = "https://evil.example/mcp"
+    with pytest.raises(ResourceMismatch, match=r"https://evil\.example/mcp.*refusing"):
+        await call(server, headless())
+    assert server.seen("/.well-known/oauth-authorization-server") == []
+    assert server.seen("/authorize") == [] and server.seen("/register") == []
+
+
+async def test_metadata_with_another_issuer_is_not_used(server: OAuthServer) -> None:
+    server.metadata_issuer = "https://honest.example"
+    with pytest.raises(DiscoveryError, match=r"states issuer https://honest\.example"):
+        await call(server, headless())
+    assert server.seen("/register") == [] and server.seen("/authorize") == []
+
+
+async def test_a_non_loopback_redirect_uri_is_refused(server: OAuthServer) -> None:
+    auth = OAuth(
+        grant=AuthorizationCodeGrant(HeadlessBrowser("http://client.example/callback")),
+        store=MemoryTokenStore(),
+    )
+    with pytest.raises(InsecureEndpoint, match=r"redirect URI http://client\.example/callback"):
+        await call(server, auth)
+    assert server.seen("/register") == [] and server.seen("/authorize") == []
+
+
+@pytest.mark.parametrize("endpoint", ["authorization_endpoint", "token_endpoint"])
+async def test_plain_http_endpoints_off_loopback_are_refused(server: OAuthServer, endpoint: str) -> None:
+    setattr(server, endpoint, "http://auth.example/oauth")
+    with pytest.raises(InsecureEndpoint, match=r"http://auth\.example/oauth.*https"):
+        await call(server, headless())
+    assert server.seen("/register") == [] and server.seen("/authorize") == []
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]])
+async def test_a_server_without_s256_is_refused(server: OAuthServer, methods: list[str] | None) -> None:
+    server.code_challenge_methods = methods
+    with pytest.raises(AuthError, match="PKCE"):
+        await call(server, headless())
+    assert server.seen("/authorize") == []
+
+
+@pytest.mark.parametrize(
+    ("supported", "iss", "accepted"),
+    [
+        (True, "right", True),
+        (True, None, False),
+        (True, "wrong", False),
+        (False, "right", True),
+        (False, "wrong", False),
+        (False, None, True),
+    ],
+)
+async def test_the_iss_parameter_is_checked_as_the_2026_table_says(
+    server: OAuthServer, supported: bool, iss: str | None, accepted: bool
+) -> None:
+    server.iss_supported, server.iss_in_response = supported, iss
+    if accepted:
+        assert (await call(server, headless())).status_code == 200
+        return
+    with pytest.raises(AuthorizationDenied, match="iss") as caught:
+        await call(server, headless())
+    assert server.token_requests("authorization_code") == []  # the code was not redeemed
+    assert not any(code in str(caught.value) for code in server.codes)
+
+
+async def test_a_wrong_state_is_refused_and_the_code_not_redeemed(server: OAuthServer) -> None:
+    server.wrong_state = True
+    with pytest.raises(AuthorizationDenied, match="state does not match"):
+        await call(server, headless())
+    assert server.token_requests("authorization_code") == []
+
+
+async def test_a_sign_in_page_tells_the_headless_browser_a_person_is_needed(server: OAuthServer) -> None:
+    server.login_page = True
+    with pytest.raises(AuthorizationDenied, match="system browser"):
+        await call(server, headless())
+
+
+# --- scope selection ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("challenge", "prm_scopes", "as_scopes", "expected"),
+    [
+        ("files:read", ["a", "b"], None, "files:read"),
+        (None, ["a", "b"], None, "a b"),
+        (None, None, None, None),
+        (None, ["a"], ["a", "offline_access"], "a offline_access"),
+        (None, ["a"], ["a", "b"], "a"),
+        (None, None, ["offline_access"], None),
+    ],
+)
+async def test_scope_selection(
+    server: OAuthServer,
+    challenge: str | None,
+    prm_scopes: list[str] | None,
+    as_scopes: list[str] | None,
+    expected: str | None,
+) -> None:
+    server.challenge_scope, server.prm_scopes, server.as_scopes = challenge, prm_scopes, as_scopes
+    assert (await call(server, headless())).status_code == 200
+    [authorize] = authorize_params(server)
+    assert authorize.get("scope") == expected
+
+
+async def test_insufficient_scope_steps_up_with_the_union_of_scopes(server: OAuthServer) -> None:
+    server.challenge_scope = "mcp:basic"
+    server.call_scopes = ("mcp:basic", "mcp:write")
+    auth = headless()
+    assert (await call(server, auth, "ping")).status_code == 200
+    assert (await call(server, auth)).status_code == 200
+    assert [p.get("scope") for p in authorize_params(server)] == ["mcp:basic", "mcp:basic mcp:write"]
+
+
+async def test_step_up_stops_after_three_authorizations_with_a_clear_error(server: OAuthServer) -> None:
+    server.challenge_scope = "mcp:admin"
+    server.call_scopes = ("mcp:admin",)
+    server.withhold_scopes = frozenset({"mcp:admin"})
+    with pytest.raises(InsufficientScope, match=r"403 insufficient_scope after 3 authorizations.*mcp:admin"):
+        await call(server, headless())
+    assert len(server.seen("/authorize")) == 3
+    assert len(server.seen("/mcp")) == 4  # the first try, then one per token
+
+
+# --- refresh ----------------------------------------------------------------------------------------
+
+
+async def test_an_expired_token_is_refreshed_before_any_new_authorization(server: OAuthServer) -> None:
+    auth = headless()
+    assert (await call(server, auth)).status_code == 200
+    server.revoke_access_tokens()
+    assert (await call(server, auth)).status_code == 200
+    assert len(server.seen("/authorize")) == 1
+    [refresh] = server.token_requests("refresh_token")
+    assert refresh.params["resource"] == server.url
+    assert server.errors == []
+
+
+async def test_a_refused_refresh_falls_back_to_a_new_authorization(server: OAuthServer) -> None:
+    auth = headless()
+    assert (await call(server, auth)).status_code == 200
+    server.revoke_access_tokens()
+    server.refresh.clear()
+    assert (await call(server, auth)).status_code == 200
+    assert len(server.token_requests("refresh_token")) == 1
+    assert len(server.seen("/authorize")) == 2
+
+
+@pytest.mark.parametrize("pre_registered", [False, True])
+async def test_a_server_that_moves_to_another_authorization_server_is_followed(
+    server: OAuthServer, pre_registered: bool
+) -> None:
+    store = MemoryTokenStore()
+    if pre_registered:
+        server.pre_registered, server.auth_methods = {"pre": "sec"}, ["client_secret_basic"]
+    auth = headless(store=store, client=PreRegisteredClient("pre", "sec") if pre_registered else None)
+    assert (await call(server, auth)).status_code == 200
+    with OAuthServer() as other:
+        other.pre_registered, other.auth_methods = server.pre_registered, server.auth_methods
+        other.access = server.access  # the resource accepts the new server's tokens
+        server.authorization_server = other.base
+        server.revoke_access_tokens()
+        assert (await call(server, auth)).status_code == 200
+        assert len(other.seen("/register")) == (0 if pre_registered else 1)
+        assert len(other.seen("/authorize")) == 1
+        assert other.token_requests("refresh_token") == []  # the old server's refresh token stays with it
+        assert other.errors == []
+    assert sorted(e.issuer for e in await store.entries()) == sorted([server.base, other.base])
+
+
+# --- client identity and authentication -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post", "none"])
+async def test_token_endpoint_authentication_follows_the_metadata(server: OAuthServer, method: str) -> None:
+    server.auth_methods = [method]
+    assert (await call(server, headless())).status_code == 200
+    assert server.errors == []
+    [token] = server.token_requests("authorization_code")
+    assert token.headers.get("authorization", "").startswith("Basic ") == (method == "client_secret_basic")
+    assert ("client_secret" in token.params) == (method == "client_secret_post")
+
+
+async def test_a_pre_registered_client_comes_first(server: OAuthServer) -> None:
+    server.pre_registered = {"pre-client": "pre-secret"}
+    server.auth_methods = ["client_secret_basic"]
+    server.cimd = True
+    auth = headless(
+        client=PreRegisteredClient("pre-client", "pre-secret"), client_metadata_url="https://c.example/m.json"
+    )
+    assert (await call(server, auth)).status_code == 200
+    assert server.seen("/register") == []
+    assert authorize_params(server)[0]["client_id"] == "pre-client"
+    assert server.errors == []
+
+
+async def test_a_pre_registered_client_of_another_issuer_is_an_error(server: OAuthServer) -> None:
+    auth = headless(client=PreRegisteredClient("pre-client", issuer="https://elsewhere.example"))
+    with pytest.raises(RegistrationError, match=r"registered with https://elsewhere\.example"):
+        await call(server, auth)
+
+
+async def test_a_client_metadata_document_is_used_when_the_server_supports_it(server: OAuthServer) -> None:
+    server.cimd = True
+    url = "https://client.example/oauth/client.json"
+    assert (await call(server, headless(client_metadata_url=url))).status_code == 200
+    assert server.seen("/register") == []
+    assert authorize_params(server)[0]["client_id"] == url
+    assert server.token_requests()[0].params["client_id"] == url
+
+
+async def test_without_metadata_document_support_the_client_registers(server: OAuthServer) -> None:
+    assert (
+        await call(server, headless(client_metadata_url="https://client.example/c.json"))
+    ).status_code == 200
+    assert len(server.seen("/register")) == 1
+
+
+async def test_no_way_to_identify_the_client_is_a_clear_error(server: OAuthServer) -> None:
+    server.registration = False
+    with pytest.raises(RegistrationError, match="--auth-client-id"):
+        await call(server, headless())
+
+
+def test_a_client_metadata_url_must_be_https_with_a_path() -> None:
+    for bad in ("http://client.example/c.json", "https://client.example", "https://client.example/"):
+        with pytest.raises(AuthError, match="https with a path"):
+            OAuth(client_metadata_url=bad)
+
+
+# --- machine to machine ---------------------------------------------------------------------------------
+
+
+async def test_client_credentials_with_a_secret(server: OAuthServer) -> None:
+    server.pre_registered = {"svc": "svc-secret"}
+    server.auth_methods, server.grant_types = ["client_secret_basic"], ["client_credentials"]
+    server.prm_scopes = ["jobs"]
+    auth = OAuth(
+        grant=ClientCredentialsGrant(),
+        client=PreRegisteredClient("svc", "svc-secret"),
+        store=MemoryTokenStore(),
+    )
+    assert (await call(server, auth)).status_code == 200
+    [token] = server.token_requests("client_credentials")
+    assert token.params["scope"] == "jobs" and token.params["resource"] == server.url
+    assert server.seen("/authorize") == [] and server.errors == []
+
+
+async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer) -> None:
+    from joserfc.jwk import ECKey
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    server.client_public_key = ECKey.import_key(pem).as_dict(private=False)
+    server.client_public_key = ECKey.import_key(server.client_public_key)
+    server.pre_registered = {"svc": ""}
+    server.auth_methods, server.signing_algs = ["private_key_jwt"], ["ES256"]
+    auth = OAuth(
+        grant=ClientCredentialsGrant(),
+        client=PreRegisteredClient("svc", private_key_pem=pem),
+        store=MemoryTokenStore(),
+    )
+    assert (await call(server, auth)).status_code == 200
+    assert server.errors == []  # signature, aud = issuer, iss = sub = client id
+    [token] = server.token_requests("client_credentials")
+    assert token.params["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+async def test_the_enterprise_grant_exchanges_the_id_token_then_presents_the_id_jag(
+    server: OAuthServer,
+) -> None:
+    server.idp_id_token = "idt-" + "x" * 20
+    server.pre_registered = {"xaa": "xaa-secret"}
+    server.auth_methods, server.grant_types = ["client_secret_basic"], [JWT_BEARER]
+    idp = EnterpriseIdp(server.idp_id_token, f"{server.base}/idp/token", "idp-client")
+    auth = OAuth(
+        grant=EnterpriseGrant(idp), client=PreRegisteredClient("xaa", "xaa-secret"), store=MemoryTokenStore()
+    )
+    assert (await call(server, auth)).status_code == 200
+    assert server.errors == []
+    [exchange] = server.seen("/idp/token")
+    assert exchange.params["client_id"] == "idp-client"
+    [bearer] = server.token_requests(JWT_BEARER)
+    assert bearer.params["assertion"] in server.issued_grants
+    assert bearer.headers["authorization"].startswith("Basic ")
+    assert "xaa-secret" not in repr(auth) and server.idp_id_token not in repr(idp)
+
+
+# --- the system browser's loopback listener ------------------------------------------------
+
+
+async def test_the_system_browser_takes_the_code_on_a_loopback_listener(server: OAuthServer) -> None:
+    opened: list[str] = []
+
+    def browser(url: str) -> bool:  # what a browser does: follow the redirect to the listener
+        opened.append(url)
+        with httpx.Client(follow_redirects=True) as http:
+            page = http.get(url)
+        assert page.status_code == 200 and b"You can close this window" in page.content
+        return True
+
+    auth = OAuth(
+        grant=AuthorizationCodeGrant(SystemBrowser(open_url=browser, announce=lambda url: None)),
+        store=MemoryTokenStore(),
+    )
+    assert (await call(server, auth)).status_code == 200
+    redirect = authorize_params(server)[0]["redirect_uri"]
+    assert len(opened) == 1 and opened[0].startswith(f"{server.base}/authorize?")
+    assert redirect.startswith("http://127.0.0.1:") and redirect.endswith("/callback")
+    assert server.errors == []
+
+
+async def test_the_system_browser_gives_up_after_its_timeout(server: OAuthServer) -> None:
+    browser = SystemBrowser(timeout=0.3, open_url=lambda url: True, announce=lambda url: None)
+    with pytest.raises(AuthorizationDenied, match="no authorization response"):
+        await call(server, OAuth(grant=AuthorizationCodeGrant(browser), store=MemoryTokenStore()))
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+
+async def test_no_token_secret_code_verifier_or_state_appears_in_any_log_record(
+    server: OAuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.auth_methods = ["client_secret_post"]  # a registered client with a secret
+    server.challenge_scope = "mcp:basic"
+    server.call_scopes = ("mcp:basic", "mcp:write")
+    auth = headless()
+    assert (await call(server, auth, "ping")).status_code == 200
+    assert (await call(server, auth)).status_code == 200  # step-up
+    server.revoke_access_tokens()
+    assert (await call(server, auth)).status_code == 200  # refresh
+    server.wrong_state = True
+    server.revoke_access_tokens()
+    server.refresh.clear()
+    with pytest.raises(AuthorizationDenied) as failure:
+        await call(server, auth)
+    hidden = [
+        *server.secrets_issued,
+        *(p["state"] for p in authorize_params(server)),
+        *(s.params["code_verifier"] for s in server.token_requests("authorization_code")),
+    ]
+    assert len(hidden) >= 12 and all(len(value) >= 16 for value in hidden)
+    texts = [record.getMessage() for record in caplog.records] + [str(failure.value)]
+    texts += [str(record.exc_info) for record in caplog.records if record.exc_info]
+    assert len(texts) > 20
+    leaks = [(value, text) for value in hidden for text in texts if value in text]
+    assert leaks == []

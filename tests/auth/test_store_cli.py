@@ -1,0 +1,346 @@
+"""Token stores, and the CLI contract: tokens that survive a run, ``auth list|logout``, option errors."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import keyring.backend
+import keyring.backends.fail
+import keyring.errors
+import pytest
+
+from host_receiver.auth import (
+    AuthError,
+    ClientCredentialsGrant,
+    EnterpriseGrant,
+    FileTokenStore,
+    KeyringTokenStore,
+    MemoryTokenStore,
+    RegisteredClient,
+    StoredAuthorization,
+    TokenSet,
+    _store,
+    default_token_store,
+)
+from host_receiver.cli import build_parser
+from host_receiver.cli._auth import AuthOptionsError, build_auth
+from tests.auth.server import OAuthServer
+from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, memory_keyring
+
+__all__ = ["memory_keyring"]
+
+ROOT = Path(__file__).resolve().parents[2]
+_SCRIPT = Path(sys.executable).with_name("host-receiver")
+CLI = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
+)
+LIMIT_S = 60
+
+
+def entry(server: str = "https://mcp.example/mcp", issuer: str = "https://as.example") -> StoredAuthorization:
+    return StoredAuthorization(
+        server,
+        issuer,
+        tokens=TokenSet("at-secret-value", expires_at=None, refresh_token="rt-secret-value", scope=("a",)),
+        client=RegisteredClient("dyn-1", "cs-secret-value", redirect_uris=("http://127.0.0.1:1/callback",)),
+    )
+
+
+SECRETS = ("at-secret-value", "rt-secret-value", "cs-secret-value")
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The store tests run on both (keyring and file access go through worker threads)."""
+    return str(request.param)
+
+
+# --- stores --------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_file_store_writes_0600_and_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "tokens.json"
+    store = FileTokenStore(path)
+    await store.save(entry())
+    await store.save(entry(issuer="https://other.example"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    loaded = await FileTokenStore(path).load("https://mcp.example/mcp")
+    assert {e.issuer for e in loaded} == {"https://as.example", "https://other.example"}
+    assert loaded[0].tokens is not None and loaded[0].tokens.refresh_token == "rt-secret-value"
+    assert not any(secret in repr(loaded) + loaded[0].summary() for secret in SECRETS)
+    assert [e.issuer for e in await store.delete("https://mcp.example/mcp")] != []
+    assert await store.entries() == []
+
+
+@pytest.mark.anyio
+async def test_the_file_store_refuses_a_file_others_can_read(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    await FileTokenStore(path).save(entry())
+    path.chmod(0o644)
+    with pytest.raises(AuthError, match="mode 0600"):
+        await FileTokenStore(path).load("https://mcp.example/mcp")
+    with pytest.raises(AuthError, match="chmod 600"):
+        await FileTokenStore(path).save(entry())
+
+
+@pytest.mark.anyio
+async def test_the_keyring_store_keeps_entries_and_an_index(memory_keyring: MemoryKeyring) -> None:
+    store = KeyringTokenStore()
+    await store.save(entry())
+    await store.save(entry(server="https://second.example/mcp"))
+    names = {name for service, name in memory_keyring.passwords if service == "host-receiver-oauth"}
+    assert names == {
+        "index",
+        "https://mcp.example/mcp https://as.example",
+        "https://second.example/mcp https://as.example",
+    }
+    assert [e.server for e in await store.entries()] == [
+        "https://second.example/mcp",
+        "https://mcp.example/mcp",
+    ]
+    [first] = await KeyringTokenStore().load("https://mcp.example/mcp")
+    assert first.client is not None and first.client.client_secret == "cs-secret-value"
+    assert [e.server for e in await store.delete("https://mcp.example/mcp")] == ["https://mcp.example/mcp"]
+    assert [e.server for e in await store.entries()] == ["https://second.example/mcp"]
+    await store.delete()
+    assert memory_keyring.passwords == {}
+
+
+class _LockedKeyring(MemoryKeyring):
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise keyring.errors.KeyringLocked("locked")
+
+
+@pytest.fixture
+def fresh_warnings() -> Iterator[None]:
+    saved = set(_store._warned)
+    _store._warned.clear()
+    yield
+    _store._warned.clear()
+    _store._warned.update(saved)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("fresh_warnings")
+async def test_a_locked_keyring_warns_once_and_keeps_tokens_in_memory(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(_LockedKeyring())
+    try:
+        store = KeyringTokenStore()
+        await store.save(entry())
+        await store.save(entry(issuer="https://b.example"))
+        assert len(await store.load("https://mcp.example/mcp")) == 2
+    finally:
+        keyring.set_keyring(previous)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "in memory for this run only" in warnings[0].getMessage()
+
+
+class _UnreadableKeyring(MemoryKeyring):
+    def get_password(self, service: str, username: str) -> str | None:
+        raise keyring.errors.KeyringLocked("locked")
+
+
+@pytest.mark.anyio
+async def test_listing_or_removing_from_an_unreadable_keyring_is_a_clear_error() -> None:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(_UnreadableKeyring())
+    try:
+        with pytest.raises(AuthError, match=r"cannot read the OS keyring \(KeyringLocked\)"):
+            await KeyringTokenStore().entries()
+        with pytest.raises(AuthError, match=r"cannot change the OS keyring \(KeyringLocked\)"):
+            await KeyringTokenStore().delete()
+    finally:
+        keyring.set_keyring(previous)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("fresh_warnings")
+async def test_without_a_keyring_the_default_store_is_memory_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    try:
+        first, second = await default_token_store(), await default_token_store()
+    finally:
+        keyring.set_keyring(previous)
+    assert isinstance(first, MemoryTokenStore) and isinstance(second, MemoryTokenStore)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert (
+        len(warnings) == 1
+        and "no OS keyring is available" in warnings[0]
+        and "--auth-token-file" in warnings[0]
+    )
+
+
+@pytest.mark.anyio
+async def test_with_a_keyring_the_default_store_is_the_keyring(memory_keyring: MemoryKeyring) -> None:
+    assert isinstance(await default_token_store(), KeyringTokenStore)
+
+
+# --- CLI options -----------------------------------------------------------------------------------
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["run", "--url", "https://mcp.example/mcp", *argv])
+
+
+def test_the_client_secret_comes_from_the_environment_when_not_given() -> None:
+    auth = build_auth(
+        parse("--auth-client-id", "c", "--auth-grant", "client-credentials"),
+        {"HOST_RECEIVER_CLIENT_SECRET": "s3"},
+    )
+    assert isinstance(auth.grant, ClientCredentialsGrant)
+    assert auth.client is not None and auth.client.client_secret == "s3"
+    assert "s3" not in repr(auth) and "s3" not in repr(auth.client)
+
+
+def test_the_id_jag_grant_takes_the_id_token_from_the_environment() -> None:
+    args = parse(
+        "--auth-grant", "id-jag", "--auth-client-id", "c", "--auth-idp-token-endpoint", "https://idp.example/token",
+        "--auth-idp-client-id", "idp-c",
+    )  # fmt: skip
+    auth = build_auth(args, {"HOST_RECEIVER_ID_TOKEN": "idt"})
+    assert isinstance(auth.grant, EnterpriseGrant) and auth.grant.idp.id_token == "idt"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--auth-grant", "id-jag"],
+            "--auth-client-id, --auth-id-token (or $HOST_RECEIVER_ID_TOKEN), --auth-idp",
+        ),
+        (["--auth-grant", "client-credentials", "--auth-client-id", "c"], "a secret"),
+        (["--auth-client-secret", "s"], "go with --auth-client-id"),
+        (["--auth-client-metadata-url", "http://c.example/m.json"], "https with a path"),
+        (
+            ["--auth-client-id", "c", "--auth-client-key", "/nonexistent/key.pem"],
+            "cannot read --auth-client-key",
+        ),
+    ],
+)
+def test_inconsistent_options_are_usage_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(
+        AuthOptionsError, match=message.replace("$", r"\$").replace("(", r"\(").replace(")", r"\)")
+    ):
+        build_auth(parse(*argv), {})
+
+
+# --- the CLI, run as a user runs it ------------------------------------------------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[OAuthServer]:
+    with OAuthServer() as running:
+        yield running
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT_S
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOST_RECEIVER_CONFIG": str(tmp_path / "absent-config.toml"),
+        "PYTHONPATH": str(ROOT),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
+
+
+def call_args(server: OAuthServer, *more: str) -> list[str]:
+    return ["run", "--url", server.url, "--call", "t", "--auth-browser", "none", *more]
+
+
+def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing(
+    server: OAuthServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    first = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    assert first.returncode == 0, first.stderr
+    assert '"called"' in first.stdout
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    second = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    assert second.returncode == 0, second.stderr
+    assert len(server.seen("/authorize")) == 1
+    assert len(server.token_requests()) == 1  # the stored token was used
+    server.revoke_access_tokens()
+    third = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    assert third.returncode == 0, third.stderr
+    assert len(server.seen("/authorize")) == 1  # refreshed, not authorized again
+    assert len(server.token_requests("refresh_token")) == 1
+    assert len(server.seen("/register")) == 1  # the registered client was kept too
+
+    listing = cli(env, "auth", "list", "--auth-token-file", str(tokens))
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.startswith(f"{server.url}, issuer {server.base}, registered client dyn-")
+    assert "refresh token" in listing.stdout
+    everything = first.stdout + first.stderr + second.stderr + third.stderr + listing.stdout + listing.stderr
+    assert not [value for value in server.secrets_issued if value in everything]
+
+    logout = cli(env, "auth", "logout", server.url + "/", "--auth-token-file", str(tokens))
+    assert logout.stdout == f"removed {server.url} (issuer {server.base})\n"
+    assert cli(env, "auth", "list", "--auth-token-file", str(tokens)).stdout == "no stored authorizations\n"
+
+
+def test_tokens_in_the_keyring_survive_the_run(
+    server: OAuthServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {
+        **env,
+        "PYTHON_KEYRING_BACKEND": "tests.providers.keyring_backends.FileKeyring",
+        FILE_ENV: str(tmp_path / "keyring.json"),
+    }
+    for _ in range(2):
+        run = cli(env, *call_args(server))
+        assert run.returncode == 0, run.stderr
+        assert "keyring" not in run.stderr
+    assert len(server.seen("/authorize")) == 1
+    assert "host-receiver-oauth/index" in (tmp_path / "keyring.json").read_text()
+    assert cli(env, "auth", "list").stdout.startswith(server.url)
+    assert cli(env, "auth", "logout").stdout.startswith(f"removed {server.url}")
+    assert cli(env, "auth", "list").stdout == "no stored authorizations\n"
+
+
+def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
+    server: OAuthServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {
+        **env,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    run = cli(env, *call_args(server))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("no OS keyring is available") == 1
+    assert list(tmp_path.rglob("*")) == []  # nothing written anywhere under the home
+    again = cli(env, *call_args(server))
+    assert again.returncode == 0 and len(server.seen("/authorize")) == 2  # memory only: authorized again
+
+
+def test_an_auth_failure_is_a_clear_connection_error(server: OAuthServer, env: dict[str, str]) -> None:
+    server.prm_resource = "https://evil.example/mcp"
+    run = cli(env, *call_args(server))
+    assert run.returncode == 2
+    assert f"could not connect to {server.url}: the protected resource metadata" in run.stderr
+    assert "refusing to authorize" in run.stderr

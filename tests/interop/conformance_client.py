@@ -1,0 +1,85 @@
+"""The client command the conformance runner starts for its auth scenarios: its context, as CLI options.
+
+The runner (tests/interop/test_conformance_auth.py) runs
+``python tests/interop/conformance_client.py SERVER_URL`` with
+``MCP_CONFORMANCE_SCENARIO`` and, for pre-registered credentials,
+``MCP_CONFORMANCE_CONTEXT`` (JSON) set. This script only translates them into
+``host-receiver run --url SERVER_URL --call test-tool`` options, as a user
+would type them, and runs the CLI in this process:
+
+- always ``--auth-browser none`` (the runner's authorization endpoint
+  redirects at once), the runner's fixed client metadata document URL, and
+  a fresh ``--auth-token-file`` (so no run touches the user's keyring);
+- ``client_id`` -> ``--auth-client-id``; ``client_secret`` ->
+  ``$HOST_RECEIVER_CLIENT_SECRET``; ``private_key_pem`` -> a 0600 key file for
+  ``--auth-client-key``;
+- ``idp_id_token`` and the IdP fields -> ``--auth-grant id-jag`` with
+  ``$HOST_RECEIVER_ID_TOKEN``; scenarios named ``auth/client-credentials-*`` ->
+  ``--auth-grant client-credentials`` (their context has the same shape as
+  pre-registration's, which uses the code grant).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+#: The client metadata document URL the runner's CIMD scenario expects (it is never fetched).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: Path) -> list[str]:
+    """The ``host-receiver`` argv for one scenario; secrets go to the environment, not here."""
+    argv = [
+        "--log-level",
+        "INFO",
+        "run",
+        "--url",
+        server_url,
+        "--call",
+        "test-tool",
+        "--auth-browser",
+        "none",
+        "--auth-client-metadata-url",
+        CIMD_URL,
+        "--auth-token-file",
+        str(workdir / "tokens.json"),
+    ]
+    if "client_id" in context:
+        argv += ["--auth-client-id", context["client_id"]]
+    if "client_secret" in context:
+        os.environ["HOST_RECEIVER_CLIENT_SECRET"] = context["client_secret"]
+    if "private_key_pem" in context:
+        key = workdir / "client-key.pem"
+        key.touch(mode=0o600)
+        key.write_text(context["private_key_pem"])
+        argv += ["--auth-client-key", str(key)]
+    if "idp_id_token" in context:
+        os.environ["HOST_RECEIVER_ID_TOKEN"] = context["idp_id_token"]
+        argv += [
+            "--auth-grant",
+            "id-jag",
+            "--auth-idp-token-endpoint",
+            context["idp_token_endpoint"],
+            "--auth-idp-client-id",
+            context["idp_client_id"],
+        ]
+    elif scenario.startswith("auth/client-credentials-"):
+        argv += ["--auth-grant", "client-credentials"]
+    return argv
+
+
+def main() -> None:
+    from host_receiver.cli import main as cli_main
+
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    with tempfile.TemporaryDirectory(prefix="conformance-client-") as workdir:
+        cli_main(arguments(sys.argv[-1], scenario, context, Path(workdir)))
+
+
+if __name__ == "__main__":
+    main()
