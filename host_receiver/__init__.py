@@ -39,8 +39,15 @@ from host_receiver.auth import (
     TokenStore,
 )
 from host_receiver.connection import (
+    BadResult,
     ClientConnection,
+    InputRequestFailed,
+    InputRoundsExceeded,
+    MissingCapability,
     ProtocolError,
+    RemoteTask,
+    RemoteTaskCancelled,
+    RemoteTaskLost,
     UnsupportedProtocolVersion,
     default_client_info,
 )
@@ -66,10 +73,11 @@ from host_receiver.protocol.types import (
     ElicitRequestURLParams,
     ElicitResult,
     Implementation,
+    Root,
     SamplingMessage,
     TextContent,
 )
-from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Era
 from host_receiver.receiver import Receiver, ReceiverConfig, Requestor
 from host_receiver.sampling import SamplingLimits
 from host_receiver.session import ConnectionClosed, Session
@@ -101,6 +109,7 @@ __all__ = [
     "Approve",
     "AuthError",
     "AutoApprove",
+    "BadResult",
     "Browser",
     "ClientConnection",
     "ConnectionClosed",
@@ -118,6 +127,7 @@ __all__ = [
     "ElicitationService",
     "ElicitationUI",
     "ElicitationWork",
+    "Era",
     "FileTokenStore",
     "FillDefaults",
     "FormField",
@@ -130,6 +140,8 @@ __all__ = [
     "HostReceiverError",
     "HttpTransport",
     "Implementation",
+    "InputRequestFailed",
+    "InputRoundsExceeded",
     "InvalidMessage",
     "KeyringTokenStore",
     "MemoryStream",
@@ -137,6 +149,7 @@ __all__ = [
     "MemoryTokenStore",
     "MemoryTransport",
     "MessageStream",
+    "MissingCapability",
     "ModelAllowList",
     "ModelRouter",
     "OAuth",
@@ -148,9 +161,13 @@ __all__ = [
     "ReceiverConfig",
     "Refuse",
     "RememberDecisions",
+    "RemoteTask",
+    "RemoteTaskCancelled",
+    "RemoteTaskLost",
     "RequestDecision",
     "Requestor",
     "ResultDecision",
+    "Root",
     "RpcError",
     "SamplingApprover",
     "SamplingFunction",

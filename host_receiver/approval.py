@@ -161,7 +161,8 @@ class UrlView:
     task_id: str | None
     message: str
     url: str
-    elicitation_id: str
+    #: The id a 2025-11-25 server completes the elicitation under (None in 2026-07-28).
+    elicitation_id: str | None
     warnings: tuple[str, ...] = ()
 
     @property

@@ -1,25 +1,34 @@
-"""The MCP client side of one connection: the handshake, then traffic both ways.
+"""The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
 Rules:
 
-- ``ClientConnection.connect()`` opens the transport, starts a session (the
-  request handler is live from the first byte: a server may ping early),
-  sends ``initialize`` with :data:`LATEST_PROTOCOL_VERSION`, the capabilities
-  and client info, checks the answer, tells the stream the negotiated
-  version, sends ``notifications/initialized``, opens the stream's listener
-  (the HTTP GET stream), and only then hands the connection out.
+- ``ClientConnection.connect()`` opens the transport and starts a session
+  (live from the first byte: a server may ping early), then agrees on the
+  era and version (:mod:`host_receiver._negotiation`: ``protocol="auto"``
+  probes with ``server/discover`` and falls back to ``initialize``).
+  A legacy agreement tells the stream the version, sends
+  ``notifications/initialized`` and opens the stream's listener (the HTTP GET
+  stream); a modern one needs none of these. Only then is the connection
+  handed out.
 - With a ``receiver`` (anything that offers ``capabilities(version)`` and
   ``attach(peer)``, such as :class:`~host_receiver.receiver.Receiver`), the
   connection advertises the receiver's capabilities, attaches itself as the
-  receiver's :class:`~host_receiver.peer.Peer` for its whole life, and routes
-  the server's requests and notifications to the requestor it gets back.
-  Without one, ``request_handler``/``notification_handler`` serve them (or
-  nothing does: -32601).
-- Version negotiation: the server's ``protocolVersion`` must be one of
-  :data:`SUPPORTED_PROTOCOL_VERSIONS`, or the connection is closed and
-  :class:`UnsupportedProtocolVersion` raised. Capabilities are the caller's;
-  re-checking them against an older negotiated version is the caller's job
-  (:attr:`ClientConnection.protocol_version` says which one).
+  receiver's :class:`~host_receiver.peer.Peer` for its whole life, routes the
+  server's requests and notifications to the requestor it gets back, and
+  fulfils modern input requests through it. Without one,
+  ``request_handler``/``notification_handler`` serve them (or nothing does:
+  -32601), and input requests cannot be answered.
+- Modern requests carry the envelope in ``_meta`` (protocol version, client
+  info, this request's capabilities: the receiver's, plus the tasks
+  extension unless it is turned off). A -32022 answer that names a version
+  both sides speak is answered by switching to it and sending again.
+- ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
+  server's input rounds (:mod:`host_receiver._input_rounds`) and, for
+  ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
+  the final result only. A -32021 answer is a :class:`MissingCapability`
+  naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
+  the connection list the tools again (their header annotations may have
+  changed) and send the call once more.
 - Leaving the context closes the session, then the transport.
 """
 
@@ -31,18 +40,31 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from importlib import metadata
 from typing import Any, Protocol, Self
 
-from pydantic import ValidationError
-
-from host_receiver.errors import HostReceiverError
-from host_receiver.peer import Peer
-from host_receiver.protocol.errors import method_not_found
-from host_receiver.protocol.types import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    Implementation,
-    InitializeResult,
-    dump,
+from host_receiver._input_rounds import InputRequestFailed, InputRoundsExceeded, with_input_rounds
+from host_receiver._negotiation import (
+    AUTO,
+    Agreement,
+    MissingCapability,
+    ProtocolError,
+    UnsupportedProtocolVersion,
+    agree,
+    missing_capability,
 )
+from host_receiver._remote_tasks import RemoteTaskCancelled, RemoteTaskLost, TaskObserver, follow_task
+from host_receiver.peer import Peer
+from host_receiver.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, method_not_found
+from host_receiver.protocol.modern import (
+    HEADER_MISMATCH,
+    MISSING_CAPABILITY,
+    TASKS_EXTENSION,
+    UNSUPPORTED_VERSION,
+    BadResult,
+    RemoteTask,
+    envelope,
+    result_type,
+)
+from host_receiver.protocol.types import Implementation, dump
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS, Era, rules_of
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -53,8 +75,15 @@ from host_receiver.session import (
 from host_receiver.transports.base import MessageStream, Transport
 
 __all__ = [
+    "BadResult",
     "ClientConnection",
+    "InputRequestFailed",
+    "InputRoundsExceeded",
+    "MissingCapability",
     "ProtocolError",
+    "RemoteTask",
+    "RemoteTaskCancelled",
+    "RemoteTaskLost",
     "ServerHandler",
     "ServesServers",
     "UnsupportedProtocolVersion",
@@ -63,13 +92,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-
-class ProtocolError(HostReceiverError):
-    """The server answered something MCP does not allow."""
-
-
-class UnsupportedProtocolVersion(ProtocolError):
-    """The server chose a protocol version this client cannot speak."""
+#: Input rounds one request may take before the call is given up.
+DEFAULT_MAX_INPUT_ROUNDS = 10
+#: Seconds a legacy server may stay silent on ``server/discover`` before ``initialize``.
+DEFAULT_DISCOVER_TIMEOUT = 10.0
+#: Requests that may be answered with ``input_required`` (basic-patterns-mrtr.mdx).
+_ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 def default_client_info() -> Implementation:
@@ -86,6 +114,10 @@ class ServerHandler(Protocol):
 
     def dispatch(self, method: str, params: dict[str, Any] | None) -> Any:
         """The answer now (a dict), or an awaitable of it; raise RpcError for an error."""
+        ...
+
+    async def fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Answer one input request of a modern server, never as a task."""
         ...
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None: ...
@@ -107,14 +139,26 @@ class ClientConnection:
         stream: MessageStream,
         *,
         name: str,
+        client_info: Implementation | None = None,
+        capabilities: dict[str, Any] | None = None,
+        receiver: ServesServers | None = None,
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        tasks_extension: bool = True,
     ) -> None:
+        if max_input_rounds < 1:
+            raise ValueError("max_input_rounds must be at least 1")
         self._stream = stream
+        self._client_info = client_info if client_info is not None else default_client_info()
+        self._capabilities = capabilities
+        self._receiver = receiver
         self._request_handler = request_handler
         self._notification_handler = notification_handler
+        self.max_input_rounds = max_input_rounds
+        self.tasks_extension = tasks_extension
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
-        self._init: InitializeResult | None = None
+        self._agreement: Agreement | None = None
         self._session = Session(
             stream,
             request_handler=self._on_request,
@@ -134,48 +178,80 @@ class ClientConnection:
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
         name: str | None = None,
+        protocol: str = AUTO,
         init_timeout: float | None = 60.0,
+        discover_timeout: float | None = DEFAULT_DISCOVER_TIMEOUT,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        tasks_extension: bool = True,
     ) -> AsyncIterator[Self]:
-        """Connect, run the MCP handshake, and yield the connection.
+        """Connect, agree on a protocol, and yield the connection.
 
-        ``receiver`` serves the server's requests (rules above); otherwise
-        ``capabilities`` are advertised and the handlers serve them. ``name``
-        labels the server in logs (default: its ``serverInfo.name``). Raises
-        :class:`UnsupportedProtocolVersion` or :class:`ProtocolError` for a bad
-        handshake, ``RpcError`` if the server refuses ``initialize``,
+        ``protocol`` is ``"auto"`` (dual-era), ``"2026-07-28"`` or
+        ``"2025-11-25"``. ``receiver`` serves the server's requests (rules
+        above); otherwise ``capabilities`` are advertised and the handlers
+        serve them. ``name`` labels the server in logs (default: its
+        ``serverInfo.name``). Raises :class:`UnsupportedProtocolVersion`,
+        :class:`MissingCapability` or :class:`ProtocolError` for a failed
+        agreement, ``RpcError`` if the server refuses ``initialize``,
         ``TimeoutError`` after ``init_timeout`` seconds.
         """
         if receiver is not None and (
             capabilities is not None or request_handler is not None or notification_handler is not None
         ):
             raise ValueError("with a receiver, capabilities and handlers come from the receiver")
-        info = client_info if client_info is not None else default_client_info()
         async with transport.connect() as stream, AsyncExitStack() as scope:
             connection = cls(
                 stream,
                 name=name or "server",
+                client_info=client_info,
+                capabilities=capabilities,
+                receiver=receiver,
                 request_handler=request_handler,
                 notification_handler=notification_handler,
+                max_input_rounds=max_input_rounds,
+                tasks_extension=tasks_extension,
             )
             if receiver is not None:
                 connection._handler = await scope.enter_async_context(receiver.attach(connection))
-                capabilities = receiver.capabilities(LATEST_PROTOCOL_VERSION)
             session = await scope.enter_async_context(connection._session)
-            init = await _initialize(session, capabilities or {}, info, init_timeout)
+            agreement = await agree(
+                session,
+                protocol,
+                capabilities_for=connection.capabilities_for,
+                client_info=connection._client_info,
+                discover_timeout=discover_timeout,
+                init_timeout=init_timeout,
+            )
             # Known before notifications/initialized: the server may send requests right after it.
-            connection._init = init
+            connection._agreement = agreement
             if name is None:
-                session.name = init.server_info.name
-            stream.set_protocol_version(init.protocol_version)
-            await session.notify("notifications/initialized")
-            await stream.open_listener()
+                session.name = agreement.server_info.name
+            if agreement.era is Era.LEGACY:
+                stream.set_protocol_version(agreement.version)
+                await session.notify("notifications/initialized")
+                await stream.open_listener()
             logger.info(
-                "connected to %s %s (protocol %s)",
-                init.server_info.name,
-                init.server_info.version,
-                init.protocol_version,
+                "connected to %s %s (protocol %s, %s)",
+                agreement.server_info.name,
+                agreement.server_info.version,
+                agreement.version,
+                agreement.era.value,
             )
             yield connection
+
+    # --- what the connection declares ------------------------------------------
+
+    def capabilities_for(self, version: str) -> dict[str, Any]:
+        """The client capabilities this connection declares when speaking ``version``."""
+        if self._receiver is not None:
+            capabilities = self._receiver.capabilities(version)
+        else:
+            capabilities = dict(self._capabilities or {})
+        if self.tasks_extension and rules_of(version).era is Era.MODERN:
+            extensions = dict(capabilities.get("extensions") or {})
+            extensions[TASKS_EXTENSION] = {}
+            capabilities = {**capabilities, "extensions": extensions}
+        return capabilities
 
     # --- routing what the server sends ------------------------------------------
 
@@ -197,7 +273,19 @@ class ClientConnection:
         else:
             logger.debug("ignored notification %s", method)
 
-    # --- what the handshake established ------------------------------------
+    async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Answer one input request through the receiver; RpcError when it cannot be."""
+        if self._handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"this connection has no receiver to answer {method}")
+        try:
+            return await self._handler.fulfil(method, params)
+        except RpcError:
+            raise
+        except Exception:
+            logger.exception("answering %s for %s failed", method, self.name)
+            raise RpcError(INTERNAL_ERROR, f"Internal error while serving {method}") from None
+
+    # --- what the agreement established ------------------------------------
 
     @property
     def name(self) -> str:
@@ -206,23 +294,28 @@ class ClientConnection:
 
     @property
     def protocol_version(self) -> str:
-        """The negotiated protocol version (the one offered, until the handshake answers)."""
-        return self._init.protocol_version if self._init is not None else LATEST_PROTOCOL_VERSION
+        """The protocol version spoken (the newest handshake version, until the agreement)."""
+        return self._agreement.version if self._agreement is not None else LATEST_LEGACY_VERSION
+
+    @property
+    def era(self) -> Era:
+        """``Era.LEGACY`` (an ``initialize`` handshake) or ``Era.MODERN`` (per-request ``_meta``)."""
+        return rules_of(self.protocol_version).era
 
     @property
     def server_info(self) -> Implementation:
         """The server's ``serverInfo``."""
-        return self._handshake.server_info
+        return self._agreed.server_info
 
     @property
     def server_capabilities(self) -> dict[str, Any]:
         """The server's ``capabilities``."""
-        return self._handshake.capabilities
+        return self._agreed.server_capabilities
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if any."""
-        return self._handshake.instructions
+        return self._agreed.instructions
 
     @property
     def requestor(self) -> ServerHandler | None:
@@ -235,10 +328,10 @@ class ClientConnection:
         return self._session.closed_reason
 
     @property
-    def _handshake(self) -> InitializeResult:
-        if self._init is None:
-            raise RuntimeError("the handshake has not finished")
-        return self._init
+    def _agreed(self) -> Agreement:
+        if self._agreement is None:
+            raise RuntimeError("the protocol agreement has not finished")
+        return self._agreement
 
     @property
     def session(self) -> Session:
@@ -255,8 +348,57 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Send any request; see :meth:`Session.request`."""
-        return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
+        """Send any request once and return its raw result (see :meth:`Session.request`).
+
+        On a modern connection the envelope is added to ``_meta``, and a
+        -32022 naming another version both sides speak is answered by
+        switching to it. An ``input_required`` or task result comes back as
+        it is: :meth:`call_tool` and its kin follow them.
+        """
+        if self.era is Era.LEGACY:
+            return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
+        try:
+            return await self._session.request(
+                method, self._stamped(params), timeout=timeout, on_progress=on_progress
+            )
+        except RpcError as exc:
+            if exc.code == UNSUPPORTED_VERSION and self._switch_version(exc.data):
+                return await self._session.request(
+                    method, self._stamped(params), timeout=timeout, on_progress=on_progress
+                )
+            if exc.code == MISSING_CAPABILITY:
+                raise missing_capability(self.name, method, exc) from None
+            raise
+
+    def _stamped(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        """``params`` with the modern envelope in ``_meta`` (the caller's other keys kept)."""
+        version = self.protocol_version
+        stamped = dict(params or {})
+        meta = stamped.get("_meta")
+        stamped["_meta"] = {
+            **(meta if isinstance(meta, dict) else {}),
+            **envelope(version, dump(self._client_info), self.capabilities_for(version)),
+        }
+        return stamped
+
+    def _switch_version(self, data: object) -> bool:
+        """Speak another modern version the server names, if there is one; whether it switched."""
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if not isinstance(supported, list) or self._agreement is None:
+            return False
+        mutual = [v for v in MODERN_VERSIONS if v in supported and v != self._agreement.version]
+        if not mutual:
+            return False
+        logger.info("%s no longer speaks %s; switching to %s", self.name, self._agreement.version, mutual[0])
+        agreement = self._agreement
+        self._agreement = Agreement(
+            version=mutual[0],
+            server_info=agreement.server_info,
+            server_capabilities=agreement.server_capabilities,
+            instructions=agreement.instructions,
+            server_versions=tuple(v for v in supported if isinstance(v, str)),
+        )
+        return True
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send any notification."""
@@ -267,13 +409,14 @@ class ClientConnection:
         self._session.notify_soon(method, params)
 
     async def ping(self, *, timeout: float | None = None) -> None:
-        """Check that the server answers."""
+        """Check that the server answers (legacy connections: 2026-07-28 has no ping)."""
         await self._session.ping(timeout=timeout)
 
     async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """Every tool the server offers, following ``nextCursor`` to the last page.
 
-        ``timeout`` applies to each page.
+        ``timeout`` applies to each page. On HTTP, tools whose header
+        annotations break the binding's rules are left out, with a warning.
         """
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
@@ -285,7 +428,7 @@ class ClientConnection:
             items = page.get("tools")
             if not isinstance(items, list):
                 raise ProtocolError("tools/list result has no tools array")
-            tools.extend(items)
+            tools.extend(self._stream.accept_tools([t for t in items if isinstance(t, dict)]))
             cursor = page.get("nextCursor")
             if cursor is None:
                 return tools
@@ -300,40 +443,70 @@ class ClientConnection:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        on_task: TaskObserver | None = None,
     ) -> dict[str, Any]:
-        """Call a tool and return the raw ``CallToolResult``.
+        """Call a tool and return its final ``CallToolResult``.
 
-        A tool that failed is a result with ``isError: true``, not an exception.
+        A tool that failed is a result with ``isError: true``, not an
+        exception. On a modern connection the server's input rounds are
+        answered and its task (tasks extension) followed to its end;
+        ``on_task`` is told every state of that task. ``timeout`` applies to
+        each request sent.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        try:
+            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        except RpcError as exc:
+            if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
+                raise
+            logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
+            await self.list_tools(timeout=timeout)
+            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Get a prompt (answering a modern server's input rounds); returns ``GetPromptResult``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self._with_rounds("prompts/get", params, timeout, None, None)
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Read a resource (answering a modern server's input rounds); returns ``ReadResourceResult``."""
+        return await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+
+    async def _with_rounds(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        if self.era is Era.LEGACY:
+            return await self.request(method, params, timeout=timeout, on_progress=on_progress)
+
+        async def send(attempt: dict[str, Any]) -> dict[str, Any]:
+            return await self.request(method, attempt, timeout=timeout, on_progress=on_progress)
+
+        async def send_task_request(task_method: str, task_params: dict[str, Any]) -> dict[str, Any]:
+            return await self.request(task_method, task_params, timeout=timeout)
+
+        assert method in _ROUND_METHODS
+        result = await with_input_rounds(method, params, send, self._fulfil, max_rounds=self.max_input_rounds)
+        if result_type(result) != "task":
+            return result
+        if method != "tools/call" or not self.tasks_extension:
+            raise BadResult(f"{self.name} answered {method} with a task, which this request did not allow")
+        return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""
         await self._session.wait_closed()
 
-
-async def _initialize(
-    session: Session,
-    capabilities: dict[str, Any],
-    client_info: Implementation,
-    init_timeout: float | None,
-) -> InitializeResult:
-    params = {
-        "protocolVersion": LATEST_PROTOCOL_VERSION,
-        "capabilities": capabilities,
-        "clientInfo": dump(client_info),
-    }
-    result = await session.request("initialize", params, timeout=init_timeout)
-    try:
-        init = InitializeResult.model_validate(result)
-    except ValidationError as exc:
-        raise ProtocolError(f"{session.name} sent an invalid initialize result: {exc}") from None
-    if init.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
-        raise UnsupportedProtocolVersion(
-            f"{init.server_info.name} wants MCP protocol version {init.protocol_version!r}; "
-            f"this client supports {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}"
-        )
-    return init
+    def __repr__(self) -> str:
+        version = self._agreement.version if self._agreement is not None else "not agreed"
+        return f"<{type(self).__name__} {self.name!r} {version}>"

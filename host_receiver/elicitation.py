@@ -314,12 +314,19 @@ def check_url(url: str) -> None:
         raise invalid_params("url must be an absolute http or https URL")
 
 
-def check_request(params: ElicitRequestParams, *, modes: tuple[str, ...]) -> None:
-    """Raise -32602 if ``params`` use an undeclared mode or an invalid schema or URL."""
+def check_request(
+    params: ElicitRequestParams, *, modes: tuple[str, ...], needs_elicitation_id: bool = True
+) -> None:
+    """Raise -32602 if ``params`` use an undeclared mode or an invalid schema or URL.
+
+    ``needs_elicitation_id``: URL mode needs an ``elicitationId`` (2025-11-25; not 2026-07-28).
+    """
     mode = "url" if isinstance(params, ElicitRequestURLParams) else "form"
     if mode not in modes:
         raise invalid_params(f"Elicitation mode {mode!r} is not supported by this client")
     if isinstance(params, ElicitRequestFormParams):
         parse_form_schema(params.requested_schema)
-    else:
-        check_url(params.url)
+        return
+    check_url(params.url)
+    if needs_elicitation_id and params.elicitation_id is None:
+        raise invalid_params("Invalid params: elicitationId: Field required")

@@ -32,7 +32,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from host_receiver.connection import ClientConnection
+from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS, ClientConnection
 from host_receiver.protocol.types import Implementation
 from host_receiver.receiver import Receiver
 from host_receiver.transports.base import MessageStream, Transport
@@ -71,9 +71,21 @@ class ServerConnection(ClientConnection):
 class Host:
     """Connects to MCP servers and serves their sampling and elicitation requests."""
 
-    def __init__(self, receiver: Receiver, *, client_info: Implementation | None = None) -> None:
+    def __init__(
+        self,
+        receiver: Receiver,
+        *,
+        client_info: Implementation | None = None,
+        protocol: str = "auto",
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        tasks_extension: bool = True,
+    ) -> None:
         self.receiver = receiver
         self.client_info = client_info
+        #: The protocol choice of every connection unless :meth:`connect` names another.
+        self.protocol = protocol
+        self.max_input_rounds = max_input_rounds
+        self.tasks_extension = tasks_extension
         self.servers: dict[str, ServerConnection] = {}
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -93,13 +105,21 @@ class Host:
             server._stop.set()
         return await self._group.__aexit__(exc_type, exc, tb)
 
-    async def connect(self, name: str, transport: Transport) -> ServerConnection:
-        """Connect to a server; returns once it is initialised (raises if that fails)."""
+    async def connect(
+        self, name: str, transport: Transport, *, protocol: str | None = None
+    ) -> ServerConnection:
+        """Connect to a server; returns once the protocol is agreed (raises if that fails).
+
+        ``protocol`` is ``"auto"`` (the host's default: probe, then fall back to
+        the handshake), ``"2026-07-28"`` or ``"2025-11-25"``.
+        """
         if self._group is None:
             raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
         if name in self.servers and not self.servers[name].closed:
             raise ValueError(f"a server named {name!r} is already connected")
-        server: ServerConnection = await self._group.start(self._serve, name, transport)
+        server: ServerConnection = await self._group.start(
+            self._serve, name, transport, protocol or self.protocol
+        )
         self.servers[name] = server
         return server
 
@@ -111,10 +131,11 @@ class Host:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        protocol: str | None = None,
     ) -> ServerConnection:
         """Start a server process and connect to it over stdio (a minimal environment plus ``env``)."""
         transport = StdioTransport(command, args, env=env, cwd=cwd, name=name)
-        return await self.connect(name, transport)
+        return await self.connect(name, transport, protocol=protocol)
 
     async def connect_url(
         self,
@@ -123,21 +144,29 @@ class Host:
         *,
         headers: Mapping[str, str] | None = None,
         auth: httpx.Auth | None = None,
+        protocol: str | None = None,
     ) -> ServerConnection:
         """Connect to a Streamable HTTP server."""
-        return await self.connect(name, HttpTransport(url, headers=headers, auth=auth))
+        return await self.connect(name, HttpTransport(url, headers=headers, auth=auth), protocol=protocol)
 
     async def _serve(
         self,
         name: str,
         transport: Transport,
+        protocol: str,
         *,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         server: ServerConnection | None = None
         try:
             async with ServerConnection.connect(
-                transport, receiver=self.receiver, client_info=self.client_info, name=name
+                transport,
+                receiver=self.receiver,
+                client_info=self.client_info,
+                name=name,
+                protocol=protocol,
+                max_input_rounds=self.max_input_rounds,
+                tasks_extension=self.tasks_extension,
             ) as server:
                 task_status.started(server)
                 async with anyio.create_task_group() as group:

@@ -23,8 +23,10 @@ Rules:
   order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. An outgoing request that times out or whose caller
-  is cancelled sends ``notifications/cancelled`` (except ``initialize``, which
-  MCP forbids cancelling).
+  is cancelled is abandoned: the stream may tell the peer itself (the
+  2026-07-28 HTTP binding closes the request's stream), else the session
+  sends ``notifications/cancelled`` (never for ``initialize``, which MCP
+  forbids cancelling).
 - ``notifications/progress`` goes to the ``on_progress`` callback of the
   outgoing request whose token it names, in arrival order; every update that
   arrived before the response is delivered before ``request()`` returns.
@@ -256,7 +258,7 @@ class Session:
         except (TimeoutError, anyio.get_cancelled_exc_class()) as exc:
             if not pending.done.is_set():
                 self._abandon(request_id)
-                if method != "initialize":
+                if not self._stream.abandon(request_id) and method != "initialize":
                     reason = "timed out" if isinstance(exc, TimeoutError) else "cancelled by the caller"
                     await self._send_cancellation(request_id, reason)
             raise

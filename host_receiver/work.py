@@ -23,8 +23,11 @@ is a handler too: :func:`as_sampling_handler` and
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
 
 from host_receiver.protocol.types import (
     RELATED_TASK_META_KEY,
@@ -34,6 +37,9 @@ from host_receiver.protocol.types import (
     ElicitResult,
     ProgressToken,
 )
+
+#: Shortest time between two progress notifications to the requestor (seconds): about 10 a second.
+PROGRESS_INTERVAL = 0.1
 
 _P = TypeVar("_P")
 _R = TypeVar("_R")
@@ -53,7 +59,16 @@ class StatusSink(Protocol):
 class WorkContext:
     """The requestor, the task (if any) and the progress channel of one request."""
 
-    __slots__ = ("_notify", "_status", "progress_token", "requestor", "requestor_name", "task_id")
+    __slots__ = (
+        "_last_progress",
+        "_last_sent_at",
+        "_notify",
+        "_status",
+        "progress_token",
+        "requestor",
+        "requestor_name",
+        "task_id",
+    )
 
     def __init__(
         self,
@@ -71,6 +86,8 @@ class WorkContext:
         self.progress_token = progress_token
         self._notify = notify
         self._status = status
+        self._last_progress: float | None = None
+        self._last_sent_at = -math.inf
 
     @property
     def related_task_meta(self) -> dict[str, Any] | None:
@@ -87,9 +104,22 @@ class WorkContext:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the requestor asked for progress."""
+        """Send ``notifications/progress`` if the requestor asked for progress.
+
+        At most one every :data:`PROGRESS_INTERVAL` seconds (the one that
+        reaches ``total`` always goes), and only rising values: the spec
+        wants progress to increase. Awaited before the work returns, so every
+        update reaches the requestor before the result.
+        """
         if self.progress_token is None:
             return
+        if self._last_progress is not None and progress <= self._last_progress:
+            return
+        now = anyio.current_time()
+        final = total is not None and progress >= total
+        if now - self._last_sent_at < PROGRESS_INTERVAL and not final:
+            return
+        self._last_progress, self._last_sent_at = progress, now
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total

@@ -1,4 +1,11 @@
-"""Validation of every message the project emits against the official 2025-11-25 schema."""
+"""Validation of every message the project emits against the official schema of its era.
+
+Legacy messages (2025-11-25) against ``schema-2025-11-25.json``; modern ones
+(a request whose ``_meta`` names 2026-07-28) against ``schema-2026-07-28.json``.
+The tasks extension's methods (``tasks/get|update|cancel`` of 2026-07-28) are
+not in the core schema: their envelope, ``_meta`` and ``inputResponses`` are
+checked against the core definitions, their other params by hand.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,20 @@ from typing import Any
 
 import jsonschema
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "shared" / "spec" / "schema-2025-11-25.json"
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+SPEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "spec"
+SCHEMA_PATH = SPEC_DIR / f"schema-{LEGACY}.json"
+#: Request definition of each method a modern client sends (2026-07-28 core schema).
+MODERN_REQUEST_OF = {
+    "server/discover": "DiscoverRequest",
+    "tools/call": "CallToolRequest",
+    "tools/list": "ListToolsRequest",
+    "prompts/get": "GetPromptRequest",
+    "resources/read": "ReadResourceRequest",
+}
+#: The tasks extension's methods, and the params each needs besides ``taskId``.
+TASK_EXTENSION_PARAMS = {"tasks/get": (), "tasks/update": ("inputResponses",), "tasks/cancel": ()}
 
 #: Result definition for each method a client answers.
 RESULT_OF = {
@@ -29,16 +49,17 @@ NOTIFICATION_OF = {
 }
 
 
-def _find_schema() -> Path:
-    for candidate in (SCHEMA_PATH, Path.cwd().parent / "shared" / "spec" / "schema-2025-11-25.json"):
+def _find_schema(version: str) -> Path:
+    name = f"schema-{version}.json"
+    for candidate in (SPEC_DIR / name, Path.cwd().parent / "shared" / "spec" / name):
         if candidate.exists():
             return candidate
-    raise FileNotFoundError(f"official schema not found at {SCHEMA_PATH}")
+    raise FileNotFoundError(f"official schema not found at {SPEC_DIR / name}")
 
 
 @cache
-def _schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads(_find_schema().read_text())
+def _schema(version: str = LEGACY) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(_find_schema(version).read_text())
     # schema.json types ElicitResult.content values as string|integer|boolean|string[];
     # the spec's schema.ts says number. Follow the spec (docs/protocol.md, "Deviations").
     content = schema["$defs"]["ElicitResult"]["properties"]["content"]["additionalProperties"]
@@ -49,16 +70,42 @@ def _schema() -> dict[str, Any]:
 
 
 @cache
-def _validator(definition: str) -> jsonschema.protocols.Validator:
-    schema = _schema()
+def _validator(definition: str, version: str = LEGACY) -> jsonschema.protocols.Validator:
+    schema = _schema(version)
     wrapper = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
     cls = jsonschema.validators.validator_for(wrapper)
     return cls(wrapper)  # type: ignore[no-any-return]
 
 
-def validate(definition: str, instance: Any) -> None:
-    """Raise jsonschema.ValidationError unless ``instance`` is a valid ``definition``."""
-    _validator(definition).validate(instance)
+def validate(definition: str, instance: Any, *, version: str = LEGACY) -> None:
+    """Raise jsonschema.ValidationError unless ``instance`` is a valid ``definition`` of ``version``."""
+    _validator(definition, version).validate(instance)
+
+
+def is_modern(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a 2026-07-28 request (its ``_meta`` names that version)."""
+    meta = (message.get("params") or {}).get("_meta") if isinstance(message.get("params"), dict) else None
+    return isinstance(meta, dict) and meta.get("io.modelcontextprotocol/protocolVersion") == MODERN
+
+
+def validate_modern_request(message: dict[str, Any]) -> None:
+    """Validate a request a modern client sends, by the 2026-07-28 schema (rules above)."""
+    validate("JSONRPCRequest", message, version=MODERN)
+    params = message["params"]
+    validate("RequestMetaObject", params["_meta"], version=MODERN)
+    method = message["method"]
+    if method in MODERN_REQUEST_OF:
+        validate(MODERN_REQUEST_OF[method], message, version=MODERN)
+    elif method in TASK_EXTENSION_PARAMS:
+        assert isinstance(params.get("taskId"), str), f"{method} needs a string taskId"
+        for needed in TASK_EXTENSION_PARAMS[method]:
+            assert needed in params, f"{method} needs {needed}"
+    else:
+        raise AssertionError(f"a modern client sent {method}, which the 2026-07-28 schema has no request for")
+    if "inputResponses" in params:
+        validate("InputResponses", params["inputResponses"], version=MODERN)
+    if "requestState" in params:
+        assert isinstance(params["requestState"], str)
 
 
 def validate_result(method: str, result: dict[str, Any], *, task: bool = False) -> None:
@@ -79,7 +126,10 @@ def validate_notification(method: str, params: dict[str, Any] | None) -> None:
 
 
 def validate_message(message: dict[str, Any]) -> None:
-    """Validate any JSON-RPC message a client sends."""
+    """Validate any JSON-RPC message a client sends (by its era's schema)."""
+    if is_modern(message):
+        validate_modern_request(message)
+        return
     validate("JSONRPCMessage", message)
     if "method" in message and "id" not in message and message["method"] in NOTIFICATION_OF:
         validate(NOTIFICATION_OF[message["method"]], message)

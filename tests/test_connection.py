@@ -14,7 +14,7 @@ import pytest
 
 from host_receiver.connection import ClientConnection, ProtocolError, UnsupportedProtocolVersion
 from host_receiver.protocol.errors import RpcError
-from host_receiver.protocol.types import LATEST_PROTOCOL_VERSION, Implementation
+from host_receiver.protocol.types import LATEST_LEGACY_VERSION, Implementation
 from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport
 from host_receiver.transports.stdio import StdioTransport
@@ -27,7 +27,7 @@ SERVER_SCRIPT = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
 class FakeServer:
     """An MCP server played by a second session on the other end of a memory pair."""
 
-    def __init__(self, version: str = LATEST_PROTOCOL_VERSION) -> None:
+    def __init__(self, version: str = LATEST_LEGACY_VERSION) -> None:
         self.version = version
         self.init_params: dict[str, Any] | None = None
         self.initialized = anyio.Event()
@@ -82,18 +82,18 @@ async def test_the_handshake_sends_what_mcp_asks_and_exposes_the_answer() -> Non
         transport,
     ):
         assert server.init_params == {
-            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "protocolVersion": LATEST_LEGACY_VERSION,
             "capabilities": {"sampling": {}},
             "clientInfo": {"name": "h", "version": "1"},
         }
         await server.initialized.wait()
-        assert conn.protocol_version == LATEST_PROTOCOL_VERSION
+        assert conn.protocol_version == LATEST_LEGACY_VERSION
         assert conn.server_info == Implementation(name="fake", version="9.9")
         assert conn.server_capabilities == {"tools": {"listChanged": True}}
         assert conn.instructions == "be nice"
         assert conn.session.name == "fake"
         client_end = transport._client  # the stream learnt the version and was asked to listen
-        assert client_end.protocol_version == LATEST_PROTOCOL_VERSION
+        assert client_end.protocol_version == LATEST_LEGACY_VERSION
         assert client_end.listener_opened
 
 
@@ -113,7 +113,7 @@ async def test_an_unsupported_version_closes_the_connection_with_a_clear_error()
 
 async def test_an_invalid_initialize_result_is_a_protocol_error() -> None:
     server = FakeServer()
-    server.init_result = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}}
+    server.init_result = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {}}
     with pytest.raises(ProtocolError, match="invalid initialize result"):
         async with connected(server):
             pass  # pragma: no cover
@@ -148,7 +148,7 @@ async def test_call_tool_returns_the_raw_result_with_progress() -> None:
 async def test_over_stdio_negotiation_and_pagination() -> None:
     transport = StdioTransport(sys.executable, [str(SERVER_SCRIPT)], name="raw")
     async with ClientConnection.connect(transport, capabilities={"elicitation": {}}) as conn:
-        assert conn.protocol_version == LATEST_PROTOCOL_VERSION
+        assert conn.protocol_version == LATEST_LEGACY_VERSION
         sent = json.loads((conn.instructions or "").removeprefix("client sent "))
         assert sent["capabilities"] == {"elicitation": {}}
         assert sent["clientInfo"]["name"] == "host-receiver"

@@ -33,10 +33,13 @@ from host_receiver.protocol.types import (
     TextContent,
 )
 from host_receiver.receiver import Receiver
+from host_receiver.work import PROGRESS_INTERVAL
 from providers import (
+    EchoProvider,
     ModelInfo,
     ProgressSink,
     ProviderError,
+    ProviderRegistry,
     SamplingLimits,
     SamplingPlan,
     SamplingProgress,
@@ -202,8 +205,29 @@ async def test_provider_progress_and_failure_reach_the_server() -> None:
         task = await server.request("tasks/get", {"taskId": task_id})
         assert task["status"] == "failed" and "rate limited (429)" in task["statusMessage"]
         progress = [p for m, p in server.notifications if m == "notifications/progress"]
-        assert [(p["progress"], p["total"]) for p in progress] == [(10, 50), (20, 50)]
+        # The second step came within PROGRESS_INTERVAL of the first: it is not sent.
+        assert [(p["progress"], p["total"]) for p in progress] == [(10, 50)]
         assert progress[0]["message"] == "Generating with small: 10 tokens"
+
+
+async def test_progress_to_the_server_is_throttled_rising_and_done_before_the_result() -> None:
+    """A pushed request with a progressToken gets the provider's progress: about 10 a second at most."""
+    registry = ProviderRegistry([EchoProvider(delay=0.6)])
+    receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
+    words = " ".join(f"w{n}" for n in range(60))  # 60 words over 0.6 s: one every 10 ms
+    async with connect(receiver) as server:
+        params = {**sampling_params(words, maxTokens=200), "_meta": {"progressToken": "p"}}
+        started = anyio.current_time()
+        result = await server.request(SAMPLING, params)
+        took = anyio.current_time() - started
+        sent_before_result = [p for m, p in server.notifications if m == "notifications/progress"]
+        await settle()
+        progress = [p for m, p in server.notifications if m == "notifications/progress"]
+    assert result["stopReason"] == "endTurn"
+    assert progress == sent_before_result  # nothing comes after the result
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values)) and len(values) >= 2  # strictly rising
+    assert len(values) <= took / PROGRESS_INTERVAL + 2  # ~10 a second, not one per word
 
 
 # --- elicitation -----------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from host_receiver.connection import ClientConnection
 from host_receiver.protocol.errors import RpcError
-from host_receiver.protocol.types import LATEST_PROTOCOL_VERSION
+from host_receiver.protocol.types import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
 from host_receiver.transports.base import TransportError
 from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport, SessionExpired
@@ -75,13 +75,22 @@ async def test_headers_session_id_and_order_of_the_handshake(server: StreamableH
         assert text_of(await conn.call_tool("json")) == "json"
         session_id = server.session.session_id
     steps = [(r.verb, r.rpc_method) for r in server.requests]
-    assert steps[:3] == [("POST", "initialize"), ("POST", "notifications/initialized"), ("GET", None)]
+    # The dual-era probe first: this legacy server answers it 400 (no session), so the handshake follows.
+    assert steps[:4] == [
+        ("POST", "server/discover"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+    ]
     assert steps[-1] == ("DELETE", None)
-    first, *later = server.requests
+    probe, first, *later = server.requests
+    assert probe.headers["mcp-protocol-version"] == "2026-07-28"
+    assert probe.headers["mcp-method"] == "server/discover"
+    assert "mcp-session-id" not in probe.headers
     assert "mcp-session-id" not in first.headers and "mcp-protocol-version" not in first.headers
     for recorded in later:
         assert recorded.headers["mcp-session-id"] == session_id
-        assert recorded.headers["mcp-protocol-version"] == LATEST_PROTOCOL_VERSION
+        assert recorded.headers["mcp-protocol-version"] == LATEST_LEGACY_VERSION
     for recorded in server.requests:
         assert recorded.headers["x-host"] == "tests"
         assert recorded.headers["authorization"] == "Bearer t0ken"

@@ -55,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options and every subcommand."""
     parser = argparse.ArgumentParser(
         prog="host-receiver",
-        description="An MCP host that serves servers' sampling and elicitation requests, "
-        "as tasks when they ask (MCP 2025-11-25).",
+        description="An MCP host that serves servers' sampling, elicitation and roots requests: "
+        "as tasks when a 2025-11-25 server asks, in input rounds and tasks of 2026-07-28 servers.",
     )
     parser.add_argument(
         "--log-level",
@@ -81,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.log_level != "DEBUG":  # one line per HTTP request is debugging detail
+        for chatty in ("httpx", "httpcore"):
+            logging.getLogger(chatty).setLevel(logging.WARNING)
     tune_gc_for_serving()
     try:
         code = args.func(args)

@@ -4,9 +4,13 @@
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 Without ``--call`` it serves the server's sampling and elicitation requests
 until the server closes the connection or the user presses Ctrl-C (exit 0).
-With ``--call TOOL`` it calls the tool once, prints the ``CallToolResult`` as
-JSON on stdout and exits 0, or 1 when the result has ``isError`` true, or 2
-when the connection or the protocol failed. Logs go to stderr, never stdout.
+With ``--call TOOL`` it calls the tool once, prints the final ``CallToolResult``
+as JSON on stdout (never an intermediate ``input_required`` or task result:
+input rounds are answered and tasks followed to their end) and exits 0, or 1
+when the result has ``isError`` true, or 2 when the connection, the protocol or
+the call failed. Logs go to stderr, never stdout; at INFO one line says which
+protocol the connection speaks. ``--protocol`` chooses it (default ``auto``:
+either era).
 The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`.
 """
 
@@ -20,10 +24,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from host_receiver._negotiation import AUTO
 from host_receiver.cli._auth import AuthOptionsError, add_auth_options, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
@@ -36,7 +42,9 @@ from host_receiver.cli._hooks import (
     resolve_hooks,
     uses_terminal,
 )
+from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.host import Host, ServerConnection
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
@@ -67,6 +75,7 @@ def add_run_command(commands: Any) -> None:
         help="an HTTP header to send with --url (repeatable)",
     )
     run.add_argument("--name", help="the server's name in prompts and logs (default: the command or host)")
+    add_protocol_options(run)
     run.add_argument(
         "--provider",
         help="the LLM provider that serves sampling (default: the configured ones, or the offline "
@@ -101,6 +110,44 @@ def add_run_command(commands: Any) -> None:
     add_auth_options(run)
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
+
+
+def add_protocol_options(run: argparse.ArgumentParser) -> None:
+    """``--protocol``, ``--max-input-rounds``, ``--no-tasks-extension``, ``--root``."""
+    run.add_argument(
+        "--protocol",
+        choices=[AUTO, *MODERN_VERSIONS, LATEST_LEGACY_VERSION],
+        default=AUTO,
+        help="the MCP protocol to speak: 'auto' probes with server/discover and falls back to the "
+        f"initialize handshake of legacy servers (default); {MODERN_VERSIONS[0]} only; or "
+        f"{LATEST_LEGACY_VERSION} (the handshake) only",
+    )
+    run.add_argument(
+        "--max-input-rounds",
+        type=_positive_int,
+        default=DEFAULT_MAX_INPUT_ROUNDS,
+        metavar="N",
+        help="input rounds (input_required answers) one request may take before it is given up "
+        f"(default: {DEFAULT_MAX_INPUT_ROUNDS})",
+    )
+    run.add_argument(
+        "--no-tasks-extension",
+        dest="tasks_extension",
+        action="store_false",
+        help="do not declare the tasks extension (io.modelcontextprotocol/tasks) to modern servers",
+    )
+    run.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a directory to offer the server as a root (roots/list; repeatable; a file:// URI works too)",
+    )
+
+
+def root_uri(text: str) -> str:
+    """A ``--root`` as a ``file://`` URI: URIs as they are, paths made absolute."""
+    return text if text.startswith("file://") else Path(text).expanduser().resolve().as_uri()
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -156,8 +203,18 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         config = ReceiverConfig(
             max_active_tasks=args.max_active_tasks, max_stored_tasks=args.max_stored_tasks
         )
-        receiver = Receiver(sampling=sampling, elicitation=elicitation, store=store, config=config)
-        host = await stack.enter_async_context(Host(receiver))
+        roots = [root_uri(r) for r in args.root] or None
+        receiver = Receiver(
+            sampling=sampling, elicitation=elicitation, store=store, config=config, roots=roots
+        )
+        host = await stack.enter_async_context(
+            Host(
+                receiver,
+                protocol=args.protocol,
+                max_input_rounds=args.max_input_rounds,
+                tasks_extension=args.tasks_extension,
+            )
+        )
         return await _serve(args, host, transport, name, arguments)
 
 

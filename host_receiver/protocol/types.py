@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
-from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from host_receiver.protocol.versions import (
+    LATEST_LEGACY_VERSION,
+    LATEST_PROTOCOL_VERSION,
+    LEGACY_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+)
 from providers import (
     Annotations,
     AudioContent,
@@ -40,7 +45,9 @@ from providers import (
 )
 
 __all__ = [
+    "LATEST_LEGACY_VERSION",
     "LATEST_PROTOCOL_VERSION",
+    "LEGACY_VERSIONS",
     "RELATED_TASK_META_KEY",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "Annotations",
@@ -70,6 +77,7 @@ __all__ = [
     "RequestParams",
     "ResourceLink",
     "Role",
+    "Root",
     "SamplingContent",
     "SamplingMessage",
     "SamplingRequest",
@@ -132,12 +140,16 @@ class ElicitRequestFormParams(RequestParams):
 
 
 class ElicitRequestURLParams(RequestParams):
-    """``elicitation/create`` params in URL mode: a message and a URL to open."""
+    """``elicitation/create`` params in URL mode: a message and a URL to open.
+
+    ``elicitationId`` is required in 2025-11-25 (the receiver checks) and gone
+    in 2026-07-28, where no completion notification exists.
+    """
 
     mode: Literal["url"]
     message: str
     url: str
-    elicitation_id: str
+    elicitation_id: str | None = None
 
 
 ElicitRequestParams: TypeAlias = ElicitRequestFormParams | ElicitRequestURLParams
@@ -151,6 +163,13 @@ class ElicitResult(MetaModel):
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, ElicitValue] | None = None
+
+
+class Root(WireModel):
+    """A root the client offers: a ``file://`` URI and an optional name."""
+
+    uri: str
+    name: str | None = None
 
 
 class ElicitationCompleteParams(WireModel):

@@ -12,7 +12,9 @@ Rules:
   or ``elicitation/create``, the host answers ``tasks/*``) exist only in
   2025-11-25; 2026-07-28 moved tasks to the server (the tasks extension).
 - Sampling with ``tools``/``toolChoice`` and URL-mode elicitation came with
-  2025-11-25; elicitation itself with 2025-06-18.
+  2025-11-25; elicitation itself with 2025-06-18. In 2025-11-25 a URL
+  elicitation carries an ``elicitationId`` the server may complete by
+  notification; 2026-07-28 dropped both.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from enum import StrEnum
 
 __all__ = [
     "LATEST_LEGACY_VERSION",
+    "LATEST_MODERN_VERSION",
     "LATEST_PROTOCOL_VERSION",
     "LEGACY_VERSIONS",
     "MODERN_VERSIONS",
@@ -54,16 +57,18 @@ class VersionRules:
     elicitation: bool
     #: URL-mode elicitation exists.
     elicitation_url: bool
+    #: A URL elicitation carries an ``elicitationId`` and may be completed by notification.
+    elicitation_complete: bool
 
 
 #: Every version this project knows, newest first.
 RULES: dict[str, VersionRules] = {
     rules.version: rules
     for rules in (
-        VersionRules("2026-07-28", Era.MODERN, False, True, True, True),
-        VersionRules("2025-11-25", Era.LEGACY, True, True, True, True),
-        VersionRules("2025-06-18", Era.LEGACY, False, False, True, False),
-        VersionRules("2025-03-26", Era.LEGACY, False, False, False, False),
+        VersionRules("2026-07-28", Era.MODERN, False, True, True, True, False),
+        VersionRules("2025-11-25", Era.LEGACY, True, True, True, True, True),
+        VersionRules("2025-06-18", Era.LEGACY, False, False, True, False, False),
+        VersionRules("2025-03-26", Era.LEGACY, False, False, False, False, False),
     )
 }
 
@@ -73,9 +78,11 @@ LEGACY_VERSIONS: tuple[str, ...] = tuple(v for v, r in RULES.items() if r.era is
 MODERN_VERSIONS: tuple[str, ...] = tuple(v for v, r in RULES.items() if r.era is Era.MODERN)
 LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0]
 
-#: The version an ``initialize`` handshake offers, and those it accepts back.
-LATEST_PROTOCOL_VERSION = LATEST_LEGACY_VERSION
-SUPPORTED_PROTOCOL_VERSIONS = LEGACY_VERSIONS
+LATEST_MODERN_VERSION = MODERN_VERSIONS[0]
+
+#: The newest version this project speaks, and every one it speaks, newest first.
+LATEST_PROTOCOL_VERSION = LATEST_MODERN_VERSION
+SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = tuple(RULES)
 
 
 def rules_of(version: str) -> VersionRules:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ELICITATION", "SAMPLING", "ReceiverConfig"]
+__all__ = ["ELICITATION", "ROOTS", "SAMPLING", "ReceiverConfig"]
 
 SAMPLING = "sampling/createMessage"
 ELICITATION = "elicitation/create"
+ROOTS = "roots/list"
 
 
 @dataclass(frozen=True, slots=True)

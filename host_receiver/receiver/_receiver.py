@@ -9,7 +9,8 @@ leaving the scope cancels it and deletes its tasks.
 Rules:
 
 - What it serves, and the capabilities that follow, are its
-  :class:`~host_receiver.receiver._offer.Offer`.
+  :class:`~host_receiver.receiver._offer.Offer`: handlers for sampling and
+  elicitation, and the roots it offers (``roots/list``).
 - One store holds every requestor's tasks; each requestor sees only its own
   (its random ``key``).
 """
@@ -19,21 +20,21 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
-
 from host_receiver.peer import Peer
-from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION
+from host_receiver.protocol.types import Root
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.receiver._config import ReceiverConfig
 from host_receiver.receiver._methods import TaskMethods
-from host_receiver.receiver._offer import ElicitationMode, Offer
+from host_receiver.receiver._offer import ElicitationMode, Offer, RootsFunction, RootsSource
 from host_receiver.receiver._requestor import Requestor
 from host_receiver.receiver._runner import TaskRunner
 from host_receiver.tasks.cursor import CursorCodec
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
+from host_receiver.transports.base import background_task_group
 from host_receiver.work import (
     ElicitationFunction,
     ElicitationHandler,
@@ -59,6 +60,7 @@ class Receiver:
         config: ReceiverConfig | None = None,
         store: TaskStore | None = None,
         clock: Callable[[], float] = time.time,
+        roots: Sequence[Root | str] | RootsFunction | None = None,
     ) -> None:
         self.config = config or ReceiverConfig()
         #: The handlers, and the capabilities derived from them.
@@ -68,13 +70,14 @@ class Receiver:
             sampling_tools=sampling_tools and sampling is not None,
             elicitation_modes=elicitation_modes if elicitation is not None else (),
             config=self.config,
+            roots=_roots(roots),
         )
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.clock = clock
         self._cursors = CursorCodec()
         self._sequence = itertools.count(1)
 
-    def capabilities(self, protocol_version: str = LATEST_PROTOCOL_VERSION) -> dict[str, Any]:
+    def capabilities(self, protocol_version: str = LATEST_LEGACY_VERSION) -> dict[str, Any]:
         """The client capabilities this receiver really serves, for ``protocol_version``."""
         return self.offer.capabilities(protocol_version)
 
@@ -86,20 +89,28 @@ class Receiver:
 
         ``key`` identifies the requestor in the store (a fresh random key by default).
         """
-        async with anyio.create_task_group() as group:
-            runner = TaskRunner(
-                peer=peer,
-                key=key or secrets.token_hex(16),
-                config=self.config,
-                store=self.store,
-                clock=self.clock,
-                sequence=self._sequence,
-                group=group,
-            )
-            methods = TaskMethods(runner, self._cursors, page_size=self.config.page_size)
-            group.start_soon(runner.run)
-            try:
+        runner: TaskRunner | None = None
+        try:
+            async with background_task_group() as group:
+                runner = TaskRunner(
+                    peer=peer,
+                    key=key or secrets.token_hex(16),
+                    config=self.config,
+                    store=self.store,
+                    clock=self.clock,
+                    sequence=self._sequence,
+                    group=group,
+                )
+                methods = TaskMethods(runner, self._cursors, page_size=self.config.page_size)
+                group.start_soon(runner.run)
                 yield Requestor(self.offer, peer, runner, methods)
-            finally:
-                group.cancel_scope.cancel()
-        runner.forget_all()
+        finally:
+            if runner is not None:  # its work is cancelled by now: delete what is left
+                runner.forget_all()
+
+
+def _roots(roots: Sequence[Root | str] | RootsFunction | None) -> RootsSource | None:
+    """Roots as the offer keeps them: a function as it is, URIs as :class:`Root` values."""
+    if roots is None or callable(roots):
+        return roots
+    return tuple(r if isinstance(r, Root) else Root(uri=r) for r in roots)

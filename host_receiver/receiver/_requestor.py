@@ -19,6 +19,9 @@ Rules:
   them on this connection (otherwise -32601, like any unknown method);
   ``tasks/get`` and ``tasks/result`` always answer, -32602 for a task that
   is not there.
+- ``roots/list`` answers the host's roots, when it offers any.
+- :meth:`Requestor.fulfil` answers a modern server's input requests through
+  this same routing, never as a task.
 - ``notifications/elicitation/complete`` calls the listeners of its
   ``elicitationId``; other notifications are ignored, as JSON-RPC says.
 """
@@ -34,6 +37,7 @@ from pydantic import BaseModel
 from host_receiver.elicitation import check_request as check_elicitation
 from host_receiver.peer import Peer
 from host_receiver.protocol.errors import RpcError, method_not_found
+from host_receiver.protocol.modern import INPUT_METHODS
 from host_receiver.protocol.params import parse, parse_elicitation, task_id_of
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
@@ -43,9 +47,9 @@ from host_receiver.protocol.types import (
     dump,
 )
 from host_receiver.protocol.versions import VersionRules, rules_of
-from host_receiver.receiver._config import ELICITATION, SAMPLING
+from host_receiver.receiver._config import ELICITATION, ROOTS, SAMPLING
 from host_receiver.receiver._methods import TaskMethods
-from host_receiver.receiver._offer import Offer
+from host_receiver.receiver._offer import Offer, RootsFunction, RootsSource
 from host_receiver.receiver._runner import TaskRunner, Work
 from host_receiver.sampling import check_request as check_sampling
 
@@ -94,8 +98,14 @@ class Requestor:
             return self._serve(method, sampling, offer.sampling.accept(sampling, self.name))
         if method == ELICITATION and offer.elicitation is not None:
             elicit = parse_elicitation(params)
-            check_elicitation(elicit, modes=offer.elicitation_modes_for(self.protocol_version))
+            check_elicitation(
+                elicit,
+                modes=offer.elicitation_modes_for(self.protocol_version),
+                needs_elicitation_id=self._rules().elicitation_complete,
+            )
             return self._serve(method, elicit, offer.elicitation.accept(elicit, self.name))
+        if method == ROOTS and offer.roots is not None:
+            return self._roots(offer.roots)
         if method == "tasks/result":
             return self._tasks.result(task_id_of(params))
         if method == "tasks/list" and offer.config.tasks_list and self._offers_tasks():
@@ -103,6 +113,19 @@ class Requestor:
         if method == "tasks/cancel" and offer.config.tasks_cancel and self._offers_tasks():
             return self._tasks.cancel(task_id_of(params))
         raise method_not_found(method)
+
+    async def fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Answer one input request of a modern server (an MRTR round or a task's input).
+
+        The same pipeline as a request the server pushes, never as a task:
+        a ``task`` member is not part of an input request and is ignored.
+        """
+        if method not in INPUT_METHODS:
+            raise method_not_found(method)
+        if params is not None and "task" in params:
+            params = {k: v for k, v in params.items() if k != "task"}
+        answer = self.dispatch(method, params)
+        return answer if isinstance(answer, dict) else await answer
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
         """Take a notification from the server (unknown ones are ignored, as JSON-RPC says)."""
@@ -150,6 +173,14 @@ class Requestor:
         if params.task is not None and self.offer.task_capable(method, self.peer.protocol_version):
             return self._runner.create(method, params, work)
         return self._run(work, params)
+
+    def _roots(self, roots: RootsSource) -> Answer:
+        if callable(roots):
+            return self._found_roots(roots)
+        return {"roots": [dump(root) for root in roots]}
+
+    async def _found_roots(self, find: RootsFunction) -> dict[str, Any]:
+        return {"roots": [dump(root) for root in await find(self.name)]}
 
     async def _run(self, work: Work, params: RequestParams) -> dict[str, Any]:
         result: BaseModel = await work(self._runner.context(None, params))

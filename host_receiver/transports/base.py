@@ -18,9 +18,11 @@ Rules every message stream follows:
   so one bad frame never ends the stream. The peer ending the connection
   raises ``anyio.EndOfStream``; a fatal transport failure raises
   :class:`TransportError`. Only one task receives.
-- Streams know bytes and JSON-RPC, not MCP methods. The two lifecycle hooks,
-  :meth:`MessageStream.set_protocol_version` and
-  :meth:`MessageStream.open_listener`, are how the MCP layer tells a stream
+- Streams know bytes and JSON-RPC, and of MCP only what their binding
+  says (the HTTP binding mirrors a request's method, name and protocol
+  version into headers). The hooks :meth:`MessageStream.set_protocol_version`,
+  :meth:`MessageStream.open_listener`, :meth:`MessageStream.abandon` and
+  :meth:`MessageStream.accept_tools` are how the MCP layer tells a stream
   what it needs to know; they do nothing where nothing needs doing.
 """
 
@@ -29,11 +31,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from host_receiver.protocol.jsonrpc import InvalidMessage, Message
+from host_receiver.protocol.types import RequestId
 from providers import HostReceiverError
 
 __all__ = ["MessageStream", "Transport", "TransportError", "background_task_group"]
@@ -65,10 +69,23 @@ class MessageStream(ABC):
     async def open_listener(self) -> None:
         """Open the channel for messages the peer starts on its own, if there is one.
 
-        Called once, after ``notifications/initialized`` was sent. Returns when
-        the channel is open (or known not to exist).
+        Called once, after ``notifications/initialized`` was sent (legacy
+        connections only). Returns when the channel is open (or known not to
+        exist).
         """
         return None
+
+    def abandon(self, request_id: RequestId) -> bool:
+        """Nobody waits for ``request_id`` any more: True if the medium itself tells the peer.
+
+        When it returns False, the session sends ``notifications/cancelled``.
+        The 2026-07-28 HTTP binding cancels by closing the request's stream.
+        """
+        return False
+
+    def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools of a ``tools/list`` page this stream can call (all, unless its binding says)."""
+        return tools
 
 
 class Transport(ABC):

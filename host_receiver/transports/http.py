@@ -1,7 +1,14 @@
-"""The Streamable HTTP transport (MCP 2025-11-25), client side, on httpx.
+"""The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28), client side, on httpx.
 
-(About 420 lines, one idea: the POST answers, the GET stream and their
+(About 500 lines, one idea: the POST answers, the GET stream and their
 resumption share one cursor and failure model.)
+
+A request whose ``_meta`` carries a protocol version is a 2026-07-28
+(modern) request: it is posted with the headers the binding mirrors from its
+body (:mod:`host_receiver.transports._mirror`), and it is cancelled by
+closing its answer stream (:meth:`abandon`). Modern servers mint no session,
+have no GET stream and no resumption; the rules below that name them apply
+to legacy (2025-11-25) connections.
 
 Rules:
 
@@ -27,6 +34,10 @@ Rules:
 - A 404 on a request that carried a session id means the server ended the
   session: :class:`SessionExpired`, from ``send`` and from ``receive`` (the
   session ends). A new connection is the only way on.
+- Any other error status on a request POST whose body is a JSON-RPC error
+  (modern servers answer 400 with -32022 and their kin, 404 with -32601) is
+  that request's error response; without one, ``send`` raises
+  :class:`HttpStatusError` with the status.
 - Closing cancels the streams and DELETEs the session (405 is fine).
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
@@ -38,6 +49,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import httpx
@@ -54,7 +66,15 @@ from host_receiver.protocol.jsonrpc import (
     decode_message,
     dumps_message,
 )
+from host_receiver.protocol.modern import PROTOCOL_VERSION_KEY
 from host_receiver.protocol.types import RequestId
+from host_receiver.transports._mirror import (
+    HeaderPaths,
+    InvalidToolHeaders,
+    param_headers,
+    request_headers,
+    tool_header_paths,
+)
 from host_receiver.transports.base import (
     MessageStream,
     Transport,
@@ -62,7 +82,7 @@ from host_receiver.transports.base import (
     background_task_group,
 )
 
-__all__ = ["CONNECTION_CLOSED", "HttpTransport", "SessionExpired"]
+__all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,12 +94,22 @@ _INCOMING_BUFFER = 64
 #: Responses and notifications posted at once at most: a burst opens no more
 #: connections than a small server's listen backlog holds.
 _CONCURRENT_POSTS = 4
+#: The most of an error status's body read for its JSON-RPC error.
+_MAX_ERROR_BODY = 64 * 1024
 #: Connect and write limits; reads are unbounded (SSE streams idle; sessions time out requests).
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
 
 
 class SessionExpired(TransportError):
     """The server no longer knows our MCP session (HTTP 404); reconnect from scratch."""
+
+
+class HttpStatusError(TransportError):
+    """The server answered a POST with an error status and no JSON-RPC error; ``status`` is it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HttpTransport(Transport):
@@ -149,6 +179,8 @@ class _HttpStream(MessageStream):
         self.protocol_version: str | None = None
         self._failure: TransportError | None = None
         self._posts = anyio.CapacityLimiter(_CONCURRENT_POSTS)
+        self._tool_headers: dict[str, HeaderPaths] = {}  # x-mcp-header paths, by tool name
+        self._modern_posts: dict[RequestId, anyio.CancelScope] = {}  # cancelled by closing them
         self._incoming_in, self._incoming_out = anyio.create_memory_object_stream[Message | InvalidMessage](
             _INCOMING_BUFFER
         )
@@ -192,6 +224,32 @@ class _HttpStream(MessageStream):
     async def open_listener(self) -> None:
         await self._tasks.start(self._listen)
 
+    def abandon(self, request_id: RequestId) -> bool:
+        """A modern request is cancelled by closing its answer stream; a legacy one is not."""
+        scope = self._modern_posts.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools whose ``x-mcp-header`` annotations are valid; the others are left out, with a warning."""
+        accepted = []
+        for tool in tools:
+            name = tool.get("name")
+            try:
+                paths = tool_header_paths(tool)
+            except InvalidToolHeaders as exc:
+                logger.warning("left out tool %r of %s: %s", name, self._config.url, exc)
+                continue
+            if isinstance(name, str):
+                if paths:
+                    self._tool_headers[name] = paths
+                else:
+                    self._tool_headers.pop(name, None)
+            accepted.append(tool)
+        return accepted
+
     # --- POST ------------------------------------------------------------------
 
     async def _post_one_way(self, body: bytes) -> None:
@@ -221,10 +279,51 @@ class _HttpStream(MessageStream):
         Until ``task_status.started()`` failures raise (from ``send``); after
         it they end as an error response to the request.
         """
+        headers = self._mirrored(request)
+        if headers is None:
+            await self._answer_request(request, body, None, task_status=task_status)
+            return
+        with anyio.CancelScope() as scope:  # closing the answer stream is the cancellation
+            self._modern_posts[request.id] = scope
+            try:
+                await self._answer_request(request, body, headers, task_status=task_status)
+            finally:
+                del self._modern_posts[request.id]
+        if scope.cancelled_caught:
+            logger.debug("request %r abandoned: its answer stream was closed", request.id)
+
+    def _mirrored(self, request: Request) -> dict[str, str] | None:
+        """The binding's headers for a modern request; None for a legacy one."""
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
+        if not isinstance(version, str):
+            return None
+        headers = request_headers(request.method, params, version)
+        paths = self._tool_headers.get(params.get("name")) if request.method == "tools/call" else None  # type: ignore[union-attr,arg-type]
+        if paths:
+            arguments = params.get("arguments")  # type: ignore[union-attr]
+            try:
+                headers.update(param_headers(paths, arguments if isinstance(arguments, dict) else None))
+            except InvalidToolHeaders as exc:
+                raise TransportError(f"cannot send tools/call: {exc}") from None
+        return headers
+
+    async def _answer_request(
+        self,
+        request: Request,
+        body: bytes,
+        headers: dict[str, str] | None,
+        *,
+        task_status: TaskStatus[None],
+    ) -> None:
         cursor = _Cursor(retry=self._config.default_retry)
         accepted = False
         try:
-            async with self._open("POST", body=body) as response:
+            async with self._open("POST", body=body, extra=headers) as response:
+                if response.status_code >= 400 and await self._deliver_error(response, request.id):
+                    task_status.started()
+                    return
                 await self._check(response)
                 kind = _content_type(response)
                 if kind == "application/json":
@@ -324,7 +423,12 @@ class _HttpStream(MessageStream):
     # --- shared ------------------------------------------------------------------
 
     def _open(
-        self, method: str, *, body: bytes | None = None, last_event_id: str = ""
+        self,
+        method: str,
+        *,
+        body: bytes | None = None,
+        last_event_id: str = "",
+        extra: dict[str, str] | None = None,
     ) -> AbstractAsyncContextManager[httpx.Response]:
         headers = {**self._config.headers, "accept": _SSE if method == "GET" else _POST_ACCEPT}
         if body is not None:
@@ -335,6 +439,8 @@ class _HttpStream(MessageStream):
             headers["mcp-protocol-version"] = self.protocol_version
         if last_event_id:
             headers["last-event-id"] = last_event_id
+        if extra:
+            headers.update(extra)
         return self._client.stream(method, self._config.url, content=body, headers=headers)
 
     async def _read_events(
@@ -381,7 +487,23 @@ class _HttpStream(MessageStream):
             )
             self._raise_failure()
         detail = (await response.aread())[:500].decode(errors="replace")
-        raise TransportError(f"HTTP {status} from {self._config.url}: {detail}")
+        raise HttpStatusError(f"HTTP {status} from {self._config.url}: {detail}", status)
+
+    async def _deliver_error(self, response: httpx.Response, request_id: RequestId) -> bool:
+        """Deliver the JSON-RPC error an error status carries, as the answer to ``request_id``.
+
+        False (nothing delivered) when the body is no JSON-RPC error, or when
+        a 404 ends the legacy session: :meth:`_check` then says what happened.
+        """
+        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            return False
+        if _content_type(response) != "application/json":
+            return False
+        answer = _decode((await response.aread())[:_MAX_ERROR_BODY])
+        if not isinstance(answer, ErrorResponse):
+            return False
+        await self._deliver(ErrorResponse(request_id, answer.error))
+        return True
 
     def _raise_failure(self) -> None:
         if self._failure is not None:

@@ -1,0 +1,124 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``), client side: follow a server's task.
+
+Rules (the extension's specification and extension-tasks-overview.mdx):
+
+- A ``tools/call`` may be answered with ``resultType: "task"`` only when the
+  request declared the extension; the answer is a flat task. Any other
+  request answered so is an invalid response.
+- The task is polled with ``tasks/get`` at its ``pollIntervalMs`` (the last
+  one the server gave; 1 s when it gives none) until it is terminal:
+  ``completed`` gives the call's result (a tool error is such a result,
+  ``isError: true``), ``failed`` raises its JSON-RPC error, ``cancelled``
+  raises :class:`RemoteTaskCancelled`.
+- An ``input_required`` task lists ``inputRequests``: the ones not answered
+  yet (keys are unique over a task's life) are fulfilled through the same
+  pipeline as any input request, all at once, and sent with one
+  ``tasks/update``; polling goes on at once. A failed entry ends the call
+  (the task is cancelled, as the caller no longer waits for it).
+- Cancelling the call sends ``tasks/cancel`` (shielded, bounded) before the
+  cancellation goes on: cancellation is cooperative, the answer is an ack.
+- A ``tasks/get`` for our task that the server refuses (-32602), or that
+  describes another task, ends the call with :class:`RemoteTaskLost`.
+- The ``ttlMs`` is a backstop: a task not terminal ``ttlMs`` after it was
+  created (by our clock, from the creation answer) is given up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from host_receiver._input_rounds import Fulfil, fulfil_all
+from host_receiver.errors import HostReceiverError
+from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.protocol.modern import RemoteTask, remote_task
+
+__all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskObserver", "follow_task"]
+
+logger = logging.getLogger("host_receiver.connection")
+
+#: Polling interval when the server suggests none (seconds).
+DEFAULT_POLL = 1.0
+#: Shortest wait between polls, whatever the server suggests (seconds).
+MIN_POLL = 0.01
+#: How long ``tasks/cancel`` may take when the caller cancels (seconds).
+CANCEL_GRACE = 5.0
+
+#: Sends one request (method, params) to the server and returns its result.
+Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: Told every state of the task, in order, for a host that shows its progress.
+TaskObserver = Callable[[RemoteTask], Awaitable[None]]
+
+
+class RemoteTaskCancelled(HostReceiverError):
+    """The server's task for our request ended ``cancelled``."""
+
+
+class RemoteTaskLost(HostReceiverError):
+    """The server no longer knows our task, or answered about another one."""
+
+
+async def follow_task(
+    created: dict[str, Any], request: Request, fulfil: Fulfil, *, observer: TaskObserver | None = None
+) -> dict[str, Any]:
+    """The final result of the task ``created`` describes (rules in the module docstring)."""
+    task = remote_task(created)
+    answered: set[str] = set()
+    deadline = None if task.ttl_ms is None else anyio.current_time() + task.ttl_ms / 1000
+    try:
+        while True:
+            if observer is not None:
+                await observer(task)
+            if task.status == "completed":
+                assert task.result is not None
+                return task.result
+            if task.status == "failed":
+                assert task.error is not None
+                raise RpcError.from_dict(task.error)
+            if task.status == "cancelled":
+                raise RemoteTaskCancelled(f"the server cancelled task {task.task_id}")
+            pending = {k: v for k, v in task.input_requests.items() if k not in answered}
+            if pending:
+                responses = await fulfil_all(pending, fulfil)
+                answered.update(pending)
+                await request("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
+            else:
+                if deadline is not None and anyio.current_time() >= deadline:
+                    late = f"task {task.task_id} did not finish within its ttl of {task.ttl_ms} ms"
+                    raise RemoteTaskLost(late)
+                await anyio.sleep(_poll_interval(task))
+            task = await _poll(request, task.task_id)
+    except BaseException:
+        if not task.is_terminal:
+            await _cancel(request, task.task_id)
+        raise
+
+
+async def _poll(request: Request, task_id: str) -> RemoteTask:
+    try:
+        raw = await request("tasks/get", {"taskId": task_id})
+    except RpcError as exc:
+        if exc.code == INVALID_PARAMS:
+            raise RemoteTaskLost(f"the server no longer knows task {task_id}: {exc.message}") from None
+        raise
+    task = remote_task(raw)
+    if task.task_id != task_id:
+        raise RemoteTaskLost(f"tasks/get for task {task_id} answered about task {task.task_id}")
+    return task
+
+
+def _poll_interval(task: RemoteTask) -> float:
+    if task.poll_interval_ms is None:
+        return DEFAULT_POLL
+    return max(task.poll_interval_ms / 1000, MIN_POLL)
+
+
+async def _cancel(request: Request, task_id: str) -> None:
+    with anyio.move_on_after(CANCEL_GRACE, shield=True):
+        try:
+            await request("tasks/cancel", {"taskId": task_id})
+        except (HostReceiverError, OSError) as exc:
+            logger.debug("tasks/cancel of %s failed: %s", task_id, exc)
