@@ -226,7 +226,7 @@ class _HttpStream(MessageStream):
 
     def abandon(self, request_id: RequestId) -> bool:
         """A modern request is cancelled by closing its answer stream; a legacy one is not."""
-        scope = self._modern_posts.get(request_id)
+        scope = self._modern_posts.pop(request_id, None)
         if scope is None:
             return False
         scope.cancel()
@@ -283,12 +283,19 @@ class _HttpStream(MessageStream):
         if headers is None:
             await self._answer_request(request, body, None, task_status=task_status)
             return
+        abandoned = False
         with anyio.CancelScope() as scope:  # closing the answer stream is the cancellation
             self._modern_posts[request.id] = scope
             try:
                 await self._answer_request(request, body, headers, task_status=task_status)
+            except anyio.get_cancelled_exc_class():
+                # Cancelled with its caller (still in send): abandon() will find it and say
+                # the closed stream told the server, so no notifications/cancelled is sent.
+                abandoned = not scope.cancel_called
+                raise
             finally:
-                del self._modern_posts[request.id]
+                if not abandoned:
+                    self._modern_posts.pop(request.id, None)
         if scope.cancelled_caught:
             logger.debug("request %r abandoned: its answer stream was closed", request.id)
 

@@ -15,6 +15,8 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NoReturn
@@ -82,6 +84,38 @@ def peer_command(sdk: Sdk) -> PeerCommand:
     if not sdk_dir.is_dir():
         _missing(f"the TypeScript SDK peer is not installed ({sdk_dir} is missing)")
     return PeerCommand(sdk, (node, str(TS_SERVER)), {**env, "PEERS_NODE_DIR": str(PEERS_DIR / "node")})
+
+
+@contextmanager
+def http_server(argv: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start ``argv`` (a peer that takes ``--port 0`` and prints ``LISTENING <url>``); yield its URL."""
+    process = subprocess.Popen(
+        [*argv, "--port", "0"] if "--port" not in argv else argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stdout is not None
+    watchdog = threading.Timer(30, process.kill)  # a peer that never starts fails, not hangs
+    watchdog.start()
+    try:
+        line = process.stdout.readline()
+    finally:
+        watchdog.cancel()
+    try:
+        if not line.startswith("LISTENING "):
+            raise RuntimeError(f"{argv[1] if len(argv) > 1 else argv[0]} did not start (it printed {line!r})")
+        yield line.split()[1]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
 
 
 class HttpPeer:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,6 +179,11 @@ class WireLog:
             await self._arrivals.setdefault(method, anyio.Event()).wait()
         return self.requests_received(method)[seen]
 
+    async def notified(self, method: str) -> None:
+        """Return once the server has sent notification ``method`` (at once if it came already)."""
+        while not [m for m in self.received if m.get("method") == method and "id" not in m]:
+            await self._arrivals.setdefault(method, anyio.Event()).wait()
+
     def notifications_sent(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.sent if m.get("method") == method and "id" not in m]
 
@@ -295,19 +300,28 @@ async def running_host(
     approver: SamplingApprover | None = None,
     ui: ElicitationUI | None = None,
     config: ReceiverConfig = TEST_CONFIG,
+    opener: Callable[[str], bool] | None = None,
+    receiver_options: dict[str, Any] | None = None,
+    host_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Harness]:
     """A host with sampling (echo provider and AutoApprove unless told) and FillDefaults
-    elicitation; on a clean exit, every message it sent is checked against the schema."""
+    elicitation; on a clean exit, every message it sent is checked against the schema of its era.
+
+    ``opener`` stands for the browser of URL elicitation (it notes the URL);
+    ``receiver_options`` and ``host_options`` go to ``Receiver`` and ``Host``.
+    """
     registry = router if router is not None else build_registry(provider="echo", config=Config(), environ={})
+    elicitation = ElicitationService(ui or FillDefaults(), **({"opener": opener} if opener else {}))
     receiver = Receiver(
         sampling=SamplingService(registry, approver or AutoApprove()),
-        elicitation=ElicitationService(ui or FillDefaults()),
+        elicitation=elicitation,
         config=config,
+        **(receiver_options or {}),
     )
     async with AsyncExitStack() as stack:
         if isinstance(registry, ProviderRegistry):
             await stack.enter_async_context(registry)
-        host = await stack.enter_async_context(Host(receiver))
+        host = await stack.enter_async_context(Host(receiver, **(host_options or {})))
         harness = Harness(host, receiver)
         yield harness
     for log in harness.wires.values():

@@ -9,15 +9,13 @@ report says it received. The wire facts they stand on are in docs/peers-modern.m
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.interop import FASTMCP_SERVER, PY2_SERVER, SDK_CLIENT, peer_python
+from tests.interop import FASTMCP_SERVER, PY2_SERVER, SDK_CLIENT, http_server, peer_python
 
 CLIENT_TIMEOUT_S = 30
 
@@ -40,32 +38,8 @@ def run_client(
 @contextmanager
 def http_peer(python: Path, script: Path, *args: str) -> Iterator[str]:
     """Start a peer on Streamable HTTP (port 0); yield its URL once it prints LISTENING."""
-    process = subprocess.Popen(
-        [str(python), str(script), "--port", "0", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ},
-    )
-    assert process.stdout is not None
-    watchdog = threading.Timer(30, process.kill)  # a peer that never starts fails, not hangs
-    watchdog.start()
-    try:
-        line = process.stdout.readline()
-    finally:
-        watchdog.cancel()
-    try:
-        assert line.startswith("LISTENING "), f"{script.name} did not start (it printed {line!r})"
-        yield line.split()[1]
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+    with http_server([str(python), str(script), "--port", "0", *args]) as url:
+        yield url
 
 
 def test_mcp2_client_takes_two_rounds_with_py2_server_over_stdio() -> None:

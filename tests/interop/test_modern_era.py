@@ -1,0 +1,454 @@
+"""host-receiver against 2026-07-28 servers: mcp 2.3.0 (input rounds) and fastmcp-tasks (the tasks extension).
+
+The peers are real processes (tests/interop/peers/py2_server.py on mcp 2.3.0
+over stdio, stateful and stateless Streamable HTTP; fastmcp_server.py on
+fastmcp 4.1.4 + fastmcp-tasks), driven through a real ``Host``. Each test
+asserts what the SERVER received (its tools return a report of every request
+of a call: inputResponses, requestState, _meta, headers). On a clean exit
+every message the host sent is validated against the 2026-07-28 schema
+(``running_host``). docs/peers-modern.md has the wire facts these rest on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver import (
+    DenyAll,
+    ElicitResult,
+    Era,
+    FormView,
+    InputRequestFailed,
+    InputRoundsExceeded,
+    MissingCapability,
+    RemoteTask,
+    RpcError,
+    UrlAnswer,
+    UrlView,
+)
+from host_receiver.protocol.errors import USER_REJECTED
+from host_receiver.transports.http import HttpTransport
+from host_receiver.transports.stdio import StdioTransport
+from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
+from tests.interop.conftest import running_host
+from tests.test_terminal import HOST
+
+pytestmark = pytest.mark.anyio
+MODERN = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+# --- peers ---------------------------------------------------------------------------
+
+
+@dataclass
+class ModernPeers:
+    """HTTP peers started on first use, one process per (peer, mode), stopped at session end."""
+
+    _running: dict[tuple[str, str], Any] = field(default_factory=dict)
+    _urls: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def url(self, peer: str, mode: str) -> str:
+        key = (peer, mode)
+        if key not in self._urls:
+            python, script = _peer(peer)
+            context = http_server([str(python), str(script), "--port", "0", "--http", mode])
+            self._urls[key] = context.__enter__()
+            self._running[key] = context
+        return self._urls[key]
+
+    def stop(self) -> None:
+        for context in self._running.values():
+            context.__exit__(None, None, None)
+
+
+def _peer(peer: str) -> tuple[Any, Any]:
+    return (peer_python("py2"), PY2_SERVER) if peer == "py2" else (peer_python("fastmcp"), FASTMCP_SERVER)
+
+
+@pytest.fixture(scope="module")
+def modern_peers() -> Iterator[ModernPeers]:
+    peers = ModernPeers()
+    yield peers
+    peers.stop()
+
+
+def transport(peer: str, kind: str, peers: ModernPeers) -> StdioTransport | HttpTransport:
+    if kind == "stdio":
+        python, script = _peer(peer)
+        return StdioTransport(str(python), [str(script)], name=f"{peer}-stdio")
+    return HttpTransport(peers.url(peer, kind))
+
+
+def report_of(result: dict[str, Any]) -> dict[str, Any]:
+    assert not result.get("isError"), result
+    report: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return report
+
+
+class Forms:
+    """A person at the form: fills ``name`` (and remembers what was asked)."""
+
+    def __init__(self, name: str = "Grace", hold: anyio.Event | None = None, expect: int = 0) -> None:
+        self.name = name
+        self.hold = hold
+        self.asked: list[str] = []
+        self.urls: list[UrlView] = []
+        #: Set once ``expect`` forms have been asked for.
+        self.all_asked = anyio.Event()
+        self.expect = expect
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        self.asked.append(view.message)
+        if len(self.asked) == self.expect:
+            self.all_asked.set()
+        if self.hold is not None:
+            await self.hold.wait()
+        strings = {f.name: self.name for f in view.schema.fields if f.kind == "string"}
+        return ElicitResult(action="accept", content={**view.values, **strings})
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        self.urls.append(view)
+        return "accept"
+
+
+TRANSPORTS = ["stdio", "stateful", "stateless"]
+
+
+# --- versioning: the era is found, and every request carries the envelope -------------------
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_a_modern_server_is_spoken_to_in_its_era_with_the_envelope_and_headers(
+    kind: str, modern_peers: ModernPeers
+) -> None:
+    async with running_host(ui=Forms()) as h:
+        server = await h.connect("py2", transport("py2", kind, modern_peers))
+        assert (server.era, server.protocol_version) == (Era.MODERN, MODERN)
+        report = report_of(await server.call_tool("whoami", {"tag": f"who-{kind}"}))
+    assert report["era"] == "modern" and report["protocol_version"] == MODERN
+    assert report["client_info"]["name"] == "host-receiver"
+    capabilities = report["client_capabilities"]
+    assert capabilities["elicitation"] == {"form": {}, "url": {}}
+    assert capabilities["sampling"] == {"tools": {}}
+    assert capabilities["extensions"] == {TASKS: {}}
+    assert "tasks" not in capabilities  # no client-hosted tasks in 2026-07-28
+    sent = [m["method"] for m in h.wires["py2"].sent if "method" in m]
+    assert sent[0] == "server/discover" and "initialize" not in sent
+    if kind != "stdio":
+        headers = report["headers"]
+        assert (headers["mcp-protocol-version"], headers["mcp-method"], headers["mcp-name"]) == (
+            MODERN,
+            "tools/call",
+            "whoami",
+        )
+        assert "mcp-session-id" not in headers
+
+
+async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes() -> None:
+    async with running_host(ui=Forms(), host_options={"protocol": "2025-11-25"}) as h:
+        server = await h.connect("py2", transport("py2", "stdio", ModernPeers()))
+        assert server.era is Era.LEGACY
+        report = report_of(await server.call_tool("elicit_form", {"tag": "legacy"}))
+    assert report["era"] == "legacy"
+    assert report["elicitation"]["content"]["name"] == "Grace"
+    assert h.wires["py2"].requests_received("elicitation/create")  # pushed mid-call, legacy style
+
+
+# --- input rounds (basic-patterns-mrtr.mdx) ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_an_elicitation_round_is_answered_through_the_form(
+    kind: str, modern_peers: ModernPeers
+) -> None:
+    forms = Forms("Ada")
+    async with running_host(ui=forms) as h:
+        server = await h.connect("py2", transport("py2", kind, modern_peers))
+        report = report_of(await server.call_tool("elicit_form", {"tag": f"form-{kind}"}))
+    assert forms.asked == ["Who are you?"]
+    assert report["elicitation"] == {
+        "action": "accept",
+        "content": {"name": "Ada", "age": 42, "subscribe": False},
+    }
+    first, retry = report["rounds"]
+    assert first["request_id"] != retry["request_id"]  # a new JSON-RPC id
+    assert (first["request_state"], retry["request_state"]) == (False, True)  # the state came back
+    assert list(retry["input_responses"]) == ["__main__:ask_person"]  # under the server's own key
+
+
+@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+async def test_two_rounds_in_a_row_form_then_sampling(kind: str, modern_peers: ModernPeers) -> None:
+    async with running_host(ui=Forms("Lin")) as h:
+        server = await h.connect("py2", transport("py2", kind, modern_peers))
+        report = report_of(await server.call_tool("elicit_then_sample", {"tag": f"two-{kind}"}))
+    assert report["elicitation"]["content"]["name"] == "Lin"
+    assert report["sampling"]["model"] == "echo-offline"
+    assert report["sampling"]["content"]["text"] == "echo: Write one line greeting Lin."
+    assert [sorted(r["input_responses"] or {}) for r in report["rounds"]] == [
+        [],
+        ["__main__:ask_person"],
+        ["__main__:llm_after_form"],
+    ]  # each retry carried only its own round
+
+
+async def test_a_sampling_round_with_tools_and_a_roots_round(modern_peers: ModernPeers) -> None:
+    roots = {"roots": ["file:///srv/project"]}
+    async with running_host(receiver_options=roots) as h:
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        tools = report_of(await server.call_tool("sample_tools", {"prompt": "weather?", "tag": "st"}))
+        listed = report_of(await server.call_tool("list_roots", {"tag": "roots"}))
+    content = tools["sampling"]["content"]
+    blocks = content if isinstance(content, list) else [content]
+    calls = [b for b in blocks if b["type"] == "tool_use"]
+    assert [c["name"] for c in calls] == ["get_weather"]  # the echo provider calls the offered tool
+    assert tools["sampling"]["stopReason"] == "toolUse"
+    assert listed["roots"] == {"roots": [{"uri": "file:///srv/project"}]}
+    assert listed["client_capabilities"]["roots"] == {}
+
+
+async def test_a_url_round_is_consented_and_opened(modern_peers: ModernPeers) -> None:
+    opened: list[str] = []
+    forms = Forms()
+    async with running_host(ui=forms, opener=lambda url: bool(opened.append(url)) or True) as h:
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        report = report_of(await server.call_tool("elicit_url", {"tag": "url"}))
+    assert report["elicitation"] == {"action": "accept"}
+    (view,) = forms.urls
+    assert view.elicitation_id is None and view.url == "https://example.com/connect"
+    assert opened == ["https://example.com/connect"]
+
+
+async def test_without_the_url_mode_the_server_names_the_missing_capability(
+    modern_peers: ModernPeers,
+) -> None:
+    async with running_host(receiver_options={"elicitation_modes": ("form",)}) as h:
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        with pytest.raises(MissingCapability, match=r"elicitation\.url"):
+            await server.call_tool("elicit_url", {"tag": "no-url"})
+        assert report_of(await server.call_tool("whoami", {"tag": "still"}))["era"] == "modern"
+
+
+async def test_a_declined_form_goes_back_and_state_only_rounds_are_retried(modern_peers: ModernPeers) -> None:
+    async with running_host() as h:  # FillDefaults declines a form whose required name has no default
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        declined = report_of(await server.call_tool("elicit_form", {"tag": "decline"}))
+        legs = report_of(await server.call_tool("state_only", {"n": 2, "tag": "state"}))
+    assert declined["elicitation"] == {"action": "decline"}
+    assert declined["rounds"][1]["input_responses"] == {"__main__:ask_person": {"action": "decline"}}
+    assert [r["request_state"] for r in legs["rounds"]] == [False, True, True]
+    assert all(not r["input_responses"] for r in legs["rounds"])
+
+
+async def test_a_refused_sampling_ends_the_call_and_nothing_is_sent(modern_peers: ModernPeers) -> None:
+    async with running_host(approver=DenyAll()) as h:
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        with pytest.raises(InputRequestFailed) as raised:
+            await server.call_tool("sample", {"prompt": "no", "tag": "refused"})
+    assert raised.value.code == USER_REJECTED
+    calls = [m for m in h.wires["py2"].sent if m.get("method") == "tools/call"]
+    assert len(calls) == 1  # no retry carrying an error
+
+
+async def test_the_round_cap_ends_a_server_that_keeps_asking(modern_peers: ModernPeers) -> None:
+    async with running_host(ui=Forms(), host_options={"max_input_rounds": 3}) as h:
+        server = await h.connect("py2", transport("py2", "stdio", modern_peers))
+        done = report_of(await server.call_tool("rounds", {"n": 3, "tag": "cap-ok"}))
+        with pytest.raises(InputRoundsExceeded, match="more than 3 times"):
+            await server.call_tool("rounds", {"n": 4, "tag": "cap-over"})
+    assert done["answered"] == 3
+
+
+async def test_prompts_and_resources_take_their_input_rounds(modern_peers: ModernPeers) -> None:
+    async with running_host(ui=Forms()) as h:
+        server = await h.connect("py2", transport("py2", "stateless", modern_peers))
+        prompt = await server.get_prompt("ask_prompt", {"tag": "prompt"})
+        resource = await server.read_resource("ask://weather")
+    assert "Grace" in json.dumps(prompt)
+    assert "weather" in json.dumps(resource) and resource.get("resultType", "complete") == "complete"
+
+
+@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+async def test_cancelling_a_call_cancels_it_on_the_server(kind: str, modern_peers: ModernPeers) -> None:
+    tag = f"cancel-{kind}"
+    async with running_host() as h:
+        server = await h.connect("py2", transport("py2", kind, modern_peers))
+        with anyio.move_on_after(0.8):
+            await server.call_tool("slow", {"seconds": 10, "tag": tag})
+        with anyio.fail_after(10):
+            while True:  # the server notices the cancellation on its own schedule
+                events = json.loads((await server.call_tool("events", {"tag": tag}))["content"][0]["text"])
+                if events["events"]:
+                    break
+                await anyio.sleep(0.1)
+    assert [e["event"] for e in events["events"]] == ["cancelled"]
+    cancels = h.wires["py2"].notifications_sent("notifications/cancelled")
+    assert bool(cancels) == (kind == "stdio")  # over HTTP, closing the stream is the cancellation
+
+
+async def test_fifty_calls_in_flight_at_once_never_mix_their_rounds(modern_peers: ModernPeers) -> None:
+    hold = anyio.Event()
+    forms = Forms(hold=hold, expect=50)
+    results: dict[int, dict[str, Any]] = {}
+    async with running_host(ui=forms) as h:
+        server = await h.connect("py2", transport("py2", "stateless", modern_peers))
+
+        async def call(n: int) -> None:
+            results[n] = report_of(
+                await server.call_tool("elicit_form", {"tag": f"many-{n}", "message": f"m{n}"})
+            )
+
+        async with anyio.create_task_group() as group:
+            for n in range(50):
+                group.start_soon(call, n)
+            with anyio.fail_after(30):
+                await forms.all_asked.wait()  # all fifty wait for the person at once
+            hold.set()
+    assert sorted(forms.asked) == sorted(f"m{n}" for n in range(50))
+    for report in results.values():
+        first, retry = report["rounds"]  # rounds are kept per (tool, arguments): this call's own
+        assert first["request_state"] is False and retry["request_state"] is True
+        assert retry["input_responses"]["__main__:ask_person"]["content"]["name"] == "Grace"
+        assert report["elicitation"]["content"]["name"] == "Grace"
+    assert len({tuple(r["request_id"] for r in rep["rounds"]) for rep in results.values()}) == 50
+
+
+# --- the tasks extension (fastmcp-tasks) --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+async def test_a_task_asking_a_form_then_an_llm_is_followed_to_its_result(
+    kind: str, modern_peers: ModernPeers
+) -> None:
+    seen: list[str] = []
+
+    async def observe(task: RemoteTask) -> None:
+        seen.append(task.status)
+
+    async with running_host(ui=Forms("Kay")) as h:
+        server = await h.connect("fastmcp", transport("fastmcp", kind, modern_peers))
+        result = await server.call_tool("task_form_then_llm", {"tag": f"task-{kind}"}, on_task=observe)
+    report = report_of(result)
+    assert report["background_task"] is True
+    assert report["first"] == {"form": {"action": "accept", "content": {"name": "Kay", "age": 42}}}
+    assert report["input_responses"]["llm"]["model"] == "echo-offline"
+    assert seen[0] == "working" and seen[-1] == "completed" and "input_required" in seen
+    methods = [r["method"] for r in report["requests"]]
+    assert methods.count("tasks/update") == 2  # one per step, each answered once
+    for request in report["requests"]:
+        capabilities = request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        assert capabilities["extensions"] == {TASKS: {}}  # declared on every request
+
+
+async def test_a_failed_task_raises_and_a_tool_error_is_a_result(modern_peers: ModernPeers) -> None:
+    async with running_host() as h:
+        server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
+        with pytest.raises(RpcError, match="task_fail always fails") as raised:
+            await server.call_tool("task_fail", {"tag": "fail"})
+        tool_error = await server.call_tool("task_tool_error", {"tag": "tool-error"})
+    assert raised.value.code == -32603
+    assert tool_error["isError"] is True
+
+
+async def test_cancelling_a_call_cancels_its_task(modern_peers: ModernPeers) -> None:
+    async with running_host() as h:
+        server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
+        with anyio.move_on_after(1.0):
+            await server.call_tool("task_slow", {"seconds": 30, "tag": "slow-cancel"})
+        with anyio.fail_after(10):
+            while True:
+                events = json.loads(
+                    (await server.call_tool("events", {"tag": "slow-cancel"}))["content"][0]["text"]
+                )
+                if any(e.get("event") == "cancelled" for e in events["events"]):
+                    break
+                await anyio.sleep(0.1)
+    assert "tasks/cancel" in [r["method"] for r in events["requests"]]
+
+
+async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_peers: ModernPeers) -> None:
+    async with running_host(host_options={"tasks_extension": False}) as h:
+        server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
+        with pytest.raises(MissingCapability, match=r"extensions\.io\.modelcontextprotocol/tasks"):
+            await server.call_tool("task_form", {"tag": "no-ext"})
+
+
+# --- the CLI contract -------------------------------------------------------------------
+
+
+def test_the_cli_prints_the_final_result_of_a_stateless_modern_server(modern_peers: ModernPeers) -> None:
+    url = modern_peers.url("py2", "stateless")
+    done = subprocess.run(
+        [str(HOST), "--log-level", "INFO", "run", "--approve", "auto", "--elicit", "defaults",
+         "--call", "elicit_then_sample", "--args", '{"tag": "cli"}', "--url", url],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert "inputRequests" not in result and result.get("resultType", "complete") == "complete"
+    assert json.loads(result["content"][0]["text"])["sampling"]["model"] == "echo-offline"
+    assert "(protocol 2026-07-28, modern)" in done.stderr
+
+
+def test_the_cli_says_clearly_when_a_legacy_server_is_forced_modern() -> None:
+    from tests.interop import peer_command
+
+    legacy = peer_command("python")
+    done = subprocess.run(
+        [str(HOST), "run", "--protocol", MODERN, "--approve", "auto", "--call", "whoami", "--", *legacy.argv],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=None,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "does not speak MCP 2026-07-28" in done.stderr and "'auto'" in done.stderr
+    assert sys.executable  # the legacy peer ran on its own venv
+
+
+# --- legacy peers: found legacy after the probe, and served as before ----------------------
+
+
+def everything() -> StdioTransport:
+    """The reference server-everything (TS SDK 1.32, 2025-11-25) over stdio."""
+    from tests.interop import PEERS_DIR, _missing
+
+    script = (
+        PEERS_DIR
+        / "node"
+        / "node_modules"
+        / "@modelcontextprotocol"
+        / "server-everything"
+        / "dist"
+        / "index.js"
+    )
+    node = shutil.which("node")
+    if node is None or not script.exists():
+        _missing(f"server-everything is not installed ({script})")
+    return StdioTransport(node, [str(script), "stdio"], name="everything")
+
+
+async def test_server_everything_is_found_legacy_and_its_async_tools_get_client_hosted_tasks() -> None:
+    async with running_host() as h:
+        server = await h.connect("everything", everything())
+        assert (server.era, server.protocol_version) == (Era.LEGACY, "2025-11-25")
+        with anyio.fail_after(10):  # it registers the task tools once it has seen our capabilities
+            await h.wires["everything"].notified("notifications/tools/list_changed")
+        assert "trigger-sampling-request-async" in [t["name"] for t in await server.list_tools()]
+        result = await server.call_tool(
+            "trigger-sampling-request-async", {"prompt": "hello", "maxTokens": 20}
+        )
+    assert not result.get("isError"), result
+    assert "echo: Resource trigger-sampling-request-async context: hello" in json.dumps(result)
+    wire = h.wires["everything"]
+    sent = [m["method"] for m in wire.sent if "method" in m and "id" in m]
+    assert sent[:2] == ["server/discover", "initialize"]  # the probe, then the handshake
+    (pushed,) = wire.requests_received("sampling/createMessage")
+    assert pushed["params"]["task"] == {"ttl": 300000}  # task-augmented: served as a client-hosted task
+    assert wire.requests_received("tasks/get") and wire.requests_received("tasks/result")
