@@ -593,3 +593,23 @@ async def test_without_the_extension_a_task_answer_is_invalid() -> None:
             await connection.call_tool("long")
         capabilities = (server.requests[0].meta or {})["io.modelcontextprotocol/clientCapabilities"]
         assert "extensions" not in capabilities
+
+
+async def test_a_header_mismatch_makes_the_client_list_the_tools_and_try_once_more() -> None:
+    refused: list[int] = []
+
+    async def picky(call: ToolCall) -> str:
+        if not refused:
+            refused.append(1)
+            raise RpcError(-32020, "mcp-param-region header does not match the body")
+        return "ok"
+
+    server = FakeServer(protocol_version=MODERN, tools={"picky": picky})
+    async with connected(server) as connection:
+        assert text(await connection.call_tool("picky")) == "ok"
+    assert [r.method for r in server.requests] == [
+        "server/discover",
+        "tools/call",
+        "tools/list",
+        "tools/call",
+    ]
