@@ -53,6 +53,7 @@ __all__ = ["Requirements", "estimate_input_tokens", "requirements", "select_mode
 MEDIA_TOKENS = 1000
 #: Characters per token in :func:`estimate_input_tokens`.
 CHARS_PER_TOKEN = 4
+_NO_PREFERENCES = ModelPreferences()
 
 
 @dataclass(frozen=True)
@@ -83,44 +84,48 @@ class Requirements:
 
 def estimate_input_tokens(params: SamplingRequest) -> int:
     """A rough size of the prompt: characters / 4, plus 1000 per image or audio clip."""
-    chars = len(params.system_prompt or "")
-    media = 0
-    for message in params.messages:
-        for block in message.blocks():
-            if isinstance(block, TextContent):
-                chars += len(block.text)
-            elif isinstance(block, ImageContent | AudioContent):
-                media += 1
-            elif isinstance(block, ToolUseContent):
-                chars += len(block.name) + len(json.dumps(block.input))
-            elif isinstance(block, ToolResultContent):
-                for inner in block.content:
-                    if isinstance(inner, TextContent):
-                        chars += len(inner.text)
-                    elif isinstance(inner, ImageContent | AudioContent):
-                        media += 1
-                if block.structured_content is not None:
-                    chars += len(json.dumps(block.structured_content))
-    for tool in params.tools or ():
-        chars += len(tool.name) + len(tool.description or "") + len(json.dumps(tool.input_schema))
-    return math.ceil(chars / CHARS_PER_TOKEN) + MEDIA_TOKENS * media
+    return requirements(params).input_tokens
 
 
 def requirements(params: SamplingRequest) -> Requirements:
-    """What ``params`` needs from a model (media inside tool results count too)."""
+    """What ``params`` needs from a model (media inside tool results count too).
+
+    One pass over the blocks, which also counts the prompt's size
+    (:func:`estimate_input_tokens`): this runs for every request, before a
+    task exists.
+    """
     tools = bool(params.tools)
     images = audio = False
+    chars = len(params.system_prompt or "")
+    media = 0
     for message in params.messages:
-        for block in message.blocks():
-            inner: list[object] = [block]
-            if isinstance(block, ToolResultContent):
+        content = message.content
+        for block in content if type(content) is list else (content,):
+            kind = type(block)
+            if kind is TextContent:
+                chars += len(block.text)  # type: ignore[union-attr]
+                continue
+            if kind is ImageContent or kind is AudioContent:
+                images = images or kind is ImageContent
+                audio = audio or kind is AudioContent
+                media += 1
+            elif kind is ToolUseContent:
                 tools = True
-                inner = list(block.content)
-            elif isinstance(block, ToolUseContent):
+                chars += len(block.name) + len(json.dumps(block.input))  # type: ignore[union-attr]
+            elif kind is ToolResultContent:
                 tools = True
-            images = images or any(isinstance(b, ImageContent) for b in inner)
-            audio = audio or any(isinstance(b, AudioContent) for b in inner)
-    return Requirements(tools, images, audio, estimate_input_tokens(params))
+                for inner in block.content:  # type: ignore[union-attr]
+                    if isinstance(inner, TextContent):
+                        chars += len(inner.text)
+                    elif isinstance(inner, ImageContent | AudioContent):
+                        images = images or isinstance(inner, ImageContent)
+                        audio = audio or isinstance(inner, AudioContent)
+                        media += 1
+                if block.structured_content is not None:  # type: ignore[union-attr]
+                    chars += len(json.dumps(block.structured_content))  # type: ignore[union-attr]
+    for tool in params.tools or ():
+        chars += len(tool.name) + len(tool.description or "") + len(json.dumps(tool.input_schema))
+    return Requirements(tools, images, audio, math.ceil(chars / CHARS_PER_TOKEN) + MEDIA_TOKENS * media)
 
 
 def select_model(
@@ -133,7 +138,7 @@ def select_model(
 ) -> ModelInfo:
     """The model that serves a request, by the rules in this module's docstring."""
     eligible = _eligible(catalogue, allowed, needs or Requirements())
-    prefs = preferences or ModelPreferences()
+    prefs = preferences or _NO_PREFERENCES
     for hint in prefs.hints or ():
         name = (hint.name or "").strip().lower()
         if not name:
