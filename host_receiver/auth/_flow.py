@@ -1,5 +1,8 @@
 """The grants: authorization code with PKCE, refresh, client credentials, and the enterprise grant.
 
+(About 520 lines, one idea: every grant ends in the same token request, client
+authentication and response checks; apart they would repeat them.)
+
 The OAuth mechanics (PKCE verifier and S256 challenge, ``state``, the
 authorization URL, token request bodies, client authentication including
 ``private_key_jwt`` signing) are authlib's; this module decides what to

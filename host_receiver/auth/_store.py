@@ -1,5 +1,8 @@
 """Where tokens, refresh tokens and registered clients are kept between runs.
 
+(About 440 lines, one idea: three stores of one entry format, and the one
+place that chooses among them.)
+
 Rules:
 
 - One :class:`StoredAuthorization` per (server, issuer): the server's
