@@ -129,6 +129,31 @@ class _Scope:
     requestor: Requestor | None = None
 
 
+def task_group_of(session: Any) -> anyio.abc.TaskGroup | None:
+    """The task group a library session runs its receive loop in, once entered.
+
+    mcp 1.x's ``BaseSession`` and mcp 2.x's ``ClientSession`` both keep it as
+    ``_task_group``: the adapters' one reliance on a library's private parts.
+    """
+    group: anyio.abc.TaskGroup | None = getattr(session, "_task_group", None)
+    return group
+
+
+def sends_with(parse: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Send]:
+    """``send_of`` for sessions whose ``send_notification`` takes the model ``parse`` makes of one."""
+
+    def send_of(session: Any) -> Send:
+        async def send(method: str, params: dict[str, Any] | None) -> None:
+            message: dict[str, Any] = {"method": method}
+            if params is not None:
+                message["params"] = params
+            await session.send_notification(parse(message))
+
+        return send
+
+    return send_of
+
+
 class SessionScopes:
     """The requestor scopes of one adapter's sessions, one per library session (rules above)."""
 
@@ -137,9 +162,9 @@ class SessionScopes:
         receiver: Receiver,
         server: str,
         *,
-        group_of: Callable[[Any], anyio.abc.TaskGroup | None],
         version_of: Callable[[Any], str],
         send_of: Callable[[Any], Send],
+        group_of: Callable[[Any], anyio.abc.TaskGroup | None] = task_group_of,
     ) -> None:
         self.receiver = receiver
         self.server = server

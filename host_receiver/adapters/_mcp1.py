@@ -30,14 +30,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
-import anyio.abc
 import mcp.types as types
 from mcp.client.experimental.task_handlers import ExperimentalTaskHandlers
 from mcp.client.session import ClientSession
 from mcp.shared.context import RequestContext
 from pydantic import BaseModel, ValidationError
 
-from host_receiver.adapters._bridge import Send, SessionScopes, answer, served_version
+from host_receiver.adapters._bridge import SessionScopes, answer, sends_with, served_version
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.receiver import Receiver
@@ -92,7 +91,10 @@ class _Mcp1:
 
     def __init__(self, receiver: Receiver, server: str) -> None:
         self.scopes = SessionScopes(
-            receiver, server, group_of=_task_group, version_of=lambda _: VERSION, send_of=_sender
+            receiver,
+            server,
+            version_of=lambda _: VERSION,
+            send_of=sends_with(types.ClientNotification.model_validate),
         )
 
     async def serve(
@@ -169,19 +171,3 @@ def _task_or(
         return types.CreateTaskResult.model_validate(outcome) if "task" in outcome else plain(outcome)
 
     return result
-
-
-def _task_group(session: ClientSession) -> anyio.abc.TaskGroup | None:
-    """The session's own task group, where its receive loop runs (set while it is entered)."""
-    group: anyio.abc.TaskGroup | None = getattr(session, "_task_group", None)
-    return group
-
-
-def _sender(session: ClientSession) -> Send:
-    async def send(method: str, params: dict[str, Any] | None) -> None:
-        message: dict[str, Any] = (
-            {"method": method} if params is None else {"method": method, "params": params}
-        )
-        await session.send_notification(types.ClientNotification.model_validate(message))
-
-    return send

@@ -26,13 +26,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio.abc
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from host_receiver.adapters._bridge import Send, SessionScopes, answer, newest_shared, without_task
+from host_receiver.adapters._bridge import SessionScopes, answer, newest_shared, sends_with, without_task
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
@@ -70,7 +69,10 @@ class Callbacks:
 
     def __init__(self, receiver: Receiver, server: str) -> None:
         self.scopes = SessionScopes(
-            receiver, server, group_of=_task_group, version_of=_version, send_of=_sender
+            receiver,
+            server,
+            version_of=_version,
+            send_of=sends_with(types.client_notification_adapter.validate_python),
         )
         caps = receiver.capabilities(VERSION)
         #: The ``sampling`` capability to declare (None: the receiver does not sample).
@@ -126,21 +128,5 @@ def _sampling_result(
         return types.CreateMessageResultWithTools.model_validate(result)
 
 
-def _task_group(session: ClientSession) -> anyio.abc.TaskGroup | None:
-    """The session's own task group, where its dispatcher runs (set while it is entered)."""
-    group: anyio.abc.TaskGroup | None = getattr(session, "_task_group", None)
-    return group
-
-
 def _version(session: ClientSession) -> str:
     return session.protocol_version or LATEST_LEGACY_VERSION
-
-
-def _sender(session: ClientSession) -> Send:
-    async def send(method: str, params: dict[str, Any] | None) -> None:
-        message: dict[str, Any] = (
-            {"method": method} if params is None else {"method": method, "params": params}
-        )
-        await session.send_notification(types.client_notification_adapter.validate_python(message))
-
-    return send

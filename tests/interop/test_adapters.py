@@ -14,6 +14,7 @@ reports first.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ from tests.interop import (
 from tests.interop.conftest import HttpPeers
 from tests.interop.test_modern_peers import http_peer
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DRIVER_TIMEOUT_S = 90
 TRANSPORTS = ["stdio", "http"]
 ECHO = "echo-offline"
@@ -369,3 +371,29 @@ def test_one_receiver_serves_fastmcp_and_mcp2_sessions_at_once(fast: dict[str, A
     assert kinds["fast"]["elicitation"]["action"] == "accept"
     assert kinds["py2"]["sampling"]["content"]["text"] == "echo: Write one line greeting Ada."
     assert views(fast, server="fast") and views(fast, server="py2", kind="sampling")
+
+
+# --- the examples -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "printed"),
+    [
+        # demo_server.py's report: its sampling task, form task and URL task, as the server saw them.
+        ("mcp1", '"text": "echo: Announce release 2.0.0'),
+        ("mcp2", "echo: Greet world in one line."),
+        ("fastmcp", "echo: Greet world in one line."),
+    ],
+    ids=["mcp1", "mcp2", "fastmcp"],
+)
+def test_the_adapter_examples_run(extra: Any, printed: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(adapter_python(extra)), str(EXAMPLES / f"adapter_{extra}.py")],
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+        env={**os.environ, "HOST_RECEIVER_CONFIG": str(tmp_path / "config.toml")},  # none: the echo provider
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert printed in done.stdout

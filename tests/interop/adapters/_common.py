@@ -23,6 +23,7 @@ decides by the text it is shown, so one receiver serves every scenario:
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -183,6 +184,8 @@ def error_of(exc: BaseException) -> dict[str, Any]:
 
 
 Scenario = Callable[[], Awaitable[Any]]
+#: A driver's scenarios: given its arguments and the host, what each one reported.
+Scenarios = Callable[[argparse.Namespace, Host], Awaitable[dict[str, Any]]]
 
 
 async def run(scenarios: dict[str, Scenario]) -> dict[str, Any]:
@@ -196,7 +199,23 @@ async def run(scenarios: dict[str, Scenario]) -> dict[str, Any]:
     return out
 
 
-def emit(result: dict[str, Any]) -> None:
-    """Print the driver's one JSON object."""
-    json.dump(result, sys.stdout, sort_keys=True, default=str)
+def parser(doc: str | None, url: str) -> argparse.ArgumentParser:
+    """A driver's command line: ``--server PYTHON SCRIPT`` (stdio) or ``--url URL`` (``url`` says which)."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", nargs=2, metavar=("PYTHON", "SCRIPT"), help="start the peer over stdio")
+    where.add_argument("--url", help=url)
+    return parser
+
+
+def main(args: argparse.Namespace, scenarios: Scenarios, **options: Any) -> None:
+    """Run ``scenarios`` with a :func:`host` of ``options`` (a minute at most); print one JSON object."""
+
+    async def drive() -> dict[str, Any]:
+        with anyio.fail_after(60):
+            async with host(**options) as h:
+                out = await scenarios(args, h)
+        return {"scenarios": out, "host": h.seen()}
+
+    json.dump(anyio.run(drive), sys.stdout, sort_keys=True, default=str)
     sys.stdout.write("\n")

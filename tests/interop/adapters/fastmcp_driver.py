@@ -34,7 +34,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Host, emit, host, report_of, run
+from _common import Host, main, parser, report_of, run
 
 from host_receiver.adapters import fastmcp as fastmcp_adapter
 from host_receiver.adapters import mcp2 as mcp2_adapter
@@ -110,17 +110,7 @@ async def kinds(args: argparse.Namespace, h: Host, fast: fastmcp.Client[Any]) ->
     return reports
 
 
-async def main(args: argparse.Namespace) -> None:
-    with anyio.fail_after(60):
-        async with host() as h:
-            out = await scenarios(args, h)
-    emit({"scenarios": out, "host": h.seen()})
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", nargs=2, metavar=("PYTHON", "SCRIPT"), help="start the peer over stdio")
-    where.add_argument("--url", help="the peer's Streamable HTTP endpoint (stateful)")
-    parser.add_argument("--py2", nargs=2, metavar=("PYTHON", "SCRIPT"), help="the mcp 2.3.0 peer (stdio)")
-    anyio.run(main, parser.parse_args())
+    cli = parser(__doc__, "the peer's Streamable HTTP endpoint (stateful)")
+    cli.add_argument("--py2", nargs=2, metavar=("PYTHON", "SCRIPT"), help="the mcp 2.3.0 peer (stdio)")
+    main(cli.parse_args(), scenarios)

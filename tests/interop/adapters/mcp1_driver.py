@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamablehttp_client
 from host_receiver import Receiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CONFIG, Host, emit, host, report_of, run
+from _common import CONFIG, Host, main, parser, report_of, run
 
 from host_receiver.adapters.mcp1 import session_options
 
@@ -125,21 +125,11 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
         "notes": h.receiver.capabilities(VERSION),
         "narrow": narrow.capabilities(VERSION),
     }
+    # Every session has ended: their tasks went with them.
+    out["tasks_stored_after"] = len(h.receiver.store)  # type: ignore[arg-type]
     return out
 
 
-async def main(args: argparse.Namespace) -> None:
-    with anyio.fail_after(60):
-        async with host(replace(CONFIG, max_active_tasks=QUOTA)) as h:
-            out = await scenarios(args, h)
-            # Every session has ended: their tasks went with them.
-            out["tasks_stored_after"] = len(h.receiver.store)  # type: ignore[arg-type]
-    emit({"scenarios": out, "host": h.seen()})
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", nargs=2, metavar=("PYTHON", "SCRIPT"), help="start the peer over stdio")
-    where.add_argument("--url", help="the peer's Streamable HTTP endpoint")
-    anyio.run(main, parser.parse_args())
+    cli = parser(__doc__, "the peer's Streamable HTTP endpoint")
+    main(cli.parse_args(), scenarios, config=replace(CONFIG, max_active_tasks=QUOTA))

@@ -31,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 from providers import SamplingLimits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Host, emit, host, report_of, run
+from _common import Host, main, parser, report_of, run
 
 from host_receiver.adapters.mcp2 import client_options
 
@@ -110,19 +110,7 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
     return out
 
 
-async def main(args: argparse.Namespace) -> None:
-    with anyio.fail_after(60):
-        async with host(limits=SamplingLimits(max_tokens=MAX_TOKENS)) as h:
-            out = await scenarios(args, h)
-    emit({"scenarios": out, "host": h.seen()})
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", nargs=2, metavar=("PYTHON", "SCRIPT"), help="start the peer over stdio")
-    where.add_argument("--url", help="the peer's Streamable HTTP endpoint (stateless)")
-    parser.add_argument(
-        "--legacy-peer", nargs=2, metavar=("PYTHON", "SCRIPT"), help="the mcp 1.30 peer (stdio)"
-    )
-    anyio.run(main, parser.parse_args())
+    cli = parser(__doc__, "the peer's Streamable HTTP endpoint (stateless)")
+    cli.add_argument("--legacy-peer", nargs=2, metavar=("PYTHON", "SCRIPT"), help="the mcp 1.30 peer (stdio)")
+    main(cli.parse_args(), scenarios, limits=SamplingLimits(max_tokens=MAX_TOKENS))
