@@ -10,11 +10,11 @@ Rules:
 
 - Each library session gets its own requestor scope (``Receiver.attach``)
   under the adapter's server name. The first request the session carries
-  starts it, in the session's *own* task group: the session owns it, and it
-  ends when the session ends (its tasks' work cancelled and the tasks deleted,
-  as when host-receiver's own connection closes). No thread, no task outside
-  that group. Two sessions built from the same options get two scopes, kept
-  apart as two connections are.
+  starts it, in the session's *own* task group (:func:`task_group_of`): the
+  session owns it, and it ends when the session ends, its tasks' work
+  cancelled and its tasks deleted, as when host-receiver's own connection
+  closes. No thread, no task outside that group. Two sessions built from the
+  same options get two scopes, kept apart as two connections are.
 - The scope's :class:`SessionPeer` is the receiver's Peer: the server name; the
   session's protocol version (one this project does not know is served as
   the oldest version it knows, the one that allows least); ``notify`` through
@@ -31,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
@@ -52,7 +53,9 @@ __all__ = [
     "SessionScopes",
     "answer",
     "newest_shared",
+    "sends_with",
     "served_version",
+    "task_group_of",
     "without_task",
 ]
 
@@ -64,6 +67,7 @@ Send = Callable[[str, dict[str, Any] | None], Awaitable[None]]
 _Queued = tuple[str, dict[str, Any] | None]
 
 
+@functools.cache  # read on every request: an unknown version is warned about once
 def served_version(version: str) -> str:
     """``version`` if this project knows it, else the oldest version it knows (which allows least)."""
     if version in RULES:
