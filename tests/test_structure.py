@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 import host_receiver
+import host_receiver.adapters.fastmcp
+import host_receiver.adapters.mcp1
+import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.testing
 import providers
@@ -26,6 +29,10 @@ import providers
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("host_receiver", "providers")
 API_DOC = ROOT / "docs" / "api.md"
+#: The optional modules, each adapting one client library (docs/adapters.md).
+ADAPTERS = (host_receiver.adapters.mcp1, host_receiver.adapters.mcp2, host_receiver.adapters.fastmcp)
+#: What the adapters adapt: never loaded by importing them, only by calling them.
+ADAPTED_LIBRARIES = {"mcp", "mcp_types", "fastmcp", "fastmcp_tasks"}
 
 
 def modules() -> Iterator[tuple[str, Path]]:
@@ -125,10 +132,20 @@ def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> N
     loaded = loaded_after("import host_receiver, host_receiver.testing")
     unwanted = {"host_receiver.cli", "prompt_toolkit", "tomli_w", "openai", "authlib", "joserfc"}
     assert {m for m in loaded if m.split(".")[0] in unwanted or m.startswith("host_receiver.cli")} == set()
+    assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
+
+
+def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
+    statement = "import " + ", ".join(adapter.__name__ for adapter in ADAPTERS)
+    loaded = loaded_after(statement)
+    assert {m for m in loaded if m.split(".")[0] in ADAPTED_LIBRARIES} == set()
+    assert not {m for m in loaded if m.startswith("host_receiver.adapters._")}
 
 
 @pytest.mark.parametrize(
-    "package", [host_receiver, host_receiver.auth, host_receiver.testing, providers], ids=lambda p: p.__name__
+    "package",
+    [host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS],
+    ids=lambda p: p.__name__,
 )
 def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
     page = API_DOC.read_text(encoding="utf-8")
@@ -143,7 +160,7 @@ def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(packag
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers):
+    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS):
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):

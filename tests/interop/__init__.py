@@ -3,7 +3,10 @@
 The peers are the official Python SDK (``.peers/py``, mcp 1.30; ``.peers/py2``,
 mcp 2.3.0), FastMCP with its tasks extension (``.peers/fastmcp``) and the
 TypeScript SDK (``.peers/node``) acting as MCP servers; ``.ci/install-peers``
-installs them (docs/peers.md, docs/peers-modern.md). Locally, a test that needs a
+installs them (docs/peers.md, docs/peers-modern.md). The adapter tests also need
+host-receiver installed with each adapter's extra into its own venv
+(``.peers/adapter-mcp1``, ``-mcp2``, ``-fastmcp``; ``.ci/install-adapters``,
+docs/adapters.md). Locally, a test that needs a
 missing peer is skipped with the command that installs it; when the ``CI``
 environment variable is set, it fails instead, so a CI run can never pass by
 skipping the interop suite.
@@ -33,6 +36,8 @@ PY2_SERVER = PEER_SCRIPTS / "py2_server.py"
 FASTMCP_SERVER = PEER_SCRIPTS / "fastmcp_server.py"
 #: Runs mcp 2.3.0's ``mcp.Client`` or ``fastmcp.Client`` (in that peer's own venv) against a modern peer.
 SDK_CLIENT = PEER_SCRIPTS / "sdk_client.py"
+#: The adapter drivers: a client library + its host-receiver adapter, run in ``.peers/adapter-*``.
+ADAPTER_DRIVERS = Path(__file__).resolve().parent / "adapters"
 
 #: Every wait a peer makes on our host is bounded by this (seconds), so a host bug
 #: shows up as a ``"timeout": true`` report instead of a hung test.
@@ -42,8 +47,8 @@ Sdk = Literal["python", "typescript"]
 SDKS: tuple[Sdk, ...] = ("python", "typescript")
 
 
-def _missing(reason: str) -> NoReturn:
-    message = f"{reason}; install the peers with .ci/install-peers (docs/peers.md)"
+def _missing(reason: str, install: str = ".ci/install-peers (docs/peers.md)") -> NoReturn:
+    message = f"{reason}; install the peers with {install}"
     if os.environ.get("CI"):
         pytest.fail(f"interop peers are required on CI: {message}", pytrace=False)
     pytest.skip(message)
@@ -54,6 +59,14 @@ def peer_python(env: Literal["py2", "fastmcp"]) -> Path:
     python = PEERS_DIR / env / "bin" / "python"
     if not python.exists():
         _missing(f"the {env} peer is not installed ({python} is missing)")
+    return python
+
+
+def adapter_python(extra: Literal["mcp1", "mcp2", "fastmcp"]) -> Path:
+    """The interpreter of an adapter's venv (``.peers/adapter-<extra>``); skips without it."""
+    python = PEERS_DIR / f"adapter-{extra}" / "bin" / "python"
+    if not python.exists():
+        _missing(f"the {extra} adapter venv is not installed ({python} is missing)", ".ci/install-adapters")
     return python
 
 

@@ -77,6 +77,19 @@ CREATED: list[dict[str, str]] = []
 
 mcp = FastMCP("py-peer", host="127.0.0.1", log_level="WARNING")
 
+# Every notifications/tasks/status a client sent this process, in arrival order
+# (the `notifications` tool reports them; the SDK itself ignores them).
+STATUS_NOTIFICATIONS: list[dict[str, Any]] = []
+
+
+async def on_task_status(notification: types.TaskStatusNotification) -> None:
+    STATUS_NOTIFICATIONS.append(
+        notification.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    )
+
+
+mcp._mcp_server.notification_handlers[types.TaskStatusNotification] = on_task_status
+
 
 def dump(model: BaseModel) -> dict[str, Any]:
     """JSON form of a received model; keys the client sent explicitly (even null) are kept."""
@@ -239,6 +252,7 @@ def base_report(tool: str, req: Requestor, stream: str) -> dict[str, Any]:
             "tasks_list": bool(caps and caps.tasks and caps.tasks.list is not None),
             "tasks_cancel": bool(caps and caps.tasks and caps.tasks.cancel is not None),
         },
+        "client_capabilities": dump(caps) if caps is not None else None,
     }
 
 
@@ -486,6 +500,12 @@ async def task_ids() -> str:
     """The ids of every task a client created for this server process so far."""
     ids = [c["taskId"] for c in CREATED]
     return report_text({"tool": "task_ids", "sdk": SDK, "task_ids": ids, "by_tool": CREATED})
+
+
+@mcp.tool(structured_output=False)
+async def notifications() -> str:
+    """Every notifications/tasks/status a client sent this process so far (params as received)."""
+    return report_text({"tool": "notifications", "sdk": SDK, "tasks_status": STATUS_NOTIFICATIONS})
 
 
 @mcp.tool(structured_output=False)

@@ -1,0 +1,41 @@
+"""host-receiver in mcp 1.x's ClientSession. Run: .peers/adapter-mcp1/bin/python examples/adapter_mcp1.py"""
+
+# A host that already talks to its servers through mcp's ClientSession keeps
+# doing so; host-receiver adds the three imports marked below, the registry and
+# receiver in main(), `registry` in the `async with`, and the session options.
+# The server is examples/demo_server.py: its tool sends task-augmented sampling
+# and forms, answered here by host-receiver (tasks, approval, providers, forms).
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+# host-receiver:
+from host_receiver import AutoApprove, ElicitationService, FillDefaults, Receiver, SamplingService
+from host_receiver.adapters.mcp1 import session_options
+from providers import build_registry
+
+SERVER = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).with_name("demo_server.py"))])
+
+
+async def main() -> None:
+    registry = build_registry()  # the configured providers, or the offline echo provider
+    receiver = Receiver(  # your own approval and form UIs go here
+        sampling=SamplingService(registry, AutoApprove()), elicitation=ElicitationService(FillDefaults())
+    )
+    async with (
+        registry,
+        stdio_client(SERVER) as (read, write),
+        ClientSession(read, write, **session_options(receiver, server="release-helper")) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("announce_release", {"version": "2.0.0"})
+        print(result.content[0].text)
+
+
+anyio.run(main)

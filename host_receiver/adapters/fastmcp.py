@@ -1,0 +1,40 @@
+"""host-receiver inside ``fastmcp.Client`` 4.x (``pip install 'host-receiver[fastmcp]'``: fastmcp>=4.0,<5).
+
+    import fastmcp
+    from host_receiver.adapters.fastmcp import client_options
+
+    async with fastmcp.Client(target, **client_options(receiver, server="notes")) as client:
+        await client.call_tool("summarise", {"path": "notes.txt"})
+
+Rules:
+
+- The options are ``fastmcp.Client``'s own keyword arguments: its
+  ``sampling_handler`` (with ``sampling_capabilities``) and
+  ``elicitation_handler``, exactly for what the receiver serves. They answer
+  what a 2025-11-25 server pushes (``ctx.elicit``,
+  ``ctx.session.create_message``), a 2026-07-28 server's input rounds, and,
+  with ``fastmcp_tasks`` imported, the form a task asks for.
+- Each session is its own requestor scope under ``server``, started by its
+  first request in the session's own task group, ending with the session.
+- Importing this module imports nothing of ``fastmcp``; calling
+  :func:`client_options` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from host_receiver.receiver import Receiver
+
+__all__ = ["client_options"]
+
+
+def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
+    """``fastmcp.Client`` keyword arguments that serve the server's requests through ``receiver``.
+
+    ``server`` names the server in approval views, prompts and the audit log.
+    """
+    from host_receiver.adapters import _fastmcp
+
+    return _fastmcp.client_options(receiver, server)

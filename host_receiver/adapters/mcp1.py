@@ -1,0 +1,42 @@
+"""host-receiver inside mcp 1.x's ``ClientSession`` (``pip install 'host-receiver[mcp1]'``: mcp>=1.23,<2).
+
+    from mcp import ClientSession
+    from host_receiver.adapters.mcp1 import session_options
+
+    async with ClientSession(read, write, **session_options(receiver, server="notes")) as session:
+        await session.initialize()
+
+Rules:
+
+- The options are ``ClientSession``'s own keyword arguments: its sampling and
+  elicitation callbacks and its experimental task handlers, exactly for what
+  the receiver serves, so the capabilities the session declares are the
+  receiver's. A server's task-augmented ``sampling/createMessage`` and
+  ``elicitation/create`` become host-receiver tasks, and its ``tasks/get``,
+  ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` are answered by the
+  receiver, as over host-receiver's own connection.
+- Each session is its own requestor scope under ``server``, started by its
+  first request in the session's own task group, ending with the session.
+  One options mapping may serve several sessions; each still gets its own.
+- Importing this module imports nothing of ``mcp``; calling
+  :func:`session_options` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from host_receiver.receiver import Receiver
+
+__all__ = ["session_options"]
+
+
+def session_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
+    """``ClientSession`` keyword arguments that serve the server's requests through ``receiver``.
+
+    ``server`` names the server in approval views, prompts and the audit log.
+    """
+    from host_receiver.adapters import _mcp1
+
+    return _mcp1.session_options(receiver, server)

@@ -1,0 +1,40 @@
+"""host-receiver inside mcp 2.x's ``mcp.Client`` (``pip install 'host-receiver[mcp2]'``: mcp>=2.3,<3).
+
+    import mcp
+    from host_receiver.adapters.mcp2 import client_options
+
+    async with mcp.Client(target, **client_options(receiver, server="notes")) as client:
+        await client.call_tool("summarise", {"path": "notes.txt"})
+
+Rules:
+
+- The options are ``mcp.Client``'s own keyword arguments: its sampling and
+  elicitation callbacks (with ``sampling_capabilities``), exactly for what the
+  receiver serves, so the capabilities the client declares are the
+  receiver's. The same callbacks answer a 2026-07-28 server's input rounds
+  and the requests a 2025-11-25 server pushes; mcp 2.x hosts no tasks, so it
+  declares none and a ``task`` member is ignored.
+- Each session is its own requestor scope under ``server``, started by its
+  first request in the session's own task group, ending with the session.
+- Importing this module imports nothing of ``mcp``; calling
+  :func:`client_options` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from host_receiver.receiver import Receiver
+
+__all__ = ["client_options"]
+
+
+def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
+    """``mcp.Client`` keyword arguments that serve the server's requests through ``receiver``.
+
+    ``server`` names the server in approval views, prompts and the audit log.
+    """
+    from host_receiver.adapters import _mcp2
+
+    return _mcp2.client_options(receiver, server)
