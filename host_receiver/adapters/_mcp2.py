@@ -10,7 +10,8 @@ import this one, when their options function is called. Rules:
 - Capabilities: mcp 2.x declares what it is given callbacks for, the same set
   on both eras, so the options hold exactly what ``receiver.capabilities``
   lists for the newest version both know (``sampling`` with its ``tools``,
-  ``elicitation``, ``roots``; mcp 2.x adds ``listChanged`` to roots itself). mcp 2.x has no client-hosted tasks: it declares none, and
+  ``elicitation``, ``roots``; mcp 2.x adds ``listChanged`` to roots itself).
+  mcp 2.x has no client-hosted tasks: it declares none, and
   a ``task`` member a legacy server sends anyway is ignored (the tasks
   chapter's rule for a receiver that did not declare them).
 - The version of each request is the session's negotiated one.
