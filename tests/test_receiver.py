@@ -593,3 +593,16 @@ async def test_audit_log_names_requestor_and_task_but_not_contents(caplog: pytes
     assert any("completed" in line and task_id in line for line in lines)
     assert any("result retrieved" in line and task_id in line for line in lines)
     assert not any("secret" in line for line in lines)
+
+
+async def test_a_scope_left_by_cancellation_deletes_its_tasks_too() -> None:
+    """However a requestor's scope ends (a session cancelled, say), none of its tasks is left."""
+    receiver = Receiver(sampling=sampling_script())
+    with anyio.CancelScope() as outer:
+        async with receiver.attach(RecordingPeer()) as requestor:
+            for _ in range(3):
+                await requestor.handle_request(SAMPLING, {**sampling_params(), "task": {}})
+            assert receiver.store.counts(requestor.key)[0] == 3
+            outer.cancel()
+            await anyio.sleep_forever()
+    assert len(receiver.store.ids_of(requestor.key)) == 0

@@ -206,10 +206,9 @@ class SessionScopes:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         peer = SessionPeer(self.server, lambda: self._version_of(session), self._send_of(session))
-        key: str | None = None
         try:
+            # Leaving the scope, by cancellation too, deletes the session's tasks.
             async with self.receiver.attach(peer) as requestor, anyio.create_task_group() as jobs:
-                key = requestor.key
                 jobs.start_soon(peer.send_queued)
                 scope.requestor = requestor
                 task_status.started()
@@ -219,18 +218,6 @@ class SessionScopes:
             peer.close()
             if self._scopes.get(session) is scope:
                 del self._scopes[session]
-            if key is not None:
-                self._forget(key)
-
-    def _forget(self, key: str) -> None:
-        """Delete what is left of a requestor's tasks.
-
-        ``Receiver.attach`` deletes them only when its block is left without an
-        exception, and a session's end leaves it by cancellation.
-        """
-        store = self.receiver.store
-        for task_id in store.ids_of(key):
-            store.delete(task_id)
 
 
 async def answer(
