@@ -70,6 +70,24 @@ async def connected(
             )
 
 
+class StuckForms:
+    """A person who never answers a form: ``waiting`` once asked, ``cancelled`` once the prompt is closed."""
+
+    def __init__(self) -> None:
+        self.waiting, self.cancelled = anyio.Event(), anyio.Event()
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        self.waiting.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.cancelled.set()
+        raise AssertionError("unreachable")
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        return "decline"
+
+
 def asks(key: str, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"method": method}
     if params is not None:
@@ -259,18 +277,7 @@ async def test_entries_of_one_round_run_side_by_side() -> None:
 
 
 async def test_a_refused_sampling_entry_ends_the_call_cancels_its_round_and_sends_nothing() -> None:
-    cancelled = anyio.Event()
-
-    class SlowForms:
-        async def fill_form(self, view: FormView) -> ElicitResult:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                cancelled.set()
-            raise AssertionError("unreachable")
-
-        async def consent_url(self, view: UrlView) -> UrlAnswer:
-            return "decline"
+    forms = StuckForms()
 
     async def ask(call: ToolCall) -> dict[str, Any]:
         return {
@@ -283,13 +290,13 @@ async def test_a_refused_sampling_entry_ends_the_call_cancels_its_round_and_send
 
     host_receiver = receiver(
         sampling=SamplingService(ProviderRegistry([EchoProvider()]), DenyAll()),
-        elicitation=ElicitationService(SlowForms()),
+        elicitation=ElicitationService(forms),
     )
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server, host_receiver) as connection:
         with pytest.raises(InputRequestFailed) as raised:
             await connection.call_tool("ask")
-        assert cancelled.is_set()
+        assert forms.cancelled.is_set()
     assert raised.value.code == USER_REJECTED and raised.value.key == "llm"
     assert len(server.requests_of("tools/call")) == 1  # no retry with an error
 
@@ -322,30 +329,18 @@ async def test_a_server_that_never_stops_asking_is_stopped_at_the_round_cap() ->
 
 
 async def test_cancelling_the_call_cancels_the_work_of_its_round() -> None:
-    waiting, cancelled = anyio.Event(), anyio.Event()
-
-    class Person:
-        async def fill_form(self, view: FormView) -> ElicitResult:
-            waiting.set()
-            try:
-                await anyio.sleep_forever()
-            finally:
-                cancelled.set()
-            raise AssertionError("unreachable")
-
-        async def consent_url(self, view: UrlView) -> UrlAnswer:
-            return "decline"
+    forms = StuckForms()
 
     async def ask(call: ToolCall) -> dict[str, Any]:
         return asks("form", "elicitation/create", form_params())
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
-    async with connected(server, receiver(elicitation=ElicitationService(Person()))) as connection:
+    async with connected(server, receiver(elicitation=ElicitationService(forms))) as connection:
         async with anyio.create_task_group() as group:
             group.start_soon(connection.call_tool, "ask")
-            await waiting.wait()
+            await forms.waiting.wait()
             group.cancel_scope.cancel()
-        assert cancelled.is_set()
+        assert forms.cancelled.is_set()
 
 
 async def test_roots_are_answered_from_the_receiver() -> None:
