@@ -2,8 +2,10 @@
 
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
-Without ``--call`` it serves the server's sampling and elicitation requests
-until the server closes the connection or the user presses Ctrl-C (exit 0).
+A stdio server gets a minimal environment plus what ``--env`` names
+(docs/security.md). Without ``--call`` it serves the server's sampling and
+elicitation requests until the server closes the connection or the user
+presses Ctrl-C (exit 0).
 With ``--call TOOL`` it calls the tool once, prints the ``CallToolResult`` as
 JSON on stdout and exits 0, or 1 when the result has ``isError`` true, or 2
 when the connection or the protocol failed. Logs go to stderr, never stdout.
@@ -44,7 +46,7 @@ from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import ProviderError, build_registry
 
-__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_name"]
+__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
 
 logger = logging.getLogger("host_receiver.cli")
 
@@ -65,6 +67,16 @@ def add_run_command(commands: Any) -> None:
         default=[],
         metavar="NAME:VALUE",
         help="an HTTP header to send with --url (repeatable)",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="an environment variable for a stdio server (repeatable): NAME=VALUE sets it, NAME alone "
+        "copies this environment's value. The server gets only these and the few variables a process "
+        "needs (PATH, HOME, locale, temporary directory): provider keys and other secrets are not "
+        "passed unless named",
     )
     run.add_argument("--name", help="the server's name in prompts and logs (default: the command or host)")
     run.add_argument(
@@ -129,8 +141,13 @@ def run_command(args: argparse.Namespace) -> int:
         if not sep or not name.strip():
             return _usage_error(f"--header {header!r} is not NAME:VALUE")
         headers[name.strip()] = value.strip()
+    environment = server_environment(args.env)
+    if isinstance(environment, str):
+        return _usage_error(environment)
     transport: Transport
     if args.url:
+        if args.env:
+            return _usage_error("--env goes with a stdio server ('-- COMMAND'), not --url")
         try:
             auth = build_auth(args)
         except AuthOptionsError as exc:
@@ -138,7 +155,7 @@ def run_command(args: argparse.Namespace) -> int:
         transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
-        transport = StdioTransport(command[0], command[1:], inherit_env=True, name=args.name)
+        transport = StdioTransport(command[0], command[1:], env=environment, name=args.name)
         name = args.name or server_name(command)
     return anyio.run(_run, args, transport, name, arguments)
 
@@ -222,6 +239,21 @@ def server_name(command: Sequence[str]) -> str:
             if not arg.startswith("-") and arg != "run":
                 return os.path.basename(arg) if os.sep in arg else arg
     return program
+
+
+def server_environment(options: Sequence[str]) -> dict[str, str] | str:
+    """The variables ``--env`` names (beyond the minimal environment), or what is wrong with one."""
+    named: dict[str, str] = {}
+    for option in options:
+        name, sep, value = option.partition("=")
+        if not name or "\0" in option:
+            return f"--env {option!r} is not NAME or NAME=VALUE"
+        if not sep:
+            if name not in os.environ:
+                return f"--env {name}: {name} is not set here; give --env {name}=VALUE"
+            value = os.environ[name]
+        named[name] = value
+    return named
 
 
 def _positive_int(text: str) -> int:

@@ -205,7 +205,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
             sampling=transcript.sampling(sampling), elicitation=transcript.elicitation(elicitation)
         )
         host = await stack.enter_async_context(Host(receiver))
-        transport = StdioTransport(python, [str(server)], inherit_env=True, name=SERVER_NAME)
+        transport = StdioTransport(python, [str(server)], name=SERVER_NAME)
         try:
             connection = await host.connect(SERVER_NAME, transport)
         except Exception as exc:

@@ -28,9 +28,12 @@ Rules:
   again, SIGKILL. On POSIX the child gets its own session, so the signals
   reach the helpers it started (``npx``, ``uv run``) and a Ctrl-C meant for the
   host does not hit it first.
-- Environment: by default the child sees only a small safe subset of ours
-  (PATH, HOME, ...) plus ``env``: API keys in the host's environment do not
-  leak to every server. ``inherit_env=True`` passes everything.
+- Environment (a security property, docs/security.md): by default the child
+  sees only :func:`safe_environment` (the variables a process needs to run:
+  what the official MCP SDKs pass, plus the locale and the temporary
+  directory) and then ``env``, which wins. Provider keys and every other
+  secret of the host's environment do not reach a server unless named in
+  ``env``. ``inherit_env=True`` passes everything (unsafe; for tests).
 """
 
 from __future__ import annotations
@@ -71,21 +74,34 @@ _CHUNK = 64 * 1024
 _HIGH_WATER = 1024 * 1024
 _MAX_LOGGED_LINE = 8 * 1024
 
+#: What the official SDKs pass (mcp's ``get_default_environment``, the TypeScript SDK's
+#: ``getDefaultEnvironment``: HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), plus the
+#: locale and the temporary directory.
 _SAFE_VARIABLES_POSIX = (
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
 )  # fmt: skip
+#: The SDKs' Windows lists together (APPDATA ... USERPROFILE, PATHEXT, PROGRAMFILES), plus
+#: COMSPEC and TMP.
 _SAFE_VARIABLES_WINDOWS = (
     "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
-    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME",
-    "USERPROFILE",
+    "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
+    "USERNAME", "USERPROFILE",
 )  # fmt: skip
 _POSIX = sys.platform != "win32"
 
 
 def safe_environment() -> dict[str, str]:
-    """The part of our environment a server needs to start, and nothing secret."""
+    """The part of our environment a server needs to start, and nothing secret.
+
+    A value starting with ``()`` (an exported shell function) is left out, as
+    the SDKs do.
+    """
     names = _SAFE_VARIABLES_POSIX if _POSIX else _SAFE_VARIABLES_WINDOWS
-    return {name: os.environ[name] for name in names if name in os.environ}
+    return {
+        name: value
+        for name in names
+        if (value := os.environ.get(name)) is not None and not value.startswith("()")
+    }
 
 
 class StdioTransport(Transport):
