@@ -94,6 +94,7 @@ from host_receiver.work import (
     SamplingWork,
     WorkContext,
 )
+from providers import safe_text
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -182,6 +183,7 @@ __all__ = [
     "default_client_info",
     "invalid_params",
     "parse_form_schema",
+    "safe_text",
     "tune_gc_for_serving",
     "url_warnings",
     "user_rejected",

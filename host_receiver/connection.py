@@ -25,7 +25,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from importlib import metadata
@@ -51,6 +50,7 @@ from host_receiver.session import (
     Session,
 )
 from host_receiver.transports.base import MessageStream, Transport
+from providers import safe_logger
 
 __all__ = [
     "ClientConnection",
@@ -61,7 +61,7 @@ __all__ = [
     "default_client_info",
 ]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 
 class ProtocolError(HostReceiverError):

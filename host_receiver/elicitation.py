@@ -29,6 +29,7 @@ from host_receiver.protocol.types import (
     ElicitRequestURLParams,
     ElicitValue,
 )
+from providers import bounded
 
 FieldKind = Literal["string", "number", "integer", "boolean", "enum", "multi_enum"]
 STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
@@ -168,13 +169,13 @@ def parse_form_schema(schema: Any) -> FormSchema:
         raise invalid_params("requestedSchema.required must be a list of property names")
     missing = [r for r in required if r not in properties]
     if missing:
-        raise invalid_params(f"requestedSchema.required names unknown properties {missing}")
+        raise invalid_params(f"requestedSchema.required names unknown properties {bounded(repr(missing))}")
     fields = tuple(_parse_field(name, spec, name in required) for name, spec in properties.items())
     return FormSchema(fields=fields, raw=schema)
 
 
 def _parse_field(name: str, spec: Any, required: bool) -> FormField:
-    where = f"requestedSchema.properties.{name}"
+    where = f"requestedSchema.properties.{bounded(name)}"
     if not isinstance(spec, dict):
         raise invalid_params(f"{where} must be an object")
     kind = spec.get("type")
@@ -201,7 +202,9 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
             return _with_default(result, _opt(spec, "default", str, where), where)
         fmt = _opt(spec, "format", str, where)
         if fmt is not None and fmt not in STRING_FORMATS:
-            raise invalid_params(f"{where}: format {fmt!r} is not one of {sorted(STRING_FORMATS)}")
+            raise invalid_params(
+                f"{where}: format {bounded(repr(fmt))} is not one of {sorted(STRING_FORMATS)}"
+            )
         min_length = _opt_count(spec, "minLength", where)
         max_length = _opt_count(spec, "maxLength", where)
         if min_length is not None and max_length is not None and min_length > max_length:
@@ -224,7 +227,7 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
             raise invalid_params(f"{where}.default must be a list of strings")
         return _with_default(result, default, where)
     raise invalid_params(
-        f"{where}: type {kind!r} is not allowed; forms take string, number, integer, boolean "
+        f"{where}: type {bounded(repr(kind))} is not allowed; forms take string, number, integer, boolean "
         "and enum properties only (no nested objects or arrays)"
     )
 

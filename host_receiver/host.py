@@ -23,7 +23,6 @@ Rules:
 from __future__ import annotations
 
 import gc
-import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -38,10 +37,11 @@ from host_receiver.receiver import Receiver
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
+from providers import safe_logger
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
 
-logger = logging.getLogger("host_receiver.host")
+logger = safe_logger("host_receiver.host")
 
 
 class ServerConnection(ClientConnection):

@@ -41,13 +41,13 @@ Rules:
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Any, TypeAlias
 
 import anyio
+import orjson
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -64,7 +64,7 @@ from host_receiver.protocol.jsonrpc import (
 )
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.transports.base import MessageStream, TransportError, background_task_group
-from providers import HostReceiverError
+from providers import HostReceiverError, bounded, safe_id, safe_logger, safe_text
 
 __all__ = [
     "ConnectionClosed",
@@ -75,7 +75,7 @@ __all__ = [
     "Session",
 ]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 #: How many progress updates may wait for a slow ``on_progress``; more are dropped.
 _PROGRESS_BUFFER = 64
@@ -83,6 +83,11 @@ _PROGRESS_BUFFER = 64
 _NOTIFICATION_BUFFER = 64
 #: How many timed-out or cancelled request ids are remembered, to drop late answers quietly.
 _ABANDONED_MEMORY = 256
+#: The most characters of a peer's cancel reason that are logged.
+_REASON_LIMIT = 200
+#: Error replies: the longest ``message``, and the largest ``data`` (JSON bytes) sent whole.
+_ERROR_MESSAGE_LIMIT = 1_024
+_ERROR_DATA_LIMIT = 4_096
 
 
 class ConnectionClosed(HostReceiverError):
@@ -309,7 +314,9 @@ class Session:
             try:
                 await self._stream.send(notice)
             except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                logger.debug("could not tell %s that request %r was cancelled", self.name, request_id)
+                logger.debug(
+                    "could not tell %s that request %s was cancelled", self.name, safe_id(request_id)
+                )
 
     async def _deliver_progress(
         self, updates: MemoryObjectReceiveStream[_Progress], on_progress: ProgressCallback
@@ -349,7 +356,7 @@ class Session:
             self._send_soon(Response(request.id, {}))
             return
         if request.id in self._in_flight:
-            logger.warning("%s reused request id %r while it was in flight", self.name, request.id)
+            logger.warning("%s reused request id %s while it was in flight", self.name, safe_id(request.id))
             return
         try:
             answer = self._request_handler(request)
@@ -372,7 +379,7 @@ class Session:
         finally:
             self._in_flight.pop(request.id, None)
         if scope.cancel_called or reply is None:
-            logger.debug("request %r from %s was cancelled; no reply", request.id, self.name)
+            logger.debug("request %s from %s was cancelled; no reply", safe_id(request.id), self.name)
             return
         self._send_soon(reply)
 
@@ -393,8 +400,8 @@ class Session:
         """The error response for a handler's exception (internal errors are logged, not told)."""
         only = exc if isinstance(exc, RpcError) else _sole_rpc_error(exc)
         if only is not None:
-            return ErrorResponse(request.id, only)
-        logger.error("handler for %s (id %r) failed", request.method, request.id, exc_info=exc)
+            return ErrorResponse(request.id, _bounded_error(only))
+        logger.error("handler for %s (id %s) failed", request.method, safe_id(request.id), exc_info=exc)
         return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
 
     async def _on_notification(self, notification: Notification) -> None:
@@ -422,10 +429,11 @@ class Session:
         assert request_id is not None
         scope = self._in_flight.get(request_id)
         if scope is None:
-            logger.debug("%s cancelled request %r, which is not running", self.name, request_id)
+            logger.debug("%s cancelled request %s, which is not running", self.name, safe_id(request_id))
             return
         assert params is not None
-        logger.info("%s cancelled request %r: %s", self.name, request_id, params.get("reason"))
+        reason = safe_text(params.get("reason"), _REASON_LIMIT)
+        logger.info("%s cancelled request %s: %s", self.name, safe_id(request_id), reason)
         scope.cancel()
 
     def _on_progress(self, params: dict[str, Any] | None) -> None:
@@ -434,17 +442,17 @@ class Session:
         total, message = params.get("total"), params.get("message")
         pending = self._pending.get(token) if is_request_id(token) else None  # type: ignore[arg-type]
         if pending is None or pending.progress is None:
-            logger.debug("%s sent progress for unknown token %r", self.name, token)
+            logger.debug("%s sent progress for unknown token %s", self.name, safe_id(token))
             return
         value, limit = _number(progress), _number(total)
         if value is None or (total is not None and limit is None):
-            logger.debug("%s sent malformed progress %r", self.name, params)
+            logger.debug("%s sent malformed progress for token %s", self.name, safe_id(token))
             return
         update: _Progress = (value, limit, message if isinstance(message, str) else None)
         try:
             pending.progress.send_nowait(update)
         except anyio.WouldBlock:
-            logger.debug("progress update for %r dropped: the callback is behind", token)
+            logger.debug("progress update for %s dropped: the callback is behind", safe_id(token))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
@@ -453,11 +461,13 @@ class Session:
         if pending is None:
             if response.id in self._abandoned:
                 del self._abandoned[response.id]
-                logger.debug("late answer to abandoned request %r from %s dropped", response.id, self.name)
+                logger.debug(
+                    "late answer to abandoned request %s from %s dropped", safe_id(response.id), self.name
+                )
             elif isinstance(response, ErrorResponse) and response.id is None:
-                logger.warning("%s reported an error: %r", self.name, response.error)
+                logger.warning("%s reported an error: %s", self.name, _describe_error(response.error))
             else:
-                logger.warning("%s answered unknown request id %r; dropped", self.name, response.id)
+                logger.warning("%s answered unknown request id %s; dropped", self.name, safe_id(response.id))
             return
         pending.settle(response.result if isinstance(response, Response) else response.error)
 
@@ -484,6 +494,29 @@ def _number(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def _bounded_error(error: RpcError) -> RpcError:
+    """``error`` with its message cut and an oversized ``data`` left out: an error quotes the
+    request it answers, and a reply must not grow with what the peer sent."""
+    message = error.message
+    data = error.data
+    if data is not None and type(data) is not str:
+        try:
+            size = len(orjson.dumps(data))
+        except TypeError:
+            size = _ERROR_DATA_LIMIT + 1
+        if size > _ERROR_DATA_LIMIT:
+            data = None
+    elif data is not None and len(data) > _ERROR_DATA_LIMIT:
+        data = None
+    if len(message) <= _ERROR_MESSAGE_LIMIT and data is error.data:
+        return error
+    return RpcError(error.code, bounded(message, _ERROR_MESSAGE_LIMIT), data)
+
+
+def _describe_error(error: RpcError) -> str:
+    return f"{error.code} {safe_text(error.message, _REASON_LIMIT)}"
 
 
 def _sole_rpc_error(exc: BaseException) -> RpcError | None:

@@ -16,6 +16,10 @@ Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
 ``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
+
+Text that came from a server or a backend is shown to people and logs only
+through :func:`safe_text` (controls and bidi escaped, long values cut), and
+every logger of both packages is a :func:`safe_logger`.
 """
 
 from typing import TYPE_CHECKING
@@ -73,6 +77,7 @@ from ._messages import (
     dump,
 )
 from ._registry import ProviderRegistry
+from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
 
 __all__ = [
@@ -108,6 +113,7 @@ __all__ = [
     "Requirements",
     "ResourceLink",
     "Role",
+    "SafeRecords",
     "SamplingContent",
     "SamplingLimits",
     "SamplingMessage",
@@ -122,6 +128,7 @@ __all__ = [
     "UnsupportedRequest",
     "WireModel",
     "bound_request",
+    "bounded",
     "build_provider",
     "build_registry",
     "check_request",
@@ -132,6 +139,9 @@ __all__ = [
     "find_key",
     "load_config",
     "requirements",
+    "safe_id",
+    "safe_logger",
+    "safe_text",
     "save_config",
     "select_model",
     "store_key",

@@ -36,7 +36,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -59,10 +58,11 @@ from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor, safe_url
+from ._sanitize import safe_logger
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 
-log = logging.getLogger("providers.openai")
+log = safe_logger("providers.openai")
 
 _MESSAGE_LIMIT = 300
 _STATUS_HINTS = {

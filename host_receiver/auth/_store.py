@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import stat
 import time
@@ -38,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio.to_thread
 
 from host_receiver.auth._errors import AuthError
+from providers import safe_logger
 
 __all__ = [
     "KEYRING_SERVICE",
@@ -51,7 +51,7 @@ __all__ = [
     "default_token_store",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 KEYRING_SERVICE = "host-receiver-oauth"
 _INDEX = "index"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
@@ -36,6 +35,7 @@ from host_receiver.cli._hooks import (
     describe_error,
     open_console,
     resolve_hooks,
+    safe_json,
     uses_terminal,
 )
 from host_receiver.host import Host, ServerConnection
@@ -44,11 +44,11 @@ from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from providers import ProviderError, build_registry
+from providers import ProviderError, build_registry, safe_logger
 
 __all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
 
-logger = logging.getLogger("host_receiver.cli")
+logger = safe_logger("host_receiver.cli")
 
 
 def add_run_command(commands: Any) -> None:
@@ -155,8 +155,8 @@ def run_command(args: argparse.Namespace) -> int:
         transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
-        transport = StdioTransport(command[0], command[1:], env=environment, name=args.name)
         name = args.name or server_name(command)
+        transport = StdioTransport(command[0], command[1:], env=environment, name=name)
     return anyio.run(_run, args, transport, name, arguments)
 
 
@@ -194,7 +194,7 @@ async def _serve(
             return EXIT_FAILURE
         finally:
             await server.close()
-        print(json.dumps(result, ensure_ascii=False))
+        print(safe_json(result))
         return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).

@@ -71,6 +71,7 @@ from providers import (
     build_registry,
     config_path,
     load_config,
+    safe_text,
 )
 
 PYTHON_ENV = "HOST_RECEIVER_DEMO_PYTHON"
@@ -226,7 +227,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
 
 
 async def _print(text: str) -> None:
-    print(text, flush=True)
+    print(safe_text(text, None, multiline=True), flush=True)
 
 
 def _offline(registry: ProviderRegistry) -> bool:

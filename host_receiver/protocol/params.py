@@ -26,6 +26,7 @@ from host_receiver.protocol.types import (
     ElicitRequestURLParams,
     TaskIdParams,
 )
+from providers import bounded
 
 __all__ = ["describe", "parse", "parse_elicitation", "task_id_of"]
 
@@ -60,14 +61,14 @@ def parse_elicitation(params: dict[str, Any] | None) -> ElicitRequestParams:
         return parse(ElicitRequestURLParams, params)
     if mode == "form":
         return parse(ElicitRequestFormParams, params)
-    raise invalid_params(f"Unsupported elicitation mode: {mode!r}")
+    raise invalid_params(f"Unsupported elicitation mode: {bounded(repr(mode))}")
 
 
 def describe(exc: ValidationError) -> str:
     """A -32602 message naming each bad field by its wire path."""
     problems = []
     for error in exc.errors()[:5]:
-        path = ".".join(str(part) for part in error["loc"]) or "params"
+        path = ".".join(bounded(str(part)) for part in error["loc"]) or "params"
         problems.append(f"{path}: {error['msg']}")
     more = exc.error_count() - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""

@@ -25,7 +25,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -48,13 +47,14 @@ from host_receiver.receiver._methods import TaskMethods
 from host_receiver.receiver._offer import Offer
 from host_receiver.receiver._runner import TaskRunner, Work
 from host_receiver.sampling import check_request as check_sampling
+from providers import safe_logger
 
 __all__ = ["Answer", "Requestor"]
 
 #: A request's answer now, or an awaitable of it for requests that must wait.
 Answer: TypeAlias = dict[str, Any] | Awaitable[dict[str, Any]]
 
-logger = logging.getLogger("host_receiver.receiver")
+logger = safe_logger("host_receiver.receiver")
 
 
 class Requestor:

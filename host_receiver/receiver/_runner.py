@@ -29,7 +29,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -50,10 +49,11 @@ from host_receiver.tasks.record import TaskRecord, new_task_id
 from host_receiver.tasks.state import TaskStatus
 from host_receiver.tasks.store import TaskStore
 from host_receiver.work import WorkContext
+from providers import safe_logger
 
 __all__ = ["TaskRunner", "Work"]
 
-logger = logging.getLogger("host_receiver.receiver")
+logger = safe_logger("host_receiver.receiver")
 
 #: The accepted work of one request: run it with its context, get the result model.
 Work = Callable[[WorkContext], Awaitable[BaseModel]]

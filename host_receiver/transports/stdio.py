@@ -64,10 +64,11 @@ from host_receiver.transports.base import (
     TransportError,
     background_task_group,
 )
+from providers import safe_logger
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
