@@ -62,6 +62,7 @@ from host_receiver.protocol.jsonrpc import (
     Response,
     is_request_id,
 )
+from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.transports.base import MessageStream, TransportError, background_task_group
 from providers import HostReceiverError, bounded, safe_id, safe_logger, safe_text
@@ -353,6 +354,11 @@ class Session:
 
     def _on_request(self, request: Request) -> None:
         if request.method == "ping":
+            try:
+                check_request_meta(request.params)
+            except RpcError as exc:
+                self._send_soon(ErrorResponse(request.id, exc))
+                return
             self._send_soon(Response(request.id, {}))
             return
         if request.id in self._in_flight:
