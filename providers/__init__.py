@@ -39,7 +39,6 @@ from ._contract import (
     ModelInfo,
     ProgressSink,
     Provider,
-    SamplingPlan,
     SamplingProgress,
 )
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
@@ -78,6 +77,7 @@ from ._messages import (
     WireModel,
     dump,
 )
+from ._plan import ReplyTooLong, SamplingPlan
 from ._registry import ProviderRegistry
 from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
@@ -112,6 +112,7 @@ __all__ = [
     "ProviderError",
     "ProviderLimits",
     "ProviderRegistry",
+    "ReplyTooLong",
     "RequestMeta",
     "Requirements",
     "ResourceLink",
