@@ -32,6 +32,10 @@ Rules:
 - Other notifications go to the notification handler one at a time, in
   arrival order (a handler must not wait for a response from this same peer:
   it would hold up the receive loop once the queue is full).
+- A malformed frame is answered as :mod:`host_receiver.protocol.jsonrpc`
+  decides (a request with its id, even one too long or not JSON, judged by
+  its head); a malformed *response* whose id could be read fails the pending
+  request it answers, with the parse error.
 - Closing the session, or the peer ending its stream, fails pending outgoing
   requests with :class:`ConnectionClosed` and cancels in-flight handlers; a
   reply already computed is still written (within ``reply_grace`` seconds).
@@ -485,6 +489,9 @@ class Session:
         logger.warning("malformed message from %s: %s", self.name, invalid.message)
         if invalid.respond:
             self._send_soon(invalid.response())
+        elif invalid.request_id is not None and (pending := self._pending.get(invalid.request_id)):
+            # A broken answer to a request of ours: that request fails now rather than wait forever.
+            pending.settle(RpcError(invalid.code, f"{self.name} sent an invalid response: {invalid.message}"))
 
 
 def _with_progress_token(params: dict[str, Any] | None, token: ProgressToken) -> dict[str, Any]:

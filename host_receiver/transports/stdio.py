@@ -7,8 +7,12 @@ Rules:
   skipped; a trailing ``\\r`` is tolerated.
 - A line that is not a valid message is handed to the session as an
   :class:`InvalidMessage` value. A line longer than ``max_message_size`` is
-  dropped without being buffered and reported once. A server's garbage never
-  ends the stream.
+  dropped without being buffered (only its first few KiB are kept), reported
+  once, and judged by that head (:func:`~host_receiver.protocol.jsonrpc.unreadable`):
+  a request gets an error reply with its id, and the stream goes on. A
+  server's garbage never ends the stream.
+- The child's stderr lines are made safe by the logger (controls escaped,
+  :func:`providers.safe_logger`) and cut to 8 KiB.
 - The child's stderr is forwarded line by line to this module's logger
   (``stderr_level``, INFO by default: MCP says stderr is not an error channel).
 - The server closing its stdout, usually by exiting, ends the stream cleanly:
@@ -50,6 +54,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import (
     InvalidMessage,
@@ -57,6 +62,7 @@ from host_receiver.protocol.jsonrpc import (
     Notification,
     decode_message,
     dumps_message,
+    unreadable,
 )
 from host_receiver.transports.base import (
     MessageStream,
@@ -337,7 +343,7 @@ class _StdioStream(MessageStream):
         self._lines: deque[bytes | InvalidMessage] = deque()
         self._partial: list[bytes] = []
         self._partial_size = 0
-        self._oversized = False
+        self._oversized: bytes | None = None  # the head of a line too long to keep
         self._eof = False
 
     async def send(self, message: Message) -> None:
@@ -389,22 +395,31 @@ class _StdioStream(MessageStream):
             self._grow(tail)
 
     def _grow(self, piece: bytes) -> None:
-        if self._oversized:
+        if self._oversized is not None:
             return
         self._partial.append(piece)
         self._partial_size += len(piece)
         if self._partial_size > self._max:
-            self._oversized = True
-            self._partial.clear()
+            self._drop_partial()
+
+    def _drop_partial(self) -> None:
+        """Keep only the head of the line being read: it is too long to be a message."""
+        head = bytearray()
+        for piece in self._partial:
+            head += piece[: HEAD_LIMIT - len(head)]
+            if len(head) >= HEAD_LIMIT:
+                break
+        self._oversized = bytes(head)
+        self._partial.clear()
 
     def _end_line(self, last: bytes) -> None:
-        if not self._oversized and self._partial_size + len(last) > self._max:
-            self._oversized = True
-        if self._oversized:
+        if self._oversized is None and self._partial_size + len(last) > self._max:
+            self._partial.append(last)
+            self._drop_partial()
+        if self._oversized is not None:
             logger.warning("%s sent a message over %d bytes; dropped", self._name, self._max)
-            self._lines.append(
-                InvalidMessage(PARSE_ERROR, f"Message longer than {self._max} bytes dropped", respond=False)
-            )
+            message = f"Message longer than {self._max} bytes dropped"
+            self._lines.append(unreadable(self._oversized, PARSE_ERROR, message))
         elif self._partial:
             self._partial.append(last)
             self._lines.append(b"".join(self._partial))
@@ -412,4 +427,4 @@ class _StdioStream(MessageStream):
             self._lines.append(last)
         self._partial.clear()
         self._partial_size = 0
-        self._oversized = False
+        self._oversized = None
