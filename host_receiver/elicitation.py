@@ -10,7 +10,14 @@
   -32602 naming the property.
 - :class:`FormSchema` knows each field's defaults, and checks an answer before
   it is sent, field by field, so that a user interface can re-prompt.
-- URL mode: the URL must be an absolute http(s) URL.
+- URL mode: the URL must be an absolute http(s) URL with a host, and nothing
+  in it may fool the person who reads it: no control, bidi, zero-width or
+  other invisible character, no whitespace, no user info (``user@``, which
+  makes ``https://bank.example@evil.example`` lead to evil.example), no
+  backslash before the path (browsers read it as ``/``, Python's parser does
+  not), no port beyond 65535. Anything else is -32602 before a task exists;
+  what only *might* mislead is a warning of the consent view
+  (:func:`host_receiver.approval.url_warnings`).
 """
 
 from __future__ import annotations
@@ -311,10 +318,21 @@ def _opt_count(spec: dict[str, Any], key: str, where: str) -> int | None:
 
 
 def check_url(url: str) -> None:
-    """-32602 unless ``url`` is an absolute http(s) URL."""
-    parts = urlsplit(url)
+    """-32602 unless ``url`` is an absolute http(s) URL that cannot fool the person (module docstring)."""
+    hidden = next((c for c in url if not c.isprintable() or c.isspace()), None)
+    if hidden is not None:
+        raise invalid_params(f"url must not contain control, invisible or space characters ({hidden!r})")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as exc:
+        raise invalid_params(f"url is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_params("url must be an absolute http or https URL")
+    if "@" in parts.netloc:
+        raise invalid_params("url must not carry user info (a name or password before '@')")
+    if "\\" in parts.netloc:
+        raise invalid_params("url must not have a backslash in its host part")
 
 
 def check_request(params: ElicitRequestParams, *, modes: tuple[str, ...]) -> None:
