@@ -11,8 +11,8 @@ Rules:
 - A top-level ``"method"`` member makes it a request; ``"result"`` or
   ``"error"`` without one makes it a response; otherwise it is unknown.
 - The id is that of a top-level ``"id"`` member whose value is complete in the
-  head and is a string or a 64-bit integer (as a JSON-RPC id must be, and
-  can be sent back); otherwise there is none.
+  head and is a string or an integer the codec keeps as one (64 bits, or
+  up to 2**64 - 1); otherwise there is none.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _read_members(text: str, members: dict[str, str | int | None]) -> None:
                 members["id"], at = _string(text, at)
             elif (number := _INTEGER.match(text, at)) is not None and number.end() < len(text):
                 integer = int(number.group()) if len(number.group()) < 21 else None
-                members["id"] = integer if integer is not None and -(2**63) <= integer < 2**63 else None
+                members["id"] = integer if integer is not None and -(2**63) <= integer < 2**64 else None
                 at = number.end()
             else:
                 at = _skip_value(text, at)

@@ -17,6 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host_receiver.connection import ClientConnection
 from host_receiver.protocol.errors import PARSE_ERROR, RpcError
@@ -92,3 +94,30 @@ def test_the_head_of_an_unparseable_frame_says_what_it_was(
     assert caught.value.code == PARSE_ERROR
     assert caught.value.request_id == request_id
     assert caught.value.respond is respond
+
+
+ids = st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=50))
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(request_id=ids, method=st.text(max_size=30), params=values, cut=st.integers(0, 10_000))
+def test_a_cut_request_is_answered_with_its_id_once_its_head_shows_id_and_method(
+    request_id: str | int, method: str, params: object, cut: int
+) -> None:
+    head = f'{{"jsonrpc": "2.0", "id": {json.dumps(request_id)}, "method"'
+    frame = f'{head}: {json.dumps(method)}, "params": {json.dumps(params)}}}'
+    cut = min(cut, len(frame) - 1)  # always cut: the frame is never whole JSON
+    with pytest.raises(InvalidMessage) as caught:
+        decode_message(frame[:cut].encode())
+    if cut >= len(head):
+        assert (caught.value.request_id, caught.value.respond) == (request_id, True)
+    else:
+        assert caught.value.request_id is None or caught.value.request_id == request_id
+        assert caught.value.respond
