@@ -90,6 +90,10 @@ class ServerHandler(Protocol):
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None: ...
 
+    def cancel_tasks(self, message: str) -> int:
+        """Cancel every live task of the server, answering its waiters (the connection is closing)."""
+        ...
+
 
 class ServesServers(Protocol):
     """What a connection needs of a receiver: its capabilities, and a scope per server."""
@@ -244,6 +248,13 @@ class ClientConnection:
     def session(self) -> Session:
         """The JSON-RPC session underneath."""
         return self._session
+
+    async def wind_down(self, reason: str) -> None:
+        """Before closing: the server's live tasks are cancelled (each ``tasks/result`` gets that
+        outcome) and every request still in flight is answered (:meth:`Session.finish`)."""
+        if self._handler is not None:
+            self._handler.cancel_tasks(f"The task was cancelled: {reason}.")
+        await self._session.finish(reason)
 
     # --- traffic -------------------------------------------------------------
 

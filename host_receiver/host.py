@@ -18,6 +18,10 @@ Rules:
 - :meth:`Host.connect` returns once the handshake is done; a handshake that
   fails raises from it. A connection that fails later ends with
   :attr:`ServerConnection.error` set and a warning logged.
+- Closing a connection (or the host) winds it down first: the server's live
+  tasks are cancelled, so every ``tasks/result`` waiting on one is answered,
+  and every request still in flight is answered -32603 before the server's
+  input closes (:meth:`ClientConnection.wind_down`).
 """
 
 from __future__ import annotations
@@ -145,6 +149,7 @@ class Host:
                     async def stop_on_request() -> None:
                         assert server is not None
                         await server._stop.wait()
+                        await server.wind_down("the client is closing the connection")
                         group.cancel_scope.cancel()
 
                     group.start_soon(stop_on_request)

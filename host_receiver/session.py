@@ -40,6 +40,10 @@ Rules:
   requests with :class:`ConnectionClosed` and cancels in-flight handlers; a
   reply already computed is still written (within ``reply_grace`` seconds).
   The session never closes the stream: whoever opened it does.
+- :meth:`Session.finish` is the polite way to close: handlers that can answer
+  now (woken by whoever is closing) do, every request still in flight is then
+  answered -32603 naming the reason (its handler cancelled), and only then
+  may the session be closed. A request the peer cancelled is never answered.
 """
 
 from __future__ import annotations
@@ -167,6 +171,8 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         self._abandoned: dict[RequestId, None] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        self._peer_cancelled: set[RequestId] = set()
+        self._finishing: str | None = None  # why the in-flight requests are being answered
         self._outbox: Outbox | None = None  # made with the session's task group
         self._closed_reason: str | None = None
         self._closed = anyio.Event()
@@ -389,9 +395,35 @@ class Session:
         finally:
             self._in_flight.pop(request.id, None)
         if scope.cancel_called or reply is None:
+            if self._finishing is not None and request.id not in self._peer_cancelled:
+                message = f"Not answered: {self._finishing}"
+                self._send_soon(ErrorResponse(request.id, RpcError(INTERNAL_ERROR, message)))
+                return
+            self._peer_cancelled.discard(request.id)
             logger.debug("request %s from %s was cancelled; no reply", safe_id(request.id), self.name)
             return
         self._send_soon(reply)
+
+    async def finish(self, reason: str, *, settle: int = 5) -> int:
+        """Answer every request in flight before closing (rules above); how many were cut short.
+
+        First ``settle`` turns of the event loop let the handlers that were
+        woken answer on their own; each one still running is then cancelled
+        and answered -32603 ``Not answered: <reason>``.
+        """
+        for _ in range(settle):
+            if not self._in_flight:
+                break
+            await anyio.lowlevel.checkpoint()
+        self._finishing = reason
+        scopes = [scope for rid, scope in self._in_flight.items() if rid not in self._peer_cancelled]
+        for scope in scopes:
+            scope.cancel()
+        for _ in range(settle):  # the cancelled handlers write their answers
+            if not self._in_flight:
+                break
+            await anyio.lowlevel.checkpoint()
+        return len(scopes)
 
     async def _await_answer(self, request: Request, answer: object) -> _Reply:
         if not isinstance(answer, Awaitable):
@@ -444,6 +476,7 @@ class Session:
         assert params is not None
         reason = safe_text(params.get("reason"), _REASON_LIMIT)
         logger.info("%s cancelled request %s: %s", self.name, safe_id(request_id), reason)
+        self._peer_cancelled.add(request_id)
         scope.cancel()
 
     def _on_progress(self, params: dict[str, Any] | None) -> None:

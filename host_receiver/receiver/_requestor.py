@@ -133,6 +133,10 @@ class Requestor:
 
         return remove
 
+    def cancel_tasks(self, message: str) -> int:
+        """Cancel every live task of this server, answering its waiters (the connection is closing)."""
+        return self._runner.cancel_all(message)
+
     def expire_due(self) -> None:
         """Delete every task whose ttl has run out by the receiver's clock (runs on its own
         schedule; call it after moving a test clock)."""

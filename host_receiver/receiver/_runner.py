@@ -25,6 +25,9 @@ Rules:
   ``notifications/tasks/status`` without waiting.
 - :meth:`TaskRunner.drop` is expiry: cancel the work, delete the record,
   wake its waiters (who then find it gone).
+- :meth:`TaskRunner.cancel_all` is the client closing the connection: every
+  live task is ``cancelled`` (with that message), its work cancelled and its
+  waiters woken, so each ``tasks/result`` gets its answer before the end.
 """
 
 from __future__ import annotations
@@ -259,6 +262,15 @@ class TaskRunner:
         self._wake(task_id)
         if record is not None:
             _audit.task_expired(self.peer.name, task_id, record.status.value)
+
+    def cancel_all(self, message: str) -> int:
+        """Cancel every live task of this requestor (the connection is closing); how many."""
+        cancelled = 0
+        for task_id in self.store.ids_of(self.key):
+            if self.finish(task_id, TaskStatus.CANCELLED, message=message) is not None:
+                self.cancel_work(task_id)
+                cancelled += 1
+        return cancelled
 
     def forget_all(self) -> None:
         """Delete every task of this requestor and wake every waiter (the requestor left)."""

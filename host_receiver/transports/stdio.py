@@ -31,7 +31,10 @@ Rules:
   queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
   again, SIGKILL. On POSIX the child gets its own session, so the signals
   reach the helpers it started (``npx``, ``uv run``) and a Ctrl-C meant for the
-  host does not hit it first.
+  host does not hit it first; and once the child is gone, helpers it left
+  behind in its session get SIGTERM, then (after the grace, if they still
+  hold its stderr or live) SIGKILL: no process of the server outlives the
+  connection.
 - Environment (a security property, docs/security.md): by default the child
   sees only :func:`safe_environment` (the variables a process needs to run:
   what the official MCP SDKs pass, plus the locale and the temporary
@@ -188,6 +191,14 @@ class StdioTransport(Transport):
             _signal_group(process, signum)
             signalled = signum
         await process.wait()
+        if _POSIX and _group_alive(process.pid):
+            logger.info("%s left processes behind; sending them SIGTERM", self.name)
+            _signal_group(process, signal.SIGTERM)
+            with anyio.move_on_after(grace):
+                await stderr_done.wait()  # the helpers holding its stderr are gone
+            if _group_alive(process.pid):
+                logger.info("processes of %s did not exit; sending SIGKILL", self.name)
+                _signal_group(process, signal.SIGKILL)
         with anyio.move_on_after(grace):
             await stderr_done.wait()
         code = process.returncode
@@ -216,6 +227,17 @@ class StdioTransport(Transport):
     def _log_stderr(self, line: bytes) -> None:
         text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
         logger.log(self.stderr_level, "[%s] %s", self.name, text)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group (the child's session) is still there."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a process we cannot signal: not ours
+        return False
+    return True
 
 
 def _signal_group(process: Process, signum: int) -> None:
