@@ -9,12 +9,15 @@ paths it means to). In-process, the terminal's screens are checked the same way.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from host_receiver.approval import FormView, SamplingRequestView, SamplingResult
 from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
 from host_receiver.elicitation import parse_form_schema
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
+from providers import SafeRecords
 from tests.interop import RAW_SERVER
 from tests.test_cli import CLI, LIMIT_S
 
@@ -151,3 +155,53 @@ async def test_the_approval_and_elicitation_screens_show_no_raw_control(anyio_ba
     text = shown.decode()
     assert text.count("\\x1b[2J") >= 10  # every screen showed the text, escaped
     assert "Sampling request from srv\\x1b[2J\\x1b]0;owned\\x07\\u202eevil\\n2099" in text  # one line
+
+
+# --- every logger of the library makes its records safe -----------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_logger_of_both_packages_makes_its_records_safe() -> None:
+    """A new module that made a plain ``logging.getLogger`` would log server text raw."""
+    plain = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for package in ("host_receiver", "providers")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.match(r"^\w+\s*=\s*logging\.getLogger\(", line)
+    ]
+    assert plain == []
+    names = [
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for package in ("host_receiver", "providers")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name != "__main__.py" and path.parent.name != "_examples"
+    ]
+    unsafe = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the moved modules still import
+        for name in names:
+            module = importlib.import_module(name)
+            loggers = [v for v in vars(module).values() if isinstance(v, logging.Logger)]
+            for logger in loggers:
+                ours = logger.name.startswith(("host_receiver", "providers"))
+                if ours and not any(isinstance(f, SafeRecords) for f in logger.filters):
+                    unsafe.append(f"{name}: {logger.name}")
+    assert unsafe == []
+
+
+def test_a_record_is_made_safe_whatever_its_arguments() -> None:
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "a %s b %r c %d", (EVIL, EVIL, 3), None)
+    assert SafeRecords().filter(record)
+    text = record.getMessage()
+    assert text.isprintable() and "\\x1b[2J" in text and text.endswith(" c 3")
+    huge = logging.LogRecord("x", logging.INFO, __file__, 1, "%s", ("z" * 1_000_000,), None)
+    SafeRecords().filter(huge)
+    assert len(huge.getMessage()) < 10_000 and "[1,000,000 characters]" in huge.getMessage()
+    try:
+        raise ValueError(EVIL)
+    except ValueError:
+        failing = logging.LogRecord("x", logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
+    SafeRecords().filter(failing)
+    assert failing.exc_text is not None and "\x1b" not in failing.exc_text and "\\x1b[2J" in failing.exc_text
