@@ -205,3 +205,16 @@ def test_a_record_is_made_safe_whatever_its_arguments() -> None:
         failing = logging.LogRecord("x", logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
     SafeRecords().filter(failing)
     assert failing.exc_text is not None and "\x1b" not in failing.exc_text and "\\x1b[2J" in failing.exc_text
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_answer_being_edited_shows_no_raw_bidi_and_stays_the_same_text(anyio_backend: str) -> None:
+    screen = io.StringIO()
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            keys.send_text("!\r")
+            async with console.turn("srv", "t1") as turn:
+                answer = await turn.ask("Text: ", default=EVIL.replace("\n", " "))
+    assert answer == EVIL.replace("\n", " ") + "!"  # the text edited is the text shown
+    assert raw_counts(screen.getvalue().encode()) == {"ESC": 0, "BEL": 0, "U+202E": 0}
+    assert "\ufffdevil" in screen.getvalue()

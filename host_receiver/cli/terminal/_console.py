@@ -16,11 +16,16 @@ Rules:
   drawn goes through :func:`providers.safe_text` (multiline: newlines and
   tabs pass, every other control, escape sequence and bidi control is shown
   escaped). Cutting long values is the screens' business (:mod:`._render`).
+  In an answer being edited (a pre-filled system prompt or result), which
+  must stay the text it is, prompt_toolkit shows C0 and C1 controls as
+  ``^[`` and ``<9b>``; every other character that is not printable (bidi and
+  other format characters) is shown as ``�``, one for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -34,6 +39,7 @@ from prompt_toolkit.completion import Completer
 from prompt_toolkit.formatted_text import AnyFormattedText, FormattedText, to_formatted_text
 from prompt_toolkit.formatted_text.base import OneStyleAndTextTuple
 from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 
@@ -69,6 +75,31 @@ def shown(text: AnyFormattedText) -> FormattedText:
         else:
             fragments.append((fragment[0], piece, fragment[2]))
     return FormattedText(fragments)
+
+
+class ShowInvisible(Processor):
+    """Shows each character of an edited answer that prompt_toolkit would draw raw and that is
+    not printable (bidi and other format characters) as ``�``: one for one, so the cursor and
+    the text being edited are unchanged."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        fragments: list[OneStyleAndTextTuple] = []
+        for fragment in transformation_input.fragments:
+            text = _INVISIBLE.sub(_placeholder, fragment[1])
+            if len(fragment) == 2:
+                fragments.append((fragment[0], text))
+            else:
+                fragments.append((fragment[0], text, fragment[2]))
+        return Transformation(fragments)
+
+
+#: Characters beyond ASCII and C1 (which prompt_toolkit shows as ``<9b>`` itself).
+_INVISIBLE = re.compile(r"[^\x00-\x9f]")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    char = match.group()
+    return char if char.isprintable() else "\ufffd"
 
 
 class Interrupted(Exception):
@@ -253,6 +284,7 @@ class Turn:
                 reserve_space_for_menu=0,
                 multiline=multiline,
                 bottom_toolbar=console.toolbar,
+                input_processors=[ShowInvisible()],
                 refresh_interval=console.refresh_interval,
                 style=STYLE,
                 handle_sigint=False,
