@@ -20,7 +20,7 @@ import subprocess
 import sys
 from typing import Any
 
-from _jsonlines import read, result, write
+from _jsonlines import handshake, read, write
 
 
 def main() -> None:
@@ -32,29 +32,21 @@ def main() -> None:
         record.flush()
 
     waiters = 0
+    if not handshake("busy"):
+        return
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    note({"pid": os.getpid(), "helper": helper.pid})
+    for index in range(count):
+        params = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": f"task {index}"}}],
+            "maxTokens": 20,
+            "task": {"ttl": 600_000},
+        }
+        write(
+            {"jsonrpc": "2.0", "id": f"create-{index}", "method": "sampling/createMessage", "params": params}
+        )
     while (message := read()) is not None:
-        method = message.get("method")
-        if method == "initialize":
-            info = {"name": "busy", "version": "1"}
-            result(message["id"], {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": info})
-        elif method == "notifications/initialized":
-            helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-            note({"pid": os.getpid(), "helper": helper.pid})
-            for index in range(count):
-                params = {
-                    "messages": [{"role": "user", "content": {"type": "text", "text": f"task {index}"}}],
-                    "maxTokens": 20,
-                    "task": {"ttl": 600_000},
-                }
-                write(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": f"create-{index}",
-                        "method": "sampling/createMessage",
-                        "params": params,
-                    }
-                )
-        elif method is None:
+        if message.get("method") is None:
             note({"answer": message})
             answer = message.get("result")
             if isinstance(answer, dict) and "task" in answer:

@@ -28,6 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.*
 
+from _jsonlines import handshake
+
 from tests.schema import RESULT_OF, validate
 from tests.security.fuzz_frames import Frame, Fuzzer, usable_id
 
@@ -123,15 +125,8 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=30.0)
     args = parser.parse_args()
     out = sys.stdout.buffer
-    for line in sys.stdin.buffer:  # the handshake
-        message = json.loads(line)
-        if message.get("method") == "initialize":
-            info = {"name": "fuzz", "version": "1"}
-            result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": info}
-            out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n")
-            out.flush()
-        elif message.get("method") == "notifications/initialized":
-            break
+    if not handshake("fuzz"):
+        return
     fuzzer = Fuzzer(args.seed)
     book = Book(fuzzer)
     lines: queue.Queue[bytes | None] = queue.Queue()

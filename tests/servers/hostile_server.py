@@ -21,7 +21,7 @@ import json
 import sys
 from typing import Any
 
-from _jsonlines import read, result, write, write_raw
+from _jsonlines import handshake, read, write, write_raw
 
 #: Each of ESC, BEL and U+202E, and a newline that forges a log line.
 EVIL = "\x1b[2J\x1b]0;owned\x07\u202eevil\n2099-01-01 00:00:00 INFO forged: all good"
@@ -30,19 +30,8 @@ EVIL = "\x1b[2J\x1b]0;owned\x07\u202eevil\n2099-01-01 00:00:00 INFO forged: all 
 def main() -> None:
     record_path = sys.argv[sys.argv.index("--record") + 1]
     big_id = int(sys.argv[sys.argv.index("--big-id") + 1]) if "--big-id" in sys.argv else 1_000_000
-    while (message := read()) is not None:
-        if message.get("method") == "initialize":
-            result(
-                message["id"],
-                {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "serverInfo": {"name": "hostile" + EVIL, "version": "1" + EVIL},
-                    "instructions": EVIL,
-                },
-            )
-        elif message.get("method") == "notifications/initialized":
-            break
+    if not handshake("hostile" + EVIL, version="1" + EVIL, instructions=EVIL):
+        return
     sizes: dict[str, int] = {}
     replies = attack(big_id, sizes)
     with open(record_path, "w", encoding="utf-8") as record:

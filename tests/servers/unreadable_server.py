@@ -16,34 +16,26 @@ import json
 import sys
 from typing import Any
 
-from _jsonlines import read, result, text_result, write, write_raw
+from _jsonlines import handshake, read, result, text_result, write, write_raw
 
 
 def main() -> None:
     size = int(sys.argv[1])
     answers: list[dict[str, Any]] = []
+    if not handshake("unreadable", capabilities={"tools": {}}):
+        return
+    text = json.dumps({"type": "text", "text": "a" * size})
+    write_raw(
+        '{"jsonrpc": "2.0", "id": "big-1", "method": "sampling/createMessage", '
+        f'"params": {{"messages": [{{"role": "user", "content": {text}}}], "maxTokens": 5}}}}'
+    )
+    write_raw('{"jsonrpc": "2.0", "id": "broken-1", "method": "tasks/get", "params": {"taskId": tru')
+    write_raw('{"jsonrpc": "2.0", "id": 77, "result": {"oops"')
+    write_raw("x" * size)
+    write({"jsonrpc": "2.0", "id": "ping-after", "method": "ping"})
     while (message := read()) is not None:
         method, request_id = message.get("method"), message.get("id")
-        if method == "initialize":
-            result(
-                request_id,
-                {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "unreadable", "version": "1"},
-                },
-            )
-        elif method == "notifications/initialized":
-            text = json.dumps({"type": "text", "text": "a" * size})
-            write_raw(
-                '{"jsonrpc": "2.0", "id": "big-1", "method": "sampling/createMessage", '
-                f'"params": {{"messages": [{{"role": "user", "content": {text}}}], "maxTokens": 5}}}}'
-            )
-            write_raw('{"jsonrpc": "2.0", "id": "broken-1", "method": "tasks/get", "params": {"taskId": tru')
-            write_raw('{"jsonrpc": "2.0", "id": 77, "result": {"oops"')
-            write_raw("x" * size)
-            write({"jsonrpc": "2.0", "id": "ping-after", "method": "ping"})
-        elif method is None:
+        if method is None:
             answers.append(message)
         elif method == "tools/call" and message["params"]["name"] == "huge":
             write_raw(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": text_result("b" * size)}))
