@@ -5,7 +5,8 @@ minute each (the offline provider, slowed down) and waits on every one with
 ``tasks/result``; it also starts a helper process of its own. Then the
 command gets SIGTERM, or SIGINT (Ctrl-C). It must exit 0 within 5 s; every
 waiter must have its answer (schema-valid: the task was cancelled) before the
-server's input closes; and neither the server nor its helper may outlive it.
+server's input closes, and so must a plain request still running; and neither
+the server nor its helper may outlive it.
 """
 
 from __future__ import annotations
@@ -87,5 +88,11 @@ def test_stopping_with_100_tasks_in_flight_answers_every_waiter_and_leaves_nothi
     for answer in waits:
         validate("JSONRPCMessage", answer)
         assert answer["error"]["code"] == -32603 and "cancelled" in answer["error"]["message"]
+    (plain,) = [a for a in answers if a.get("id") == "plain"]  # in flight, not a task: answered too
+    validate("JSONRPCMessage", plain)
+    assert plain["error"] == {
+        "code": -32603,
+        "message": "Not answered: the client is closing the connection",
+    }
     assert seen[-1] == {"eof": True}  # the server saw its input end after the answers
     assert not alive(pids["pid"]) and not alive(pids["helper"])

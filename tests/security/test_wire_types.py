@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from host_receiver.protocol.errors import INVALID_PARAMS
+from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.receiver import Receiver
+from host_receiver.session import Session
+from host_receiver.transports.memory import create_memory_pair
 from tests.receiver_harness import connect, form_params, sampling_params, sampling_script
 
 pytestmark = pytest.mark.anyio
@@ -117,17 +119,11 @@ async def test_values_the_schema_allows_are_accepted(params: dict[str, Any]) -> 
 
 
 async def test_ping_with_a_malformed_progress_token_is_refused() -> None:
-    from host_receiver.session import Session
-    from host_receiver.transports.memory import create_memory_pair
-
+    """The session answers ``ping`` itself, and checks its ``_meta`` like any request's."""
     client_side, server_side = create_memory_pair()
-    async with Session(client_side) as client, Session(server_side) as server:
-        error = None
-        try:
+    async with Session(client_side), Session(server_side) as server:
+        with pytest.raises(RpcError) as caught:
             await server.request("ping", {"_meta": {"progressToken": [1]}})
-        except Exception as exc:
-            error = exc
         assert await server.request("ping", {"_meta": {"progressToken": 1}}) == {}
-        del client
-    assert error is not None and getattr(error, "code", None) == INVALID_PARAMS
-    assert "_meta.progressToken" in str(error)
+    assert caught.value.code == INVALID_PARAMS
+    assert "_meta.progressToken" in caught.value.message

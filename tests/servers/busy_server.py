@@ -4,8 +4,9 @@ Usage: python busy_server.py --tasks N --record FILE
 
 After the handshake it starts a helper process of its own (which sleeps: a
 stand-in for what ``npx`` or ``uv run`` leave behind), sends N task-augmented
-``sampling/createMessage`` requests, and for each task it gets sends
-``tasks/result`` (the waiter). Every event is appended to ``--record`` as one
+``sampling/createMessage`` requests and one plain one (``plain``, which runs
+inside its request), and for each task it gets sends ``tasks/result`` (the
+waiter). Every event is appended to ``--record`` as one
 JSON line as it happens: its pid and the helper's, each answer it receives,
 ``ready`` once all N waiters are sent, ``eof`` when its input ends (then it
 exits 0). Run it with a provider that takes long, so that the tasks stay in
@@ -45,6 +46,8 @@ def main() -> None:
         write(
             {"jsonrpc": "2.0", "id": f"create-{index}", "method": "sampling/createMessage", "params": params}
         )
+    plain = {key: value for key, value in params.items() if key != "task"}  # runs in the request
+    write({"jsonrpc": "2.0", "id": "plain", "method": "sampling/createMessage", "params": plain})
     while (message := read()) is not None:
         if message.get("method") is None:
             note({"answer": message})
