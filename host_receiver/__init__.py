@@ -102,6 +102,7 @@ from host_receiver.work import (
     SamplingWork,
     WorkContext,
 )
+from providers import safe_text
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -199,6 +200,7 @@ __all__ = [
     "default_client_info",
     "invalid_params",
     "parse_form_schema",
+    "safe_text",
     "tune_gc_for_serving",
     "url_warnings",
     "user_rejected",

@@ -5,15 +5,19 @@ event, ``key=value`` pairs after a fixed phrase, so the lines can be grepped
 and parsed: a task created, finished, expired; its result retrieved; a lookup
 refused (wrong owner, unknown or expired id); a sampling request whose
 ``maxTokens`` the host lowered.
+
+Every line is made safe by the logger's filter (:func:`providers.safe_logger`:
+controls escaped, one line per record); a task id a server sent (a refused
+lookup) is also cut to a few dozen characters (:func:`providers.safe_id`).
 """
 
 from __future__ import annotations
 
-import logging
+from providers import safe_id, safe_logger
 
 __all__ = ["audit"]
 
-audit = logging.getLogger("host_receiver.audit")
+audit = safe_logger("host_receiver.audit")
 
 
 def task_created(server: str, task_id: str, method: str, ttl: int | None) -> None:
@@ -33,7 +37,7 @@ def result_retrieved(server: str, task_id: str, status: str) -> None:
 
 
 def lookup_refused(server: str, task_id: str, reason: str) -> None:
-    audit.info("task lookup refused requestor=%s task=%s reason=%s", server, task_id, reason)
+    audit.info("task lookup refused requestor=%s task=%s reason=%s", server, safe_id(task_id), reason)
 
 
 def max_tokens_clamped(server: str, task_id: str | None, model: str, requested: int, granted: int) -> None:

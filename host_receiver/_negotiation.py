@@ -28,7 +28,6 @@ Compatibility"):
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +55,7 @@ from host_receiver.protocol.versions import (
 )
 from host_receiver.session import Session
 from host_receiver.transports.http import HttpStatusError
+from providers import safe_logger
 
 __all__ = [
     "Agreement",
@@ -66,7 +66,7 @@ __all__ = [
     "describe_capabilities",
 ]
 
-logger = logging.getLogger("host_receiver.connection")
+logger = safe_logger("host_receiver.connection")
 
 AUTO = "auto"
 

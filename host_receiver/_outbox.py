@@ -18,7 +18,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 
 import anyio
@@ -27,10 +26,11 @@ from anyio.abc import TaskGroup
 from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError
 from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from host_receiver.transports.base import MessageStream, TransportError
+from providers import safe_id, safe_logger
 
 __all__ = ["Outbox", "describe"]
 
-logger = logging.getLogger("host_receiver.session")
+logger = safe_logger("host_receiver.session")
 
 
 class Outbox:
@@ -111,7 +111,7 @@ class Outbox:
 def describe(message: Message) -> str:
     """A message in a few words, for logs."""
     if isinstance(message, Response | ErrorResponse):
-        return f"reply {message.id!r}"
+        return f"reply {safe_id(message.id)}"
     if isinstance(message, Notification | Request):
         return message.method
     return "message"

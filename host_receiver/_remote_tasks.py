@@ -25,7 +25,6 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,10 +34,11 @@ from host_receiver._input_rounds import Fulfil, fulfil_all
 from host_receiver.errors import HostReceiverError
 from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.modern import RemoteTask, remote_task
+from providers import safe_logger
 
 __all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskObserver", "follow_task"]
 
-logger = logging.getLogger("host_receiver.connection")
+logger = safe_logger("host_receiver.connection")
 
 #: Polling interval when the server suggests none (seconds).
 DEFAULT_POLL = 1.0

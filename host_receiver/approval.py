@@ -13,6 +13,7 @@ explicit approver a host refuses sampling (the safe default).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -26,6 +27,7 @@ from host_receiver.protocol.types import (
     SamplingMessage,
     SamplingRequest,
 )
+from providers import safe_text
 
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
 
@@ -206,20 +208,45 @@ class DeclineAll:
 
 
 def url_warnings(url: str, message: str) -> tuple[str, ...]:
-    """What a person should be warned of before opening ``url``."""
+    """What a person should be warned of before opening ``url`` (a URL the receiver accepted).
+
+    An IP address instead of a name, an internationalised (punycode or
+    non-ASCII) domain, a port that is not the scheme's own, http to a host that
+    is not this machine, and a message that names another domain. The warnings
+    quote the URL's parts escaped (:func:`providers.safe_text`).
+    """
     parts = urlsplit(url)
     host = parts.hostname or ""
+    shown_host = safe_text(host, 120)
     warnings = []
-    if any(label.startswith("xn--") for label in host.split(".")):
-        warnings.append(f"The domain {host!r} is internationalised (punycode); it may imitate another.")
+    address = _ip_address(host)
+    if address is not None:
+        warnings.append(f"The link goes to an IP address ({shown_host}), not to a named site.")
+    elif any(label.startswith("xn--") for label in host.split(".")):
+        warnings.append(f"The domain {shown_host!r} is internationalised (punycode); it may imitate another.")
     elif not host.isascii():
-        warnings.append(f"The domain {host!r} contains non-ASCII characters; it may imitate another.")
-    if parts.scheme != "https":
+        warnings.append(f"The domain {shown_host!r} contains non-ASCII characters; it may imitate another.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+        warnings.append(f"The link uses port {port}, not the usual one for {parts.scheme}.")
+    loopback = host.lower() == "localhost" or (address is not None and address.is_loopback)
+    if parts.scheme != "https" and not loopback:
         warnings.append("The link is not encrypted (http, not https).")
-    if parts.username or parts.password:
-        warnings.append("The link carries a user name or password before the domain.")
     mentioned = set(_DOMAIN.findall(message.lower()))
     if mentioned and host.lower() not in mentioned:
-        shown = ", ".join(sorted(mentioned))
-        warnings.append(f"The message names {shown}, but the link leads to {host}.")
+        named = safe_text(", ".join(sorted(mentioned)), 200)
+        warnings.append(f"The message names {named}, but the link leads to {shown_host}.")
     return tuple(warnings)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None

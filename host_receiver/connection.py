@@ -38,7 +38,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from importlib import metadata
@@ -77,6 +76,7 @@ from host_receiver.session import (
     Session,
 )
 from host_receiver.transports.base import MessageStream, Transport
+from providers import safe_logger
 
 __all__ = [
     "BadResult",
@@ -94,7 +94,7 @@ __all__ = [
     "default_client_info",
 ]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 #: Input rounds one request may take before the call is given up.
 DEFAULT_MAX_INPUT_ROUNDS = 10
@@ -125,6 +125,10 @@ class ServerHandler(Protocol):
         ...
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None: ...
+
+    def cancel_tasks(self, message: str) -> int:
+        """Cancel every live task of the server, answering its waiters (the connection is closing)."""
+        ...
 
 
 class ServesServers(Protocol):
@@ -341,6 +345,13 @@ class ClientConnection:
     def session(self) -> Session:
         """The JSON-RPC session underneath."""
         return self._session
+
+    async def wind_down(self, reason: str) -> None:
+        """Before closing: the server's live tasks are cancelled (each ``tasks/result`` gets that
+        outcome) and every request still in flight is answered (:meth:`Session.finish`)."""
+        if self._handler is not None:
+            self._handler.cancel_tasks(f"The task was cancelled: {reason}.")
+        await self._session.finish(reason)
 
     # --- traffic -------------------------------------------------------------
 

@@ -10,7 +10,14 @@
   -32602 naming the property.
 - :class:`FormSchema` knows each field's defaults, and checks an answer before
   it is sent, field by field, so that a user interface can re-prompt.
-- URL mode: the URL must be an absolute http(s) URL.
+- URL mode: the URL must be an absolute http(s) URL with a host, and nothing
+  in it may fool the person who reads it: no control, bidi, zero-width or
+  other invisible character, no whitespace, no user info (``user@``, which
+  makes ``https://bank.example@evil.example`` lead to evil.example), no
+  backslash before the path (browsers read it as ``/``, Python's parser does
+  not), no port beyond 65535. Anything else is -32602 before a task exists;
+  what only *might* mislead is a warning of the consent view
+  (:func:`host_receiver.approval.url_warnings`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from host_receiver.protocol.types import (
     ElicitRequestURLParams,
     ElicitValue,
 )
+from providers import bounded
 
 FieldKind = Literal["string", "number", "integer", "boolean", "enum", "multi_enum"]
 STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
@@ -168,13 +176,13 @@ def parse_form_schema(schema: Any) -> FormSchema:
         raise invalid_params("requestedSchema.required must be a list of property names")
     missing = [r for r in required if r not in properties]
     if missing:
-        raise invalid_params(f"requestedSchema.required names unknown properties {missing}")
+        raise invalid_params(f"requestedSchema.required names unknown properties {bounded(repr(missing))}")
     fields = tuple(_parse_field(name, spec, name in required) for name, spec in properties.items())
     return FormSchema(fields=fields, raw=schema)
 
 
 def _parse_field(name: str, spec: Any, required: bool) -> FormField:
-    where = f"requestedSchema.properties.{name}"
+    where = f"requestedSchema.properties.{bounded(name)}"
     if not isinstance(spec, dict):
         raise invalid_params(f"{where} must be an object")
     kind = spec.get("type")
@@ -201,7 +209,9 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
             return _with_default(result, _opt(spec, "default", str, where), where)
         fmt = _opt(spec, "format", str, where)
         if fmt is not None and fmt not in STRING_FORMATS:
-            raise invalid_params(f"{where}: format {fmt!r} is not one of {sorted(STRING_FORMATS)}")
+            raise invalid_params(
+                f"{where}: format {bounded(repr(fmt))} is not one of {sorted(STRING_FORMATS)}"
+            )
         min_length = _opt_count(spec, "minLength", where)
         max_length = _opt_count(spec, "maxLength", where)
         if min_length is not None and max_length is not None and min_length > max_length:
@@ -224,7 +234,7 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
             raise invalid_params(f"{where}.default must be a list of strings")
         return _with_default(result, default, where)
     raise invalid_params(
-        f"{where}: type {kind!r} is not allowed; forms take string, number, integer, boolean "
+        f"{where}: type {bounded(repr(kind))} is not allowed; forms take string, number, integer, boolean "
         "and enum properties only (no nested objects or arrays)"
     )
 
@@ -308,10 +318,21 @@ def _opt_count(spec: dict[str, Any], key: str, where: str) -> int | None:
 
 
 def check_url(url: str) -> None:
-    """-32602 unless ``url`` is an absolute http(s) URL."""
-    parts = urlsplit(url)
+    """-32602 unless ``url`` is an absolute http(s) URL that cannot fool the person (module docstring)."""
+    hidden = next((c for c in url if not c.isprintable() or c.isspace()), None)
+    if hidden is not None:
+        raise invalid_params(f"url must not contain control, invisible or space characters ({hidden!r})")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as exc:
+        raise invalid_params(f"url is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_params("url must be an absolute http or https URL")
+    if "@" in parts.netloc:
+        raise invalid_params("url must not carry user info (a name or password before '@')")
+    if "\\" in parts.netloc:
+        raise invalid_params("url must not have a backslash in its host part")
 
 
 def check_request(

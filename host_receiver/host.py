@@ -18,12 +18,15 @@ Rules:
 - :meth:`Host.connect` returns once the handshake is done; a handshake that
   fails raises from it. A connection that fails later ends with
   :attr:`ServerConnection.error` set and a warning logged.
+- Closing a connection (or the host) winds it down first: the server's live
+  tasks are cancelled, so every ``tasks/result`` waiting on one is answered,
+  and every request still in flight is answered -32603 before the server's
+  input closes (:meth:`ClientConnection.wind_down`).
 """
 
 from __future__ import annotations
 
 import gc
-import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -38,10 +41,11 @@ from host_receiver.receiver import Receiver
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
+from providers import safe_logger
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
 
-logger = logging.getLogger("host_receiver.host")
+logger = safe_logger("host_receiver.host")
 
 
 class ServerConnection(ClientConnection):
@@ -174,6 +178,7 @@ class Host:
                     async def stop_on_request() -> None:
                         assert server is not None
                         await server._stop.wait()
+                        await server.wind_down("the client is closing the connection")
                         group.cancel_scope.cancel()
 
                     group.start_soon(stop_on_request)

@@ -38,7 +38,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import tempfile
@@ -63,9 +62,9 @@ from host_receiver.approval import (
     Send,
 )
 from host_receiver.protocol.errors import INVALID_REQUEST, RpcError
-from providers import estimate_input_tokens
+from providers import estimate_input_tokens, safe_logger
 
-logger = logging.getLogger("host_receiver.policies")
+logger = safe_logger("host_receiver.policies")
 
 DECISIONS_ENV = "HOST_RECEIVER_DECISIONS"
 Verdict = Literal["approve", "refuse"]

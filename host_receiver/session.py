@@ -34,22 +34,30 @@ Rules:
 - Other notifications go to the notification handler one at a time, in
   arrival order (a handler must not wait for a response from this same peer:
   it would hold up the receive loop once the queue is full).
+- A malformed frame is answered as :mod:`host_receiver.protocol.jsonrpc`
+  decides (a request with its id, even one too long or not JSON, judged by
+  its head); a malformed *response* whose id could be read fails the pending
+  request it answers, with the parse error.
 - Closing the session, or the peer ending its stream, fails pending outgoing
   requests with :class:`ConnectionClosed` and cancels in-flight handlers; a
   reply already computed is still written (within ``reply_grace`` seconds).
   The session never closes the stream: whoever opened it does.
+- :meth:`Session.finish` is the polite way to close: handlers that can answer
+  now (woken by whoever is closing) do, every request still in flight is then
+  answered -32603 naming the reason (its handler cancelled), and only then
+  may the session be closed. A request the peer cancelled is never answered.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Any, TypeAlias
 
 import anyio
+import orjson
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -64,9 +72,10 @@ from host_receiver.protocol.jsonrpc import (
     Response,
     is_request_id,
 )
+from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.transports.base import MessageStream, TransportError, background_task_group
-from providers import HostReceiverError
+from providers import HostReceiverError, bounded, safe_id, safe_logger, safe_text
 
 __all__ = [
     "ConnectionClosed",
@@ -77,7 +86,7 @@ __all__ = [
     "Session",
 ]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 #: How many progress updates may wait for a slow ``on_progress``; more are dropped.
 _PROGRESS_BUFFER = 64
@@ -85,6 +94,11 @@ _PROGRESS_BUFFER = 64
 _NOTIFICATION_BUFFER = 64
 #: How many timed-out or cancelled request ids are remembered, to drop late answers quietly.
 _ABANDONED_MEMORY = 256
+#: The most characters of a peer's cancel reason that are logged.
+_REASON_LIMIT = 200
+#: Error replies: the longest ``message``, and the largest ``data`` (JSON bytes) sent whole.
+_ERROR_MESSAGE_LIMIT = 1_024
+_ERROR_DATA_LIMIT = 4_096
 
 
 class ConnectionClosed(HostReceiverError):
@@ -159,6 +173,8 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         self._abandoned: dict[RequestId, None] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        self._peer_cancelled: set[RequestId] = set()
+        self._finishing: str | None = None  # why the in-flight requests are being answered
         self._outbox: Outbox | None = None  # made with the session's task group
         self._closed_reason: str | None = None
         self._closed = anyio.Event()
@@ -311,7 +327,9 @@ class Session:
             try:
                 await self._stream.send(notice)
             except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                logger.debug("could not tell %s that request %r was cancelled", self.name, request_id)
+                logger.debug(
+                    "could not tell %s that request %s was cancelled", self.name, safe_id(request_id)
+                )
 
     async def _deliver_progress(
         self, updates: MemoryObjectReceiveStream[_Progress], on_progress: ProgressCallback
@@ -348,10 +366,15 @@ class Session:
 
     def _on_request(self, request: Request) -> None:
         if request.method == "ping":
+            try:
+                check_request_meta(request.params)
+            except RpcError as exc:
+                self._send_soon(ErrorResponse(request.id, exc))
+                return
             self._send_soon(Response(request.id, {}))
             return
         if request.id in self._in_flight:
-            logger.warning("%s reused request id %r while it was in flight", self.name, request.id)
+            logger.warning("%s reused request id %s while it was in flight", self.name, safe_id(request.id))
             return
         try:
             answer = self._request_handler(request)
@@ -374,9 +397,35 @@ class Session:
         finally:
             self._in_flight.pop(request.id, None)
         if scope.cancel_called or reply is None:
-            logger.debug("request %r from %s was cancelled; no reply", request.id, self.name)
+            if self._finishing is not None and request.id not in self._peer_cancelled:
+                message = f"Not answered: {self._finishing}"
+                self._send_soon(ErrorResponse(request.id, RpcError(INTERNAL_ERROR, message)))
+                return
+            self._peer_cancelled.discard(request.id)
+            logger.debug("request %s from %s was cancelled; no reply", safe_id(request.id), self.name)
             return
         self._send_soon(reply)
+
+    async def finish(self, reason: str, *, settle: int = 5) -> int:
+        """Answer every request in flight before closing (rules above); how many were cut short.
+
+        First ``settle`` turns of the event loop let the handlers that were
+        woken answer on their own; each one still running is then cancelled
+        and answered -32603 ``Not answered: <reason>``.
+        """
+        for _ in range(settle):
+            if not self._in_flight:
+                break
+            await anyio.lowlevel.checkpoint()
+        self._finishing = reason
+        scopes = [scope for rid, scope in self._in_flight.items() if rid not in self._peer_cancelled]
+        for scope in scopes:
+            scope.cancel()
+        for _ in range(settle):  # the cancelled handlers write their answers
+            if not self._in_flight:
+                break
+            await anyio.lowlevel.checkpoint()
+        return len(scopes)
 
     async def _await_answer(self, request: Request, answer: object) -> _Reply:
         if not isinstance(answer, Awaitable):
@@ -395,8 +444,8 @@ class Session:
         """The error response for a handler's exception (internal errors are logged, not told)."""
         only = exc if isinstance(exc, RpcError) else _sole_rpc_error(exc)
         if only is not None:
-            return ErrorResponse(request.id, only)
-        logger.error("handler for %s (id %r) failed", request.method, request.id, exc_info=exc)
+            return ErrorResponse(request.id, _bounded_error(only))
+        logger.error("handler for %s (id %s) failed", request.method, safe_id(request.id), exc_info=exc)
         return ErrorResponse(request.id, RpcError(INTERNAL_ERROR, "Internal error"))
 
     async def _on_notification(self, notification: Notification) -> None:
@@ -424,10 +473,12 @@ class Session:
         assert request_id is not None
         scope = self._in_flight.get(request_id)
         if scope is None:
-            logger.debug("%s cancelled request %r, which is not running", self.name, request_id)
+            logger.debug("%s cancelled request %s, which is not running", self.name, safe_id(request_id))
             return
         assert params is not None
-        logger.info("%s cancelled request %r: %s", self.name, request_id, params.get("reason"))
+        reason = safe_text(params.get("reason"), _REASON_LIMIT)
+        logger.info("%s cancelled request %s: %s", self.name, safe_id(request_id), reason)
+        self._peer_cancelled.add(request_id)
         scope.cancel()
 
     def _on_progress(self, params: dict[str, Any] | None) -> None:
@@ -436,17 +487,17 @@ class Session:
         total, message = params.get("total"), params.get("message")
         pending = self._pending.get(token) if is_request_id(token) else None  # type: ignore[arg-type]
         if pending is None or pending.progress is None:
-            logger.debug("%s sent progress for unknown token %r", self.name, token)
+            logger.debug("%s sent progress for unknown token %s", self.name, safe_id(token))
             return
         value, limit = _number(progress), _number(total)
         if value is None or (total is not None and limit is None):
-            logger.debug("%s sent malformed progress %r", self.name, params)
+            logger.debug("%s sent malformed progress for token %s", self.name, safe_id(token))
             return
         update: _Progress = (value, limit, message if isinstance(message, str) else None)
         try:
             pending.progress.send_nowait(update)
         except anyio.WouldBlock:
-            logger.debug("progress update for %r dropped: the callback is behind", token)
+            logger.debug("progress update for %s dropped: the callback is behind", safe_id(token))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
@@ -455,11 +506,13 @@ class Session:
         if pending is None:
             if response.id in self._abandoned:
                 del self._abandoned[response.id]
-                logger.debug("late answer to abandoned request %r from %s dropped", response.id, self.name)
+                logger.debug(
+                    "late answer to abandoned request %s from %s dropped", safe_id(response.id), self.name
+                )
             elif isinstance(response, ErrorResponse) and response.id is None:
-                logger.warning("%s reported an error: %r", self.name, response.error)
+                logger.warning("%s reported an error: %s", self.name, _describe_error(response.error))
             else:
-                logger.warning("%s answered unknown request id %r; dropped", self.name, response.id)
+                logger.warning("%s answered unknown request id %s; dropped", self.name, safe_id(response.id))
             return
         pending.settle(response.result if isinstance(response, Response) else response.error)
 
@@ -471,6 +524,9 @@ class Session:
         logger.warning("malformed message from %s: %s", self.name, invalid.message)
         if invalid.respond:
             self._send_soon(invalid.response())
+        elif invalid.request_id is not None and (pending := self._pending.get(invalid.request_id)):
+            # A broken answer to a request of ours: that request fails now rather than wait forever.
+            pending.settle(RpcError(invalid.code, f"{self.name} sent an invalid response: {invalid.message}"))
 
 
 def _with_progress_token(params: dict[str, Any] | None, token: ProgressToken) -> dict[str, Any]:
@@ -486,6 +542,29 @@ def _number(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def _bounded_error(error: RpcError) -> RpcError:
+    """``error`` with its message cut and an oversized ``data`` left out: an error quotes the
+    request it answers, and a reply must not grow with what the peer sent."""
+    message = error.message
+    data = error.data
+    if data is not None and type(data) is not str:
+        try:
+            size = len(orjson.dumps(data))
+        except TypeError:
+            size = _ERROR_DATA_LIMIT + 1
+        if size > _ERROR_DATA_LIMIT:
+            data = None
+    elif data is not None and len(data) > _ERROR_DATA_LIMIT:
+        data = None
+    if len(message) <= _ERROR_MESSAGE_LIMIT and data is error.data:
+        return error
+    return RpcError(error.code, bounded(message, _ERROR_MESSAGE_LIMIT), data)
+
+
+def _describe_error(error: RpcError) -> str:
+    return f"{error.code} {safe_text(error.message, _REASON_LIMIT)}"
 
 
 def _sole_rpc_error(exc: BaseException) -> RpcError | None:

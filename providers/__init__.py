@@ -16,6 +16,10 @@ Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
 ``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
+
+Text that came from a server or a backend is shown to people and logs only
+through :func:`safe_text` (controls and bidi escaped, long values cut), and
+every logger of both packages is a :func:`safe_logger`.
 """
 
 from typing import TYPE_CHECKING
@@ -35,7 +39,6 @@ from ._contract import (
     ModelInfo,
     ProgressSink,
     Provider,
-    SamplingPlan,
     SamplingProgress,
 )
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
@@ -59,6 +62,7 @@ from ._messages import (
     MetaModel,
     ModelHint,
     ModelPreferences,
+    RequestMeta,
     ResourceLink,
     Role,
     SamplingContent,
@@ -69,10 +73,13 @@ from ._messages import (
     ToolChoice,
     ToolResultContent,
     ToolUseContent,
+    WireInt,
     WireModel,
     dump,
 )
+from ._plan import ReplyTooLong, SamplingPlan
 from ._registry import ProviderRegistry
+from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
 
 __all__ = [
@@ -105,9 +112,12 @@ __all__ = [
     "ProviderError",
     "ProviderLimits",
     "ProviderRegistry",
+    "ReplyTooLong",
+    "RequestMeta",
     "Requirements",
     "ResourceLink",
     "Role",
+    "SafeRecords",
     "SamplingContent",
     "SamplingLimits",
     "SamplingMessage",
@@ -120,8 +130,10 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "UnsupportedRequest",
+    "WireInt",
     "WireModel",
     "bound_request",
+    "bounded",
     "build_provider",
     "build_registry",
     "check_request",
@@ -132,6 +144,9 @@ __all__ = [
     "find_key",
     "load_config",
     "requirements",
+    "safe_id",
+    "safe_logger",
+    "safe_text",
     "save_config",
     "select_model",
     "store_key",

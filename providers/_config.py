@@ -19,6 +19,8 @@ Layout::
     max_messages = 1000
     max_tool_rounds = 32
     over_max_tokens = "clamp"      # or "refuse": what a larger maxTokens gets
+    deadline = 300.0               # seconds for one whole sampling call (retries included)
+    max_reply_chars = 1048576      # the longest reply taken; a longer one stops its stream
 
     [aliases]                      # hint (family) -> model id
     "claude-3-sonnet" = "gpt-4o"
@@ -28,7 +30,7 @@ Layout::
     base_url = "https://api.openai.com/v1"   # absent: $OPENAI_BASE_URL, else OpenAI
     api_key_env = "MY_OPENAI_KEY"  # optional: read the key from this variable
     api_key_required = true        # false for keyless local servers (Ollama)
-    timeout = 120.0                # seconds, for connecting and for every read
+    timeout = 120.0                # seconds, for connecting and for every read (not retried)
     max_retries = 2
     stream = true                  # stream to report progress
     forward_metadata = false
@@ -207,12 +209,13 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> Config:
     counts = {
         key: r.integer(limits_table.get(key, getattr(defaults, key)), f"limits.{key}", 1)
         for key in _LIMIT_KEYS
-        if key != "over_max_tokens"
+        if key not in ("over_max_tokens", "deadline")
     }
     policy = limits_table.get("over_max_tokens", defaults.over_max_tokens)
     if policy not in ("clamp", "refuse"):
         raise r.error("limits.over_max_tokens", "must be 'clamp' or 'refuse'")
-    limits = SamplingLimits(**counts, over_max_tokens=policy)
+    deadline = r.number(limits_table.get("deadline", defaults.deadline), "limits.deadline", positive=True)
+    limits = SamplingLimits(**counts, over_max_tokens=policy, deadline=deadline)
     return Config(tuple(providers), aliases, servers, limits)
 
 

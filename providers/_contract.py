@@ -13,8 +13,14 @@ Rules:
 * Failures are raised as :class:`~providers.ProviderError` with a message that
   is safe to show.
 * Progress is optional: when a sink is given, the provider awaits it with a
-  :class:`SamplingProgress` whenever it has produced more output. The sink
-  must not raise; a slow sink slows the provider down (natural backpressure).
+  :class:`SamplingProgress` whenever it has produced more output, counting
+  the characters so far. A slow sink slows the provider down (natural
+  backpressure). The sink raises only :class:`~providers.ProviderError`, to
+  stop the call (the reply size cap of :mod:`providers._plan`); the provider
+  lets it through, closing what it holds.
+* Time and size are bounded for every provider alike by the
+  :class:`~providers.SamplingPlan` that calls it (:mod:`providers._plan`):
+  a provider need not bound them itself.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Protocol, runtime_checkable
 
 from ._messages import CreateMessageResult, SamplingRequest
 
-__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingPlan", "SamplingProgress"]
+__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
 
 
 @dataclass(frozen=True)
@@ -65,10 +71,14 @@ class SamplingProgress:
     ``output_tokens`` is the backend's count when it reports one, otherwise an
     estimate (one per streamed piece of output). ``text`` is the text so far,
     keeping only its last :data:`PROGRESS_TEXT_LIMIT` characters.
+    ``characters`` is the length of everything generated so far (text, refusal,
+    tool-call arguments), which the reply size cap is checked against (0: the
+    provider does not count; the cap then applies to the result).
     """
 
     output_tokens: int
     text: str
+    characters: int = 0
 
 
 #: The most characters of generated text a :class:`SamplingProgress` carries.
@@ -109,26 +119,3 @@ class Provider(Protocol):
     async def aclose(self) -> None:
         """Release connections; the provider is not used afterwards."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class SamplingPlan:
-    """A request ready to sample: the provider and model chosen for it, its params within the limits.
-
-    ``params.max_tokens`` is what may be generated; ``requested_max_tokens``
-    is what the server asked for (more, when the host clamped it).
-    """
-
-    provider: Provider
-    model: ModelInfo
-    params: SamplingRequest
-    requested_max_tokens: int
-
-    @property
-    def clamped(self) -> bool:
-        """Whether ``maxTokens`` was lowered to fit the limits."""
-        return self.params.max_tokens < self.requested_max_tokens
-
-    async def sample(self, progress: ProgressSink | None = None) -> CreateMessageResult:
-        """Run the plan: the provider samples ``params`` from ``model``."""
-        return await self.provider.sample(self.params, self.model, progress)

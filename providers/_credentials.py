@@ -19,7 +19,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,10 +27,11 @@ import keyring.errors
 
 from ._config import ProviderEntry
 from ._errors import ConfigError
+from ._sanitize import safe_logger
 
 __all__ = ["KEYRING_SERVICE", "FoundKey", "delete_key", "find_key", "keyring_key", "store_key"]
 
-log = logging.getLogger("providers.credentials")
+log = safe_logger("providers.credentials")
 
 KEYRING_SERVICE = "host-receiver"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"

@@ -123,14 +123,17 @@ class EchoProvider:
         """Report progress word by word, spreading ``delay`` over the words."""
         step = self.delay / max(len(words), 1)
         done: list[str] = []
+        characters = -1  # no space before the first word
         for word in words:
             if step:
                 await anyio.sleep(step)
             else:
                 await anyio.lowlevel.checkpoint()
             done.append(word)
+            characters += len(word) + 1
             if progress is not None:
-                await progress(SamplingProgress(len(done), progress_text(" ".join(done))))
+                text = progress_text(" ".join(done))
+                await progress(SamplingProgress(len(done), text, characters))
 
 
 def _describe(block: object) -> str:

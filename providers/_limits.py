@@ -2,11 +2,16 @@
 
 Rules:
 
-* :class:`SamplingLimits` is the host's whole policy on size: ``max_tokens``,
-  ``max_messages``, ``max_tool_rounds`` (assistant ``tool_use`` turns in one
-  conversation), and what happens to a ``maxTokens`` above the bound:
-  ``"clamp"`` (the default; the spec lets a client sample fewer tokens than
-  requested) or ``"refuse"``.
+* :class:`SamplingLimits` is the host's whole policy on size and time:
+  ``max_tokens``, ``max_messages``, ``max_tool_rounds`` (assistant
+  ``tool_use`` turns in one conversation), and what happens to a
+  ``maxTokens`` above the bound: ``"clamp"`` (the default; the spec lets a
+  client sample fewer tokens than requested) or ``"refuse"``; then, for the
+  call itself, ``deadline`` (seconds for one whole sampling call, retries
+  included) and ``max_reply_chars`` (the longest reply taken, in characters
+  of text and tool-call arguments). The request bounds are applied here,
+  before a task exists; the call bounds by the :class:`~providers.SamplingPlan`
+  that samples it, the same for every provider.
 * The bound on ``maxTokens`` is the smaller of ``max_tokens`` and what the
   chosen model's context leaves after the estimated prompt: the *effective*
   limits of host and model.
@@ -52,10 +57,16 @@ class SamplingLimits:
     max_messages: int = 1_000
     max_tool_rounds: int = 32
     over_max_tokens: MaxTokensPolicy = "clamp"
+    #: Seconds one sampling call may take in all (connecting, retries, streaming).
+    deadline: float = 300.0
+    #: The longest reply taken, in characters (1 Mi); a longer one stops its stream.
+    max_reply_chars: int = 1_048_576
 
     def __post_init__(self) -> None:
-        if min(self.max_tokens, self.max_messages, self.max_tool_rounds) < 1:
+        if min(self.max_tokens, self.max_messages, self.max_tool_rounds, self.max_reply_chars) < 1:
             raise ValueError("sampling limits must be positive")
+        if not self.deadline > 0:
+            raise ValueError("the sampling deadline must be a positive number of seconds")
         if self.over_max_tokens not in ("clamp", "refuse"):
             raise ValueError("over_max_tokens must be 'clamp' or 'refuse'")
 

@@ -14,19 +14,26 @@ Rules:
   comes back as parsed JSON (``cast_to=object``): the client's argument
   conversion and response models cost more CPU than the HTTP exchange. Its
   retries, error classes and auth apply unchanged.
-* A plain ``http://`` base URL (the local backends, where a thousand calls run
-  at once) gets the connection pool of :mod:`providers._http`, unless the
-  environment configures an http proxy; ``https`` backends and proxied ones
-  keep the client's own HTTP client. :meth:`OpenAIProvider.aclose` closes
-  either.
+* The ``openai`` client gets an httpx client of ours (:class:`_OneReadTimeout`,
+  with the environment's proxies): a plain ``http://`` base URL (the local
+  backends, where a thousand calls run at once) has the connection pool of
+  :mod:`providers._http` unless the environment configures an http proxy;
+  other backends have httpx's own pool. :meth:`OpenAIProvider.aclose` closes
+  it.
 * With a progress sink (and ``stream`` enabled) the request is streamed with
   ``stream_options.include_usage``; each chunk that adds output is reported.
   Without a sink the request is a plain JSON call.
 * Retries are the ``openai`` client's own (``max_retries``): on connection
-  errors, timeouts, 408, 409, 429 and 5xx, with exponential backoff from 0.5 s
-  up to 8 s with jitter, honouring ``Retry-After``/``retry-after-ms`` up to two
-  minutes. A stream that breaks after it started is not retried. ``timeout``
-  bounds connecting and every read (the wait for each streamed chunk).
+  errors, connect timeouts, 408, 409, 429 and 5xx, with exponential backoff
+  from 0.5 s up to 8 s with jitter, honouring ``Retry-After``/``retry-after-ms``
+  up to two minutes. A stream that breaks after it started is not retried,
+  and neither is a read timeout: a backend that does not answer within
+  ``timeout`` would not answer the next time either, so the call ends at once
+  (our httpx client cancels the call; the ``openai`` client would retry).
+  ``timeout`` bounds connecting and every read (the wait for each streamed
+  chunk); the whole call is bounded by the plan's deadline (:mod:`providers._plan`).
+* A reply or a streamed event that is not JSON, and a stream with no choices,
+  are failures that say so (where the JSON breaks, in bytes).
 * Cancellation closes the HTTP request before it propagates (the client's
   stream is an async context manager; cancelling a plain call aborts it).
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
@@ -36,12 +43,14 @@ Rules:
 
 from __future__ import annotations
 
-import logging
+import json
 import urllib.request
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+import anyio
 import httpx
 import openai
 
@@ -59,10 +68,11 @@ from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor, safe_url
+from ._sanitize import safe_logger
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 
-log = logging.getLogger("providers.openai")
+log = safe_logger("providers.openai")
 
 _MESSAGE_LIMIT = 300
 _STATUS_HINTS = {
@@ -94,19 +104,41 @@ def default_max_tokens_param(base_url: str) -> MaxTokensParam:
     return "max_tokens"
 
 
-def _lean_http_client(base_url: str) -> httpx.AsyncClient | None:
-    """Our own pool (:mod:`providers._http`) for a plain-http backend that no proxy stands in front of.
+#: The cancel scope of the call running in this task (see :class:`_OneReadTimeout`).
+_CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_openai_call", default=None)
 
-    ``None`` (the ``openai`` client's own HTTP client) for ``https`` and whenever
-    the environment configures an http proxy: httpx ignores proxy variables for
-    a client with a custom transport, so such backends keep the default client.
+
+class _OneReadTimeout(httpx.AsyncClient):
+    """An httpx client on which a read timeout ends the whole call.
+
+    The ``openai`` client retries every timeout from inside its own loop; this
+    cancels the scope of the call that is running (``_CALL``) before the
+    timeout goes back to it, so its retry never starts and the provider says
+    the backend did not answer. Connect timeouts and other errors are left to
+    its retries.
     """
+
+    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except httpx.ReadTimeout:
+            call = _CALL.get()
+            if call is not None:
+                call.cancel()
+            raise
+
+
+def _http_client(base_url: str) -> httpx.AsyncClient:
+    """Our pool (:mod:`providers._http`) for a plain-http backend that no proxy stands in front of;
+    httpx's own, with the environment's proxies, otherwise (httpx ignores proxy variables for a
+    client with a custom transport). Either way a read timeout is not retried."""
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
     if urlsplit(base_url).scheme.lower() != "http":
-        return None
+        return _OneReadTimeout(follow_redirects=True, limits=limits)
     proxies = urllib.request.getproxies()
     if proxies.get("http") or proxies.get("all"):
-        return None
-    return httpx.AsyncClient(transport=LeanTransport(), follow_redirects=True)
+        return _OneReadTimeout(follow_redirects=True, limits=limits)
+    return _OneReadTimeout(transport=LeanTransport(), follow_redirects=True)
 
 
 class OpenAIProvider:
@@ -150,7 +182,7 @@ class OpenAIProvider:
             default_headers=dict(default_headers or {}),
             # Newer openai releases are typed for httpx2 but take an httpx client too
             # ("legacy httpx"); 1.x takes only httpx. The project depends on httpx.
-            http_client=cast(Any, _lean_http_client(self.base_url)),
+            http_client=cast(Any, _http_client(self.base_url)),
         )
 
     @property
@@ -179,16 +211,28 @@ class OpenAIProvider:
             forward_metadata=self.forward_metadata,
         )
         log.debug("sampling %s via %s", model.id, self)
-        try:
-            if self.stream and progress is not None:
-                reply = await self._streamed(body, progress)
-            else:
-                reply = await self._plain(body)
-            return make_result(reply, model.id, params.stop_sequences)
-        except openai.OpenAIError as exc:
-            failure = self._failure(exc)
-        except ProviderError as exc:
-            failure = ProviderError(f"{self._who()}: {exc}")
+        streamed = self.stream and progress is not None
+        failure: ProviderError | None = None
+        with anyio.CancelScope() as call:
+            token = _CALL.set(call)
+            try:
+                if streamed:
+                    assert progress is not None
+                    reply = await self._streamed(body, progress)
+                else:
+                    reply = await self._plain(body)
+                return make_result(reply, model.id, params.stop_sequences)
+            except openai.OpenAIError as exc:
+                failure = self._failure(exc)
+            except ProviderError as exc:
+                failure = ProviderError(f"{self._who()}: {exc}")
+            except json.JSONDecodeError as exc:
+                what = "stream" if streamed else "reply"
+                failure = ProviderError(f"{self._who()}: the backend's {what} is not JSON ({_where(exc)})")
+            finally:
+                _CALL.reset(token)
+        if failure is None:  # the read timed out: the call was cancelled before a retry
+            failure = ProviderError(f"{self._who()}: no response within {self.timeout:g} s (not retried)")
         log.debug("sampling failed: %s", failure)
         raise failure
 
@@ -201,7 +245,7 @@ class OpenAIProvider:
     async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> Reply:
         fold = StreamFold()
         pieces = 0
-        reported = 0
+        reported = (0, 0)
         stream = await self._client.post(
             "/chat/completions",
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
@@ -216,9 +260,9 @@ class OpenAIProvider:
                 if grew:
                     pieces += 1
                 count = fold.usage if fold.usage is not None else pieces
-                if (grew or fold.usage is not None) and count != reported:
-                    reported = count
-                    await progress(SamplingProgress(count, _tail(fold.parts)))
+                if (grew or fold.usage is not None) and (count, fold.characters) != reported:
+                    reported = (count, fold.characters)
+                    await progress(SamplingProgress(count, _tail(fold.parts), fold.characters))
         return fold.reply()
 
     # --- failures ----------------------------------------------------------
@@ -256,6 +300,12 @@ def _server_message(body: object) -> str:
         if isinstance(error, str):
             return error
     return body if isinstance(body, str) else ""
+
+
+def _where(exc: json.JSONDecodeError) -> str:
+    """Where JSON text broke, in bytes, and why (no content of the text)."""
+    offset = len(exc.doc[: exc.pos].encode("utf-8", "replace"))
+    return f"{exc.msg.lower()} at byte {offset}"
 
 
 def _attempts(exc: openai.APIError) -> str:

@@ -13,8 +13,9 @@ Rules:
   ``null`` or of another type reads as absent. A tool call without a ``type``
   is taken as a function call; one of another type (``custom``) is skipped.
 * A reply with no choices, or that is not JSON, is a :class:`ProviderError`
-  (JSON sent as another content type is still read). Streamed choices other
-  than index 0 are ignored.
+  (JSON sent as another content type is still read); so is a stream in which
+  no chunk had the choice of index 0 (it is not an empty answer). Streamed
+  choices other than index 0 are ignored.
 * In-stream error events never reach this module: the client raises them.
 """
 
@@ -60,9 +61,11 @@ def completion_reply(data: object) -> Reply:
 
 
 class StreamFold:
-    """Folds streamed chunks into a :class:`Reply`, counting what grew."""
+    """Folds streamed chunks into a :class:`Reply`, counting what grew (``characters``)."""
 
     def __init__(self) -> None:
+        self.characters = 0
+        self.choices = 0  # chunks that carried the choice of index 0
         self.parts: list[str] = []
         self.refusal: list[str] = []
         self.calls: dict[int, ToolCallBuffer] = {}
@@ -79,14 +82,17 @@ class StreamFold:
         for choice in _list(_get(chunk, "choices")):
             if _get(choice, "index") != 0:
                 continue
+            self.choices += 1
             delta = _get(choice, "delta")
             content = _str(_get(delta, "content"))
             if content:
                 self.parts.append(content)
+                self.characters += len(content)
                 grew = True
             refusal = _str(_get(delta, "refusal"))
             if refusal:
                 self.refusal.append(refusal)
+                self.characters += len(refusal)
                 grew = True
             for fragment in _list(_get(delta, "tool_calls")):
                 index = _get(fragment, "index")
@@ -94,7 +100,9 @@ class StreamFold:
                 call.id = _str(_get(fragment, "id")) or call.id
                 function = _get(fragment, "function")
                 call.name = _str(_get(function, "name")) or call.name
-                call.arguments += _str(_get(function, "arguments"))
+                arguments = _str(_get(function, "arguments"))
+                call.arguments += arguments
+                self.characters += len(arguments)
                 grew = True
             finish = _optional_str(_get(choice, "finish_reason"))
             if finish is not None:
@@ -103,6 +111,9 @@ class StreamFold:
         return grew
 
     def reply(self) -> Reply:
+        """What the stream said; a stream without the choice of index 0 is a ProviderError."""
+        if not self.choices:
+            raise ProviderError("the backend returned no choices")
         return Reply(
             text="".join(self.parts) or "".join(self.refusal),
             calls=[self.calls[index] for index in sorted(self.calls)],

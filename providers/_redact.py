@@ -4,8 +4,9 @@ Rules: every text that came from a backend (error bodies, exception texts) goes
 through :meth:`Redactor.text` before it is put in a :class:`ProviderError`.
 The known secrets are replaced wherever they occur; so are tokens that look
 like API keys (``sk-...``, ``Bearer ...``), because a backend may echo a
-partly masked key or a different one. URLs are shown without user info,
-query or fragment (:func:`safe_url`).
+partly masked key or a different one. The rest is made safe to show by
+:func:`~providers._sanitize.safe_text` (controls escaped, cut at ``limit``).
+URLs are shown without user info, query or fragment (:func:`safe_url`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
+
+from ._sanitize import safe_text
 
 __all__ = ["MASK", "Redactor", "safe_url"]
 
@@ -28,13 +31,10 @@ class Redactor:
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
 
     def text(self, text: str, *, limit: int | None = None) -> str:
-        """``text`` without secrets, cut to ``limit`` characters if given."""
+        """``text`` without secrets, safe to show, cut to ``limit`` characters if given."""
         for secret in self._secrets:
             text = text.replace(secret, MASK)
-        text = _KEY_LIKE.sub(MASK, text)
-        if limit is not None and len(text) > limit:
-            text = text[: limit - 1] + "…"
-        return text
+        return safe_text(_KEY_LIKE.sub(MASK, text), limit)
 
 
 def safe_url(url: str) -> str:

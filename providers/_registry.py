@@ -13,7 +13,8 @@ Rules:
   takes the one the host forces if the server may use it, and bounds the
   request for it with :func:`bound_request` and the registry's
   :class:`SamplingLimits`: the one check of size, made before anyone is asked
-  to approve. The :class:`SamplingPlan` it returns is what gets sampled.
+  to approve. The :class:`SamplingPlan` it returns is what gets sampled,
+  under the same limits (the call's deadline and reply size cap).
 * The registry owns its providers: :meth:`aclose` (or ``async with``) closes them.
 """
 
@@ -22,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
-from ._contract import ModelInfo, ProgressSink, Provider, SamplingPlan
+from ._contract import ModelInfo, ProgressSink, Provider
 from ._errors import NoSuitableModel
 from ._limits import SamplingLimits, bound_request
 from ._messages import CreateMessageResult, SamplingRequest
+from ._plan import SamplingPlan
 from ._selection import requirements, select_model
 
 __all__ = ["ProviderRegistry"]
@@ -111,7 +113,7 @@ class ProviderRegistry:
             if unmet:
                 raise NoSuitableModel(f"model {chosen.id!r} {' and '.join(unmet)}")
         bounded = bound_request(params, chosen, self.limits, needs)
-        return SamplingPlan(self.provider_for(chosen), chosen, bounded, params.max_tokens)
+        return SamplingPlan(self.provider_for(chosen), chosen, bounded, params.max_tokens, self.limits)
 
     def choose(
         self,

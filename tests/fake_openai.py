@@ -55,6 +55,8 @@ __all__ = [
     "Drop",
     "ErrorReply",
     "FakeOpenAI",
+    "RawBody",
+    "RawStream",
     "RecordedRequest",
     "Reply",
     "ToolCall",
@@ -117,6 +119,28 @@ class ErrorReply(Reply):
 @dataclass(frozen=True)
 class Drop(Reply):
     """Close the connection without sending any response."""
+
+
+@dataclass(frozen=True)
+class RawStream(Reply):
+    """A 200 event stream of these ``data:`` payloads exactly as given (JSON or not), then ``[DONE]``.
+
+    ``chunk_delay`` seconds pass before each event after the first; ``repeat``
+    sends the events that many times (a trickle that never ends, for a large one).
+    """
+
+    events: tuple[str, ...] = ()
+    chunk_delay: float = 0.0
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class RawBody(Reply):
+    """A reply whose body is these bytes exactly, with this status and content type."""
+
+    body: bytes = b""
+    status: int = 200
+    content_type: str = "application/json"
 
 
 # --- recording -------------------------------------------------------------
@@ -483,6 +507,11 @@ class _Connection(asyncio.Protocol):
             if isinstance(reply, ErrorReply):
                 body_out = _error_body(reply.message, reply.type, reply.code)
                 self._send_json(reply.status, body_out, reply.headers)
+            elif isinstance(reply, RawBody):
+                head = {"Content-Type": reply.content_type, "Content-Length": str(len(reply.body))}
+                self._write(self._head(reply.status, head) + reply.body)
+            elif isinstance(reply, RawStream):
+                await self._raw_stream(reply)
             elif isinstance(reply, Completion):
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
                 if isinstance(body, dict) and body.get("stream"):
@@ -545,6 +574,17 @@ class _Connection(asyncio.Protocol):
         pending.append(_chunk(b"data: [DONE]\n\n"))
         pending.append(b"0\r\n\r\n")
         self._write(b"".join(pending))
+
+    async def _raw_stream(self, reply: RawStream) -> None:
+        """Send the scripted events as they are, each in its own write when there is a delay."""
+        head = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+        self._write(self._head(200, head))
+        for round_ in range(reply.repeat):
+            for index, event in enumerate(reply.events):
+                if (round_ or index) and reply.chunk_delay:
+                    await self._wait(reply.chunk_delay)
+                self._write(_chunk(f"data: {event}\n\n".encode()))
+        self._write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
 
 
 def _chunk(data: bytes) -> bytes:

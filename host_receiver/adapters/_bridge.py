@@ -32,7 +32,6 @@ Rules:
 from __future__ import annotations
 
 import functools
-import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError
 from host_receiver.protocol.versions import LEGACY_VERSIONS, RULES
 from host_receiver.receiver import Receiver, Requestor
+from providers import safe_logger
 
 __all__ = [
     "Send",
@@ -59,7 +59,7 @@ __all__ = [
     "without_task",
 ]
 
-logger = logging.getLogger("host_receiver.adapters")
+logger = safe_logger("host_receiver.adapters")
 
 #: Sends one notification through a library session.
 Send = Callable[[str, dict[str, Any] | None], Awaitable[None]]

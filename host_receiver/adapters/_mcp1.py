@@ -26,7 +26,6 @@ imports this module, when called. Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
@@ -40,10 +39,11 @@ from host_receiver.adapters._bridge import SessionScopes, answer, sends_with, se
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.receiver import Receiver
+from providers import safe_logger
 
 __all__ = ["session_options"]
 
-logger = logging.getLogger("host_receiver.adapters")
+logger = safe_logger("host_receiver.adapters")
 
 Context: TypeAlias = "RequestContext[ClientSession, Any]"
 #: What a sampling callback answers.

@@ -23,7 +23,6 @@ import this one, when their options function is called. Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -37,10 +36,11 @@ from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.receiver import Receiver
+from providers import safe_logger
 
 __all__ = ["Callbacks", "client_options"]
 
-logger = logging.getLogger("host_receiver.adapters")
+logger = safe_logger("host_receiver.adapters")
 
 _M = TypeVar("_M")
 

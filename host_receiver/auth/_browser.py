@@ -45,6 +45,7 @@ import h11
 import httpx
 
 from host_receiver.auth._errors import AuthorizationDenied, safe_url
+from providers import safe_logger
 
 __all__ = [
     "DEFAULT_HEADLESS_REDIRECT_URI",
@@ -54,7 +55,7 @@ __all__ = [
     "SystemBrowser",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 #: Where :class:`HeadlessBrowser` says the code should go (nothing listens there).
 DEFAULT_HEADLESS_REDIRECT_URI = "http://127.0.0.1:33418/callback"

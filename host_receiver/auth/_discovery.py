@@ -31,7 +31,6 @@ Rules (MCP 2025-11-25 and 2026-07-28, "Authorization Server Discovery"):
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +47,7 @@ from host_receiver.auth._urls import (
     require_secure,
     resource_matches,
 )
+from providers import safe_logger
 
 __all__ = [
     "Discovery",
@@ -59,7 +59,7 @@ __all__ = [
     "read_limited",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 _MAX_DOCUMENT = 256 * 1024
 

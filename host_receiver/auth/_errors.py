@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from providers import HostReceiverError
+from providers import HostReceiverError, safe_text
 
 __all__ = [
     "AuthError",
@@ -73,11 +73,8 @@ class InsufficientScope(AuthError):
 
 
 def quote(text: object, limit: int = _LIMIT) -> str:
-    """``text`` from a server, safe to put in a message or a log record."""
-    escaped = repr(str(text))[1:-1]  # escapes control characters and non-printables
-    if len(escaped) > limit:
-        escaped = escaped[: limit - 1] + "…"
-    return escaped
+    """``text`` from a server, safe to put in a message or a log record (:func:`providers.safe_text`)."""
+    return safe_text(text, limit)
 
 
 def safe_url(url: str) -> str:

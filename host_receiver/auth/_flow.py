@@ -48,7 +48,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -63,6 +62,7 @@ from host_receiver.auth._discovery import ServerMetadata, read_limited
 from host_receiver.auth._errors import AuthError, AuthorizationDenied, TokenRequestError, quote, safe_url
 from host_receiver.auth._store import TokenSet
 from host_receiver.auth._urls import require_secure
+from providers import safe_logger
 
 __all__ = [
     "ID_JAG",
@@ -77,7 +77,7 @@ __all__ = [
     "refresh",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"

@@ -30,7 +30,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass, field, replace
 
@@ -54,6 +53,7 @@ from host_receiver.auth._registration import PreRegisteredClient, check_metadata
 from host_receiver.auth._scopes import select_scopes
 from host_receiver.auth._store import StoredAuthorization, TokenSet, TokenStore, default_token_store
 from host_receiver.auth._urls import canonical_resource, origin, require_loopback_redirect
+from providers import safe_logger
 
 __all__ = [
     "AuthorizationCodeGrant",
@@ -63,7 +63,7 @@ __all__ = [
     "OAuth",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 #: New tokens one request may obtain before it fails (MCP: "no more than a few times").
 MAX_AUTHORIZATIONS = 3

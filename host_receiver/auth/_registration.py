@@ -21,7 +21,6 @@ Rules ("Client Registration", 2025-11-25 and 2026-07-28):
 from __future__ import annotations
 
 import json
-import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,10 +33,11 @@ from host_receiver.auth._errors import AuthError, RegistrationError, quote, safe
 from host_receiver.auth._flow import ClientIdentity
 from host_receiver.auth._store import RegisteredClient
 from host_receiver.auth._urls import require_secure
+from providers import safe_logger
 
 __all__ = ["PreRegisteredClient", "check_metadata_url", "identify", "register"]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import stat
 import time
@@ -41,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio.to_thread
 
 from host_receiver.auth._errors import AuthError
+from providers import safe_logger
 
 __all__ = [
     "KEYRING_SERVICE",
@@ -54,7 +54,7 @@ __all__ = [
     "default_token_store",
 ]
 
-logger = logging.getLogger("host_receiver.auth")
+logger = safe_logger("host_receiver.auth")
 
 KEYRING_SERVICE = "host-receiver-oauth"
 _INDEX = "index"

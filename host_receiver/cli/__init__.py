@@ -30,6 +30,7 @@ from host_receiver.cli._hooks import (
 from host_receiver.cli._run import LAUNCHERS, add_run_command, run_command, server_name
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
+from providers import SafeRecords
 from providers.cli import add_providers_command
 
 __all__ = [
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # third-party records too: nothing raw on stderr
+        handler.addFilter(SafeRecords())
     if args.log_level != "DEBUG":  # one line per HTTP request is debugging detail
         for chatty in ("httpx", "httpcore"):
             logging.getLogger(chatty).setLevel(logging.WARNING)

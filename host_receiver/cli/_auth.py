@@ -44,6 +44,7 @@ from host_receiver.auth import (
     canonical_resource,
     default_token_store,
 )
+from providers import safe_text
 
 __all__ = [
     "CLIENT_SECRET_ENV",
@@ -228,7 +229,7 @@ def _list_command(args: argparse.Namespace) -> int:
         if not entries:
             print("no stored authorizations")
         for entry in entries:
-            print(entry.summary())
+            print(safe_text(entry.summary()))
         return 0
 
     return _guarded(run)
@@ -250,7 +251,7 @@ def _logout_command(args: argparse.Namespace) -> int:
             targets = {e.server for e in await store.entries() if e.server.rstrip("/") == server.rstrip("/")}
             gone = [e for target in sorted(targets) for e in await store.delete(target)]
         for entry in gone:
-            print(f"removed {entry.server} (issuer {entry.issuer})")
+            print(safe_text(f"removed {entry.server} (issuer {entry.issuer})"))
         if not gone:
             print(f"nothing stored for {server}" if server else "no stored authorizations")
         return 0

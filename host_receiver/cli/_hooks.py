@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -32,7 +34,7 @@ from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.errors import RpcError
 from host_receiver.work import ElicitationHandler, SamplingHandler
-from providers import ProviderRegistry
+from providers import ProviderRegistry, safe_text
 
 if TYPE_CHECKING:
     from host_receiver.cli.terminal import Console
@@ -139,9 +141,34 @@ def open_console() -> Console:
 
 
 def describe_error(exc: BaseException) -> str:
-    """A one-line description of a connection or protocol failure."""
+    """A one-line description of a connection or protocol failure, safe to print (it may quote
+    the server)."""
     if isinstance(exc, RpcError):
-        return f"JSON-RPC error {exc.code}: {exc.message}"
+        return f"JSON-RPC error {exc.code}: {safe_text(exc.message)}"
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         return describe_error(exc.exceptions[0])
-    return str(exc) or type(exc).__name__
+    return safe_text(str(exc)) or type(exc).__name__
+
+
+def safe_json(value: object) -> str:
+    """``value`` as JSON on one line, every character that is not printable written ``\\uXXXX``.
+
+    ``json.dumps`` escapes C0 controls but leaves C1 controls and bidi and other
+    format characters raw; escaped, the JSON value is the same and a terminal
+    shows it as it is.
+    """
+    return _NON_ASCII.sub(_json_escape, json.dumps(value, ensure_ascii=False))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code > 0xFFFF:  # a surrogate pair, as JSON writes astral characters
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"

@@ -2,8 +2,10 @@
 
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
-Without ``--call`` it serves the server's sampling and elicitation requests
-until the server closes the connection or the user presses Ctrl-C (exit 0).
+A stdio server gets a minimal environment plus what ``--env`` names
+(docs/security.md). Without ``--call`` it serves the server's sampling and
+elicitation requests until the server closes the connection or the user
+presses Ctrl-C (exit 0).
 With ``--call TOOL`` it calls the tool once, prints the final ``CallToolResult``
 as JSON on stdout (never an intermediate ``input_required`` or task result:
 input rounds are answered and tasks followed to their end) and exits 0, or 1
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
@@ -40,6 +41,7 @@ from host_receiver.cli._hooks import (
     describe_error,
     open_console,
     resolve_hooks,
+    safe_json,
     uses_terminal,
 )
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
@@ -50,11 +52,11 @@ from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from providers import ProviderError, build_registry
+from providers import ProviderError, build_registry, safe_logger
 
-__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_name"]
+__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
 
-logger = logging.getLogger("host_receiver.cli")
+logger = safe_logger("host_receiver.cli")
 
 
 def add_run_command(commands: Any) -> None:
@@ -73,6 +75,16 @@ def add_run_command(commands: Any) -> None:
         default=[],
         metavar="NAME:VALUE",
         help="an HTTP header to send with --url (repeatable)",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="an environment variable for a stdio server (repeatable): NAME=VALUE sets it, NAME alone "
+        "copies this environment's value. The server gets only these and the few variables a process "
+        "needs (PATH, HOME, locale, temporary directory): provider keys and other secrets are not "
+        "passed unless named",
     )
     run.add_argument("--name", help="the server's name in prompts and logs (default: the command or host)")
     add_protocol_options(run)
@@ -176,8 +188,13 @@ def run_command(args: argparse.Namespace) -> int:
         if not sep or not name.strip():
             return _usage_error(f"--header {header!r} is not NAME:VALUE")
         headers[name.strip()] = value.strip()
+    environment = server_environment(args.env)
+    if isinstance(environment, str):
+        return _usage_error(environment)
     transport: Transport
     if args.url:
+        if args.env:
+            return _usage_error("--env goes with a stdio server ('-- COMMAND'), not --url")
         try:
             auth = build_auth(args)
         except AuthOptionsError as exc:
@@ -185,8 +202,8 @@ def run_command(args: argparse.Namespace) -> int:
         transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
-        transport = StdioTransport(command[0], command[1:], inherit_env=True, name=args.name)
         name = args.name or server_name(command)
+        transport = StdioTransport(command[0], command[1:], env=environment, name=name)
     return anyio.run(_run, args, transport, name, arguments)
 
 
@@ -234,7 +251,7 @@ async def _serve(
             return EXIT_FAILURE
         finally:
             await server.close()
-        print(json.dumps(result, ensure_ascii=False))
+        print(safe_json(result))
         return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
@@ -279,6 +296,21 @@ def server_name(command: Sequence[str]) -> str:
             if not arg.startswith("-") and arg != "run":
                 return os.path.basename(arg) if os.sep in arg else arg
     return program
+
+
+def server_environment(options: Sequence[str]) -> dict[str, str] | str:
+    """The variables ``--env`` names (beyond the minimal environment), or what is wrong with one."""
+    named: dict[str, str] = {}
+    for option in options:
+        name, sep, value = option.partition("=")
+        if not name or "\0" in option:
+            return f"--env {option!r} is not NAME or NAME=VALUE"
+        if not sep:
+            if name not in os.environ:
+                return f"--env {name}: {name} is not set here; give --env {name}=VALUE"
+            value = os.environ[name]
+        named[name] = value
+    return named
 
 
 def _positive_int(text: str) -> int:

@@ -71,6 +71,7 @@ from providers import (
     build_registry,
     config_path,
     load_config,
+    safe_text,
 )
 
 PYTHON_ENV = "HOST_RECEIVER_DEMO_PYTHON"
@@ -205,7 +206,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
             sampling=transcript.sampling(sampling), elicitation=transcript.elicitation(elicitation)
         )
         host = await stack.enter_async_context(Host(receiver))
-        transport = StdioTransport(python, [str(server)], inherit_env=True, name=SERVER_NAME)
+        transport = StdioTransport(python, [str(server)], name=SERVER_NAME)
         try:
             connection = await host.connect(SERVER_NAME, transport)
         except Exception as exc:
@@ -226,7 +227,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
 
 
 async def _print(text: str) -> None:
-    print(text, flush=True)
+    print(safe_text(text, None, multiline=True), flush=True)
 
 
 def _offline(registry: ProviderRegistry) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers import HostReceiverError
+from providers import HostReceiverError, bounded
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -59,8 +59,8 @@ def invalid_params(message: str, data: Any = None) -> RpcError:
 
 
 def method_not_found(method: str) -> RpcError:
-    """-32601 naming ``method``."""
-    return RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    """-32601 naming ``method`` (cut to a few dozen characters)."""
+    return RpcError(METHOD_NOT_FOUND, f"Method not found: {bounded(method)}")
 
 
 def user_rejected(message: str = "User rejected sampling request") -> RpcError:

@@ -13,7 +13,13 @@ Rules of this module:
 - Parsing raises :class:`InvalidMessage` and nothing else; the exception is
   the error to answer with, carries the id when one could be read, and says
   whether an answer is due at all (a broken *response* is never answered, or
-  two peers could trade errors forever).
+  two peers could trade errors forever; its id, when read, lets the session
+  fail the request it answered).
+- A frame that is not JSON at all, or too long to be read (the transport's
+  limit), is judged by a bounded look at its head (:func:`unreadable`,
+  :mod:`host_receiver.protocol._head`): a request is answered with its id, a
+  response is not answered, and anything else is answered without an id (the
+  schema's form of JSON-RPC's ``null``).
 - This is the hot path: plain dicts in, frozen slotted dataclasses out, no
   validation library, exact ``type()`` checks. The codec is orjson, which
   takes pipelined ``tasks/get`` from about 0.8 to 1.0 of the transport limit
@@ -28,6 +34,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from host_receiver.protocol._head import peek
 from host_receiver.protocol.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
 from host_receiver.protocol.types import ProgressToken, RequestId
 
@@ -43,6 +50,7 @@ __all__ = [
     "encode_message",
     "is_request_id",
     "parse_message",
+    "unreadable",
 ]
 
 
@@ -198,13 +206,28 @@ def _checked_message(obj: dict[str, Any], method: Any) -> Message:
 
 
 def decode_message(data: bytes | str) -> Message:
-    """Parse one frame of JSON text; not JSON at all is -32700."""
+    """Parse one frame of JSON text; not JSON at all is -32700 (see :func:`unreadable`)."""
     try:
         obj = orjson.loads(data)
     except (ValueError, RecursionError) as exc:
         # ValueError covers JSONDecodeError and undecodable UTF-8.
-        raise InvalidMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+        raise unreadable(data, PARSE_ERROR, f"Parse error: {exc}") from None
     return parse_message(obj)
+
+
+def unreadable(head: bytes | str, code: int, message: str) -> InvalidMessage:
+    """The error for a frame that cannot be read whole, judged by its head (only the head is read).
+
+    A request gets the error with its id; a response gets none (but its id is
+    kept, for the request it answered); anything else gets one without an id.
+    """
+    kind, frame_id = peek(head)
+    return InvalidMessage(
+        code,
+        message,
+        request_id=frame_id if kind != "unknown" else None,
+        respond=kind != "response",
+    )
 
 
 def encode_message(message: Message) -> dict[str, Any]:

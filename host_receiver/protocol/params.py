@@ -11,6 +11,9 @@ Rules:
   which says precisely what is wrong.
 - ``elicitation/create`` has two shapes, chosen by ``mode`` (absent is
   ``form``); another mode is -32602.
+- A request's ``_meta`` is an object whose ``progressToken`` (if any) is a
+  string or an integer, whatever the method (:func:`check_request_meta` for
+  the session's own ``ping``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from host_receiver.protocol.types import (
     ElicitRequestURLParams,
     TaskIdParams,
 )
+from providers import bounded
 
-__all__ = ["describe", "parse", "parse_elicitation", "task_id_of"]
+__all__ = ["check_request_meta", "describe", "meta_ok", "parse", "parse_elicitation", "task_id_of"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -48,9 +52,25 @@ def task_id_of(params: dict[str, Any] | None) -> str:
     if params is not None:
         task_id = params.get("taskId")
         meta = params.get("_meta")
-        if type(task_id) is str and (meta is None or type(meta) is dict):
+        if type(task_id) is str and (meta is None or (type(meta) is dict and meta_ok(meta))):
             return task_id
     return parse(TaskIdParams, params).task_id
+
+
+def meta_ok(meta: dict[str, Any]) -> bool:
+    """Whether a request's ``_meta`` object is valid (its ``progressToken`` a string or an integer)."""
+    return "progressToken" not in meta or type(meta["progressToken"]) in (str, int)
+
+
+def check_request_meta(params: dict[str, Any] | None) -> None:
+    """-32602 unless the ``_meta`` of ``params`` (absent, or an object) is a valid request ``_meta``."""
+    meta = params.get("_meta") if params is not None else None
+    if meta is None:
+        return
+    if type(meta) is not dict:
+        raise invalid_params("Invalid params: _meta: Input should be a valid dictionary")
+    if not meta_ok(meta):
+        raise invalid_params("Invalid params: _meta.progressToken: must be a string or an integer")
 
 
 def parse_elicitation(params: dict[str, Any] | None) -> ElicitRequestParams:
@@ -60,15 +80,36 @@ def parse_elicitation(params: dict[str, Any] | None) -> ElicitRequestParams:
         return parse(ElicitRequestURLParams, params)
     if mode == "form":
         return parse(ElicitRequestFormParams, params)
-    raise invalid_params(f"Unsupported elicitation mode: {mode!r}")
+    raise invalid_params(f"Unsupported elicitation mode: {bounded(repr(mode))}")
 
 
 def describe(exc: ValidationError) -> str:
-    """A -32602 message naming each bad field by its wire path."""
-    problems = []
-    for error in exc.errors()[:5]:
-        path = ".".join(str(part) for part in error["loc"]) or "params"
-        problems.append(f"{path}: {error['msg']}")
-    more = exc.error_count() - len(problems)
+    """A -32602 message naming each bad field by its wire path.
+
+    The labels pydantic gives the branches of a union (``tagged-union[...]``,
+    ``list[...]``) are not wire names and are left out; of the branches of one
+    union, only those that got furthest are told (a text block with a number
+    for ``text`` is that, not also "not a list").
+    """
+    found: list[tuple[tuple[str, ...], bool, str]] = []
+    for error in exc.errors():
+        ctx = error.get("ctx") or {}
+        loc = [*error["loc"], *([ctx["member"]] if "member" in ctx else [])]
+        path = tuple(bounded(str(part)) for part in loc if not _is_branch_label(part))
+        found.append((path, len(path) < len(loc), error["msg"]))
+    kept = [
+        (path, msg)
+        for path, branch, msg in found
+        if not (
+            branch and any(len(other) > len(path) and other[: len(path)] == path for other, _, _ in found)
+        )
+    ]
+    problems = [f"{'.'.join(path) or 'params'}: {msg}" for path, msg in kept[:5]]
+    more = len(kept) - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""
     return "Invalid params: " + "; ".join(problems) + suffix
+
+
+def _is_branch_label(part: str | int) -> bool:
+    """Whether a location part is pydantic's label for a union branch, not a wire name."""
+    return type(part) is str and part.endswith("]") and "[" in part

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
+from pydantic import Field
+
 from host_receiver.protocol.versions import (
     LATEST_LEGACY_VERSION,
     LATEST_PROTOCOL_VERSION,
@@ -30,6 +32,7 @@ from providers import (
     MetaModel,
     ModelHint,
     ModelPreferences,
+    RequestMeta,
     ResourceLink,
     Role,
     SamplingContent,
@@ -40,6 +43,7 @@ from providers import (
     ToolChoice,
     ToolResultContent,
     ToolUseContent,
+    WireInt,
     WireModel,
     dump,
 )
@@ -74,6 +78,7 @@ __all__ = [
     "ProgressParams",
     "ProgressToken",
     "RequestId",
+    "RequestMeta",
     "RequestParams",
     "ResourceLink",
     "Role",
@@ -90,6 +95,7 @@ __all__ = [
     "ToolChoice",
     "ToolResultContent",
     "ToolUseContent",
+    "WireInt",
     "WireModel",
     "dump",
 ]
@@ -107,12 +113,13 @@ RequestId: TypeAlias = str | int
 class TaskMetadata(WireModel):
     """The ``task`` member of a task-augmented request."""
 
-    ttl: int | None = None
+    ttl: WireInt | None = None
 
 
 class RequestParams(MetaModel):
     """Params of a request that may be task-augmented."""
 
+    meta: RequestMeta | None = Field(default=None, alias="_meta")
     task: TaskMetadata | None = None
 
     @property
@@ -191,8 +198,8 @@ class Task(WireModel):
     status_message: str | None = None
     created_at: str
     last_updated_at: str
-    ttl: int | None
-    poll_interval: int | None = None
+    ttl: WireInt | None
+    poll_interval: WireInt | None = None
 
 
 class CreateTaskResult(MetaModel):
@@ -204,12 +211,14 @@ class CreateTaskResult(MetaModel):
 class TaskIdParams(MetaModel):
     """Params of ``tasks/get``, ``tasks/result`` and ``tasks/cancel``."""
 
+    meta: RequestMeta | None = Field(default=None, alias="_meta")
     task_id: str
 
 
 class ListTasksParams(MetaModel):
     """Params of ``tasks/list``."""
 
+    meta: RequestMeta | None = Field(default=None, alias="_meta")
     cursor: str | None = None
 
 

@@ -3,9 +3,10 @@
 Rules (the tasks chapter of MCP 2025-11-25):
 
 - A requestor sees only its own tasks. Another's task, an unknown id and an
-  expired one are all -32602 ("Failed to <verb> task: <reason>"), and the
-  refusal is audited; an expired id is told apart from an unknown one by the
-  deadline the id itself carries.
+  expired one are all -32602 ("Failed to <verb> task: <reason>", the id in
+  ``data`` cut to a few dozen characters), and the refusal is audited; an
+  expired id is told apart from an unknown one by the deadline the id itself
+  carries.
 - ``tasks/get`` answers the current ``Task``; every answer that never waits
   is computed at once, without yielding to the event loop.
 - ``tasks/result`` of a terminal task replays its outcome: the result with
@@ -33,6 +34,7 @@ from host_receiver.receiver._runner import TaskRunner
 from host_receiver.tasks.cursor import CursorCodec, InvalidCursor
 from host_receiver.tasks.record import TaskRecord, deadline_of
 from host_receiver.tasks.state import TaskStatus
+from providers import bounded
 
 __all__ = ["CANCELLED_ERROR", "CANCELLED_MESSAGE", "TaskMethods"]
 
@@ -99,7 +101,7 @@ class TaskMethods:
             expired = deadline is not None and deadline <= runner.clock()
             reason = "Task has expired" if expired else "Task not found"
         _audit.lookup_refused(runner.peer.name, task_id, reason)
-        raise invalid_params(f"Failed to {verb} task: {reason}", {"taskId": task_id})
+        raise invalid_params(f"Failed to {verb} task: {reason}", {"taskId": bounded(task_id)})
 
     async def _result_when_done(self, task_id: str) -> dict[str, Any]:
         record = self._owned(task_id, "retrieve result of")

@@ -28,7 +28,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -52,13 +51,14 @@ from host_receiver.receiver._methods import TaskMethods
 from host_receiver.receiver._offer import Offer, RootsFunction, RootsSource
 from host_receiver.receiver._runner import TaskRunner, Work
 from host_receiver.sampling import check_request as check_sampling
+from providers import safe_logger
 
 __all__ = ["Answer", "Requestor"]
 
 #: A request's answer now, or an awaitable of it for requests that must wait.
 Answer: TypeAlias = dict[str, Any] | Awaitable[dict[str, Any]]
 
-logger = logging.getLogger("host_receiver.receiver")
+logger = safe_logger("host_receiver.receiver")
 
 
 class Requestor:
@@ -155,6 +155,10 @@ class Requestor:
                 del self._elicitation_listeners[elicitation_id]
 
         return remove
+
+    def cancel_tasks(self, message: str) -> int:
+        """Cancel every live task of this server, answering its waiters (the connection is closing)."""
+        return self._runner.cancel_all(message)
 
     def expire_due(self) -> None:
         """Delete every task whose ttl has run out by the receiver's clock (runs on its own

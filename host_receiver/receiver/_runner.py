@@ -25,11 +25,13 @@ Rules:
   ``notifications/tasks/status`` without waiting.
 - :meth:`TaskRunner.drop` is expiry: cancel the work, delete the record,
   wake its waiters (who then find it gone).
+- :meth:`TaskRunner.cancel_all` is the client closing the connection: every
+  live task is ``cancelled`` (with that message), its work cancelled and its
+  waiters woken, so each ``tasks/result`` gets its answer before the end.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -50,10 +52,11 @@ from host_receiver.tasks.record import TaskRecord, new_task_id
 from host_receiver.tasks.state import TaskStatus
 from host_receiver.tasks.store import TaskStore
 from host_receiver.work import WorkContext
+from providers import safe_logger
 
 __all__ = ["TaskRunner", "Work"]
 
-logger = logging.getLogger("host_receiver.receiver")
+logger = safe_logger("host_receiver.receiver")
 
 #: The accepted work of one request: run it with its context, get the result model.
 Work = Callable[[WorkContext], Awaitable[BaseModel]]
@@ -259,6 +262,15 @@ class TaskRunner:
         self._wake(task_id)
         if record is not None:
             _audit.task_expired(self.peer.name, task_id, record.status.value)
+
+    def cancel_all(self, message: str) -> int:
+        """Cancel every live task of this requestor (the connection is closing); how many."""
+        cancelled = 0
+        for task_id in self.store.ids_of(self.key):
+            if self.finish(task_id, TaskStatus.CANCELLED, message=message) is not None:
+                self.cancel_work(task_id)
+                cancelled += 1
+        return cancelled
 
     def forget_all(self) -> None:
         """Delete every task of this requestor and wake every waiter (the requestor left)."""

@@ -24,6 +24,7 @@ from host_receiver.tasks.state import INITIAL, TaskStatus, check_move
 
 _ID_RANDOM_BYTES = 16  # 128 bits from the OS CSPRNG
 _ID_DEADLINE = struct.Struct(">Q")
+_ID_LENGTH = 32  # base64 of the 24 bytes
 _URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
@@ -42,6 +43,8 @@ def new_task_id(deadline: float | None) -> str:
 
 def deadline_of(task_id: str) -> float | None:
     """The expiry deadline (epoch seconds) an id issued by :func:`new_task_id` carries."""
+    if len(task_id) != _ID_LENGTH:  # not one of ours; and a huge id is not decoded
+        return None
     try:
         raw = base64.urlsafe_b64decode(task_id + "=" * (-len(task_id) % 4))
     except (ValueError, UnicodeEncodeError):

@@ -45,7 +45,6 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -81,10 +80,11 @@ from host_receiver.transports.base import (
     TransportError,
     background_task_group,
 )
+from providers import safe_logger
 
 __all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 #: Error code delivered to a request whose answer stream broke for good.
 CONNECTION_CLOSED = -32000

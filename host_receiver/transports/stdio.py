@@ -7,8 +7,12 @@ Rules:
   skipped; a trailing ``\\r`` is tolerated.
 - A line that is not a valid message is handed to the session as an
   :class:`InvalidMessage` value. A line longer than ``max_message_size`` is
-  dropped without being buffered and reported once. A server's garbage never
-  ends the stream.
+  dropped without being buffered (only its first few KiB are kept), reported
+  once, and judged by that head (:func:`~host_receiver.protocol.jsonrpc.unreadable`):
+  a request gets an error reply with its id, and the stream goes on. A
+  server's garbage never ends the stream.
+- The child's stderr lines are made safe by the logger (controls escaped,
+  :func:`providers.safe_logger`) and cut to 8 KiB.
 - The child's stderr is forwarded line by line to this module's logger
   (``stderr_level``, INFO by default: MCP says stderr is not an error channel).
 - The server closing its stdout, usually by exiting, ends the stream cleanly:
@@ -27,10 +31,16 @@ Rules:
   queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
   again, SIGKILL. On POSIX the child gets its own session, so the signals
   reach the helpers it started (``npx``, ``uv run``) and a Ctrl-C meant for the
-  host does not hit it first.
-- Environment: by default the child sees only a small safe subset of ours
-  (PATH, HOME, ...) plus ``env``: API keys in the host's environment do not
-  leak to every server. ``inherit_env=True`` passes everything.
+  host does not hit it first; and once the child is gone, helpers it left
+  behind in its session get SIGTERM, then (after the grace, if they still
+  hold its stderr or live) SIGKILL: no process of the server outlives the
+  connection.
+- Environment (a security property, docs/security.md): by default the child
+  sees only :func:`safe_environment` (the variables a process needs to run:
+  what the official MCP SDKs pass, plus the locale and the temporary
+  directory) and then ``env``, which wins. Provider keys and every other
+  secret of the host's environment do not reach a server unless named in
+  ``env``. ``inherit_env=True`` passes everything (unsafe; for tests).
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import (
     InvalidMessage,
@@ -54,6 +65,7 @@ from host_receiver.protocol.jsonrpc import (
     Notification,
     decode_message,
     dumps_message,
+    unreadable,
 )
 from host_receiver.transports.base import (
     MessageStream,
@@ -61,31 +73,45 @@ from host_receiver.transports.base import (
     TransportError,
     background_task_group,
 )
+from providers import safe_logger
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
 _HIGH_WATER = 1024 * 1024
 _MAX_LOGGED_LINE = 8 * 1024
 
+#: What the official SDKs pass (mcp's ``get_default_environment``, the TypeScript SDK's
+#: ``getDefaultEnvironment``: HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), plus the
+#: locale and the temporary directory.
 _SAFE_VARIABLES_POSIX = (
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
 )  # fmt: skip
+#: The SDKs' Windows lists together (APPDATA ... USERPROFILE, PATHEXT, PROGRAMFILES), plus
+#: COMSPEC and TMP.
 _SAFE_VARIABLES_WINDOWS = (
     "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
-    "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME",
-    "USERPROFILE",
+    "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
+    "USERNAME", "USERPROFILE",
 )  # fmt: skip
 _POSIX = sys.platform != "win32"
 
 
 def safe_environment() -> dict[str, str]:
-    """The part of our environment a server needs to start, and nothing secret."""
+    """The part of our environment a server needs to start, and nothing secret.
+
+    A value starting with ``()`` (an exported shell function) is left out, as
+    the SDKs do.
+    """
     names = _SAFE_VARIABLES_POSIX if _POSIX else _SAFE_VARIABLES_WINDOWS
-    return {name: os.environ[name] for name in names if name in os.environ}
+    return {
+        name: value
+        for name in names
+        if (value := os.environ.get(name)) is not None and not value.startswith("()")
+    }
 
 
 class StdioTransport(Transport):
@@ -165,6 +191,14 @@ class StdioTransport(Transport):
             _signal_group(process, signum)
             signalled = signum
         await process.wait()
+        if _POSIX and _group_alive(process.pid):
+            logger.info("%s left processes behind; sending them SIGTERM", self.name)
+            _signal_group(process, signal.SIGTERM)
+            with anyio.move_on_after(grace):
+                await stderr_done.wait()  # the helpers holding its stderr are gone
+            if _group_alive(process.pid):
+                logger.info("processes of %s did not exit; sending SIGKILL", self.name)
+                _signal_group(process, signal.SIGKILL)
         with anyio.move_on_after(grace):
             await stderr_done.wait()
         code = process.returncode
@@ -193,6 +227,17 @@ class StdioTransport(Transport):
     def _log_stderr(self, line: bytes) -> None:
         text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
         logger.log(self.stderr_level, "[%s] %s", self.name, text)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group (the child's session) is still there."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a process we cannot signal: not ours
+        return False
+    return True
 
 
 def _signal_group(process: Process, signum: int) -> None:
@@ -320,7 +365,7 @@ class _StdioStream(MessageStream):
         self._lines: deque[bytes | InvalidMessage] = deque()
         self._partial: list[bytes] = []
         self._partial_size = 0
-        self._oversized = False
+        self._oversized: bytes | None = None  # the head of a line too long to keep
         self._eof = False
 
     async def send(self, message: Message) -> None:
@@ -372,22 +417,31 @@ class _StdioStream(MessageStream):
             self._grow(tail)
 
     def _grow(self, piece: bytes) -> None:
-        if self._oversized:
+        if self._oversized is not None:
             return
         self._partial.append(piece)
         self._partial_size += len(piece)
         if self._partial_size > self._max:
-            self._oversized = True
-            self._partial.clear()
+            self._drop_partial()
+
+    def _drop_partial(self) -> None:
+        """Keep only the head of the line being read: it is too long to be a message."""
+        head = bytearray()
+        for piece in self._partial:
+            head += piece[: HEAD_LIMIT - len(head)]
+            if len(head) >= HEAD_LIMIT:
+                break
+        self._oversized = bytes(head)
+        self._partial.clear()
 
     def _end_line(self, last: bytes) -> None:
-        if not self._oversized and self._partial_size + len(last) > self._max:
-            self._oversized = True
-        if self._oversized:
+        if self._oversized is None and self._partial_size + len(last) > self._max:
+            self._partial.append(last)
+            self._drop_partial()
+        if self._oversized is not None:
             logger.warning("%s sent a message over %d bytes; dropped", self._name, self._max)
-            self._lines.append(
-                InvalidMessage(PARSE_ERROR, f"Message longer than {self._max} bytes dropped", respond=False)
-            )
+            message = f"Message longer than {self._max} bytes dropped"
+            self._lines.append(unreadable(self._oversized, PARSE_ERROR, message))
         elif self._partial:
             self._partial.append(last)
             self._lines.append(b"".join(self._partial))
@@ -395,4 +449,4 @@ class _StdioStream(MessageStream):
             self._lines.append(last)
         self._partial.clear()
         self._partial_size = 0
-        self._oversized = False
+        self._oversized = None

@@ -141,4 +141,4 @@ def test_scope_selection_rules() -> None:
 
 def test_server_text_is_escaped_and_bounded() -> None:
     assert quote("line\nforged 2026 INFO x\x1b[31m") == "line\\nforged 2026 INFO x\\x1b[31m"
-    assert len(quote("x" * 1000)) == 200
+    assert quote("x" * 1000) == "x" * 200 + "… [1,000 characters]"  # cut, saying how long it was

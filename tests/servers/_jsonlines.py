@@ -40,3 +40,16 @@ def error(request_id: Any, code: int, message: str) -> None:
 def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
     """A CallToolResult with one text block."""
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def handshake(name: str, *, capabilities: dict[str, Any] | None = None, **extra: Any) -> bool:
+    """Answer ``initialize`` (protocol 2025-11-25, ``serverInfo`` ``name``, ``extra`` members in the
+    result) and read until ``notifications/initialized``; False if the input ended first."""
+    while (message := read()) is not None:
+        if message.get("method") == "initialize":
+            info = {"name": name, "version": extra.pop("version", "1")}
+            answer = {"protocolVersion": "2025-11-25", "capabilities": capabilities or {}, "serverInfo": info}
+            result(message["id"], {**answer, **extra})
+        elif message.get("method") == "notifications/initialized":
+            return True
+    return False

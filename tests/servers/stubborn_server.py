@@ -10,19 +10,11 @@ import os
 import signal
 import time
 
-from _jsonlines import read, result
+from _jsonlines import handshake, read
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-while (message := read()) is not None:
-    if message.get("method") == "initialize":
-        result(
-            message["id"],
-            {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "serverInfo": {"name": "stubborn", "version": "1"},
-                "instructions": f"pid {os.getpid()}",
-            },
-        )
+handshake("stubborn", instructions=f"pid {os.getpid()}")
+while read() is not None:
+    pass
 while True:
     time.sleep(60)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from host_receiver.approval import SamplingApprover
 from host_receiver.handlers import Generation, ModelRouter, SamplingService
 from host_receiver.work import SamplingHandler
+from providers import safe_text
 
 
 @dataclass(slots=True)
@@ -44,7 +45,7 @@ class Activity:
             return None
         now = self.clock()
         parts = [
-            f"{g.server} · {task_label(g.task_id)} generating with {g.model}: "
+            f"{safe_text(g.server, 60)} · {task_label(g.task_id)} generating with {safe_text(g.model, 60)}: "
             f"{g.tokens}/{g.max_tokens} tokens, {now - started:.1f} s"
             for g, started in self.running.items()
         ]

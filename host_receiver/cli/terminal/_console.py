@@ -12,11 +12,20 @@ Rules:
   drawing job sleeps on an event. When a prompt is open, its bottom toolbar
   shows the same line plus how many requests are waiting.
 - A cancelled turn says so on screen before it lets the cancellation through.
+- Nothing reaches the terminal raw: every piece of text printed, prompted or
+  drawn goes through :func:`providers.safe_text` (multiline: newlines and
+  tabs pass, every other control, escape sequence and bidi control is shown
+  escaped). Cutting long values is the screens' business (:mod:`._render`).
+  In an answer being edited (a pre-filled system prompt or result), which
+  must stay the text it is, prompt_toolkit shows C0 and C1 controls as
+  ``^[`` and ``<9b>``; every other character that is not printable (bidi and
+  other format characters) is shown as ``�``, one for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -27,12 +36,15 @@ import anyio.abc
 from prompt_toolkit import PromptSession, print_formatted_text
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.completion import Completer
-from prompt_toolkit.formatted_text import AnyFormattedText, FormattedText
+from prompt_toolkit.formatted_text import AnyFormattedText, FormattedText, to_formatted_text
+from prompt_toolkit.formatted_text.base import OneStyleAndTextTuple
 from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 
 from host_receiver.cli.terminal._activity import Activity, task_label
+from providers import safe_text
 
 STYLE = Style.from_dict(
     {
@@ -47,6 +59,47 @@ STYLE = Style.from_dict(
         "bottom-toolbar": "noreverse ansibrightblack",
     }
 )
+
+
+#: The longest server name in a turn's label.
+_LABEL_LIMIT = 120
+
+
+def shown(text: AnyFormattedText) -> FormattedText:
+    """``text`` with every fragment made safe to show (newlines and tabs kept)."""
+    fragments: list[OneStyleAndTextTuple] = []
+    for fragment in to_formatted_text(text):
+        piece = safe_text(fragment[1], None, multiline=True)
+        if len(fragment) == 2:
+            fragments.append((fragment[0], piece))
+        else:
+            fragments.append((fragment[0], piece, fragment[2]))
+    return FormattedText(fragments)
+
+
+class ShowInvisible(Processor):
+    """Shows each character of an edited answer that prompt_toolkit would draw raw and that is
+    not printable (bidi and other format characters) as ``�``: one for one, so the cursor and
+    the text being edited are unchanged."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        fragments: list[OneStyleAndTextTuple] = []
+        for fragment in transformation_input.fragments:
+            text = _INVISIBLE.sub(_placeholder, fragment[1])
+            if len(fragment) == 2:
+                fragments.append((fragment[0], text))
+            else:
+                fragments.append((fragment[0], text, fragment[2]))
+        return Transformation(fragments)
+
+
+#: Characters beyond ASCII and C1 (which prompt_toolkit shows as ``<9b>`` itself).
+_INVISIBLE = re.compile(r"[^\x00-\x9f]")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    char = match.group()
+    return char if char.isprintable() else "\ufffd"
 
 
 class Interrupted(Exception):
@@ -106,11 +159,12 @@ class Console:
     def write(self, text: AnyFormattedText) -> None:
         """Print now; only for when no prompt is open (inside a turn, between prompts)."""
         self._clear_line()
-        print_formatted_text(text, output=self.output, style=STYLE)
+        print_formatted_text(shown(text), output=self.output, style=STYLE)
         self._wake_up()
 
     async def say(self, text: AnyFormattedText) -> None:
         """Print from anywhere: above the open prompt, if there is one."""
+        text = shown(text)
         if self._prompting:
             await run_in_terminal(lambda: print_formatted_text(text, output=self.output, style=STYLE))
         else:
@@ -121,7 +175,7 @@ class Console:
     @asynccontextmanager
     async def turn(self, server: str, task_id: str | None) -> AsyncIterator[Turn]:
         """Wait for this request's turn to talk to the person."""
-        label = f"{server} · {task_label(task_id)}"
+        label = f"{safe_text(server, _LABEL_LIMIT)} · {task_label(task_id)}"
         self._waiting += 1
         self._wake_up()
         try:
@@ -160,7 +214,7 @@ class Console:
         if self._waiting:
             parts.append(f"{self._waiting} more request(s) waiting")
         parts.append("Ctrl-C refuses or cancels this request")
-        return FormattedText([("", "  ·  ".join(parts))])
+        return shown(FormattedText([("", "  ·  ".join(parts))]))
 
     # --- the live line --------------------------------------------------------
 
@@ -183,7 +237,7 @@ class Console:
         width = max(self.output.get_size().columns - 1, 10)
         self.output.write_raw("\r")
         self.output.erase_end_of_line()
-        self.output.write(line[:width])
+        self.output.write(safe_text(line, None)[:width])
         self.output.hide_cursor()
         self.output.flush()
         self._line_shown = True
@@ -223,13 +277,14 @@ class Turn:
         console._prompting = True
         try:
             return await session.prompt_async(
-                FormattedText([("class:key", message)]),
+                shown(FormattedText([("class:key", message)])),
                 default=default,
                 completer=completer,
                 complete_while_typing=False,
                 reserve_space_for_menu=0,
                 multiline=multiline,
                 bottom_toolbar=console.toolbar,
+                input_processors=[ShowInvisible()],
                 refresh_interval=console.refresh_interval,
                 style=STYLE,
                 handle_sigint=False,

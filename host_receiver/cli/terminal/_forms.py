@@ -117,7 +117,7 @@ class TerminalElicitationUI:
         async with self.console.turn(view.server, view.task_id) as turn:
             turn.show(render.url(view))
             try:
-                choice = await turn.choose(f"Open this link on {view.domain}?", URL_CHOICES)
+                choice = await turn.choose(f"Open this link on {render.label(view.domain)}?", URL_CHOICES)
             except Interrupted:
                 choice = "c"
             if choice == "o":
@@ -132,16 +132,19 @@ async def _ask_field(
 ) -> None:
     """Ask one field until its answer is valid; store it in ``values`` (or drop it when empty)."""
     if field.kind in ("enum", "multi_enum"):
-        listing = [("class:label", f"  {n}) {label}\n") for n, (_, label) in enumerate(field.options, 1)]
+        listing = [
+            ("class:label", f"  {n}) {render.label(name)}\n") for n, (_, name) in enumerate(field.options, 1)
+        ]
         turn.show(FormattedText(listing))
     if problem is not None:
-        turn.show(FormattedText([("class:bad", f"✗ {field.label} {problem}")]))
+        turn.show(FormattedText([("class:bad", f"✗ {render.label(field.label)} {render.body(problem)}")]))
     completer = None
     if field.options:
         words = [v for v, _ in field.options] + [label for _, label in field.options]
         completer = WordCompleter(list(dict.fromkeys(words)), sentence=True)
     mark = "*" if field.required else ""
-    question = f"{field.label}{mark} ({_HINTS.get(field.kind) or render.describe_field(field)}): "
+    hint = _HINTS.get(field.kind) or render.describe_field(field)
+    question = f"{render.label(field.label)}{mark} ({render.body(hint)}): "
     while True:
         text = await turn.ask(
             question, default=render.format_value(field, values.get(field.name)), completer=completer
@@ -153,4 +156,4 @@ async def _ask_field(
             else:
                 values[field.name] = value
             return
-        turn.show(FormattedText([("class:bad", f"✗ {field.label} {problem}")]))
+        turn.show(FormattedText([("class:bad", f"✗ {render.label(field.label)} {render.body(problem)}")]))

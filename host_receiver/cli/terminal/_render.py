@@ -1,8 +1,13 @@
 """What the screens show: sampling requests and results, forms, URLs (pure functions).
 
 Rules: everything a person must judge is shown in full (messages, system
-prompt, tool names, the whole URL); each screen opens with a title naming
-the server and the task; media is described, never dumped.
+prompt, tool names, the whole URL) up to :data:`TEXT_LIMIT` characters a
+piece, and a longer piece is cut saying how long it was; names (server,
+model, tool, field, option) are one line of at most :data:`LABEL_LIMIT`
+characters, their controls and newlines escaped (:func:`label`), so that
+a name cannot fake a line of the screen; each screen opens with a title naming
+the server and the task; media is described, never dumped. What the server
+wrote is made safe to show by the console (:mod:`._console`), never here alone.
 """
 
 from __future__ import annotations
@@ -25,14 +30,30 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
+from providers import bounded, safe_text
 
 Lines = list[tuple[str, str]]
+
+#: The longest name shown (server, model, tool, field, option, domain).
+LABEL_LIMIT = 120
+#: The longest piece of text shown whole (a message, a system prompt, a URL).
+TEXT_LIMIT = 20_000
+
+
+def label(text: str) -> str:
+    """A name the server chose, as one line (controls and newlines escaped), cut at LABEL_LIMIT."""
+    return safe_text(text, LABEL_LIMIT)
+
+
+def body(text: str) -> str:
+    """A piece of text the server wrote, cut at TEXT_LIMIT (the console escapes what it must)."""
+    return bounded(text, TEXT_LIMIT)
 
 
 def title(what: str, server: str, task_id: str | None) -> Lines:
     return [
         ("class:title", f"\n─── {what} from "),
-        ("class:server", server),
+        ("class:server", label(server)),
         ("class:title", f" · {task_label(task_id)} ───\n"),
     ]
 
@@ -44,15 +65,16 @@ def _row(name: str, value: str, width: int = 12) -> Lines:
 def describe_block(block: SamplingContent) -> str:
     """A content block as text a person can read."""
     if isinstance(block, TextContent):
-        return block.text
+        return body(block.text)
     if isinstance(block, ImageContent | AudioContent):
         size = len(block.data) * 3 // 4
-        return f"[{block.type} {block.mime_type}, {size} bytes]"
+        return f"[{block.type} {label(block.mime_type)}, {size} bytes]"
     if isinstance(block, ToolUseContent):
-        return f"[calls tool {block.name} with {json.dumps(block.input, ensure_ascii=False)}]"
+        arguments = body(json.dumps(block.input, ensure_ascii=False))
+        return f"[calls tool {label(block.name)} with {arguments}]"
     if isinstance(block, ToolResultContent):
         inner = " ".join(b.text if isinstance(b, TextContent) else f"[{b.type}]" for b in block.content)
-        return f"[result of tool call {block.tool_use_id}: {inner}]"
+        return f"[result of tool call {label(block.tool_use_id)}: {body(inner)}]"
     return f"[{getattr(block, 'type', 'content')}]"
 
 
@@ -63,15 +85,15 @@ def _indent(text: str, prefix: str = "      ") -> str:
 def sampling_request(view: SamplingRequestView, edits: Approve | None = None) -> FormattedText:
     params = view.params
     lines = title("Sampling request", view.server, view.task_id)
-    allowed = ", ".join(view.allowed_models) or "none"
-    lines += _row("model", f"{view.model}   (allowed for this server: {allowed})")
+    allowed = ", ".join(label(m) for m in view.allowed_models) or "none"
+    lines += _row("model", f"{label(view.model)}   (allowed for this server: {allowed})")
     limit = str(view.max_tokens)
     if view.clamped:
         limit += f" (the server asked for {view.requested_max_tokens}; lowered to this host's limit)"
     lines += _row("max tokens", limit)
-    lines += _row("system", _indent(params.system_prompt) if params.system_prompt else "(none)")
+    lines += _row("system", _indent(body(params.system_prompt)) if params.system_prompt else "(none)")
     if params.tools:
-        names = ", ".join(t.name for t in params.tools)
+        names = ", ".join(label(t.name) for t in params.tools)
         choice = params.tool_choice.mode if params.tool_choice and params.tool_choice.mode else "auto"
         lines += _row("tools", f"{names}   (tool choice: {choice})")
     else:
@@ -92,11 +114,11 @@ def sampling_request(view: SamplingRequestView, edits: Approve | None = None) ->
 def edit_summary(view: SamplingRequestView, edits: Approve) -> Lines:
     changes = []
     if edits.system_prompt is not None:
-        changes.append(f"system prompt → {edits.system_prompt!r}")
+        changes.append(f"system prompt → {body(repr(edits.system_prompt))}")
     if edits.max_tokens is not None:
         changes.append(f"max tokens {view.max_tokens} → {edits.max_tokens}")
     if edits.model is not None:
-        changes.append(f"model {view.model} → {edits.model}")
+        changes.append(f"model {label(view.model)} → {label(edits.model)}")
     if not changes:
         return []
     return [("class:warn", "  your edits: "), ("", "; ".join(changes) + "\n")]
@@ -112,8 +134,8 @@ def result_text(result: CreateMessageResult) -> str | None:
 
 def sampling_result(view: SamplingResultView, result: CreateMessageResult) -> FormattedText:
     lines = title("Sampling result", view.server, view.task_id)
-    lines += _row("model", result.model)
-    lines += _row("stop reason", result.stop_reason or "(none)")
+    lines += _row("model", label(result.model))
+    lines += _row("stop reason", label(result.stop_reason) if result.stop_reason else "(none)")
     blocks = result.content if isinstance(result.content, list) else [result.content]
     text = "\n".join(describe_block(b) for b in blocks)
     lines += _row("text", _indent(text, " " * 15))
@@ -154,8 +176,8 @@ def describe_field(field: FormField) -> str:
     return ", ".join(parts)
 
 
-def _option(value: str, label: str) -> str:
-    return value if value == label else f"{label} ({value})"
+def _option(value: str, name: str) -> str:
+    return label(value) if value == name else f"{label(name)} ({label(value)})"
 
 
 def format_value(field: FormField, value: ElicitValue | None) -> str:
@@ -165,46 +187,46 @@ def format_value(field: FormField, value: ElicitValue | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
-        return ", ".join(value)
+        return body(", ".join(value))
     if isinstance(value, float) and value.is_integer() and field.kind == "integer":
         return str(int(value))
-    return str(value)
+    return body(str(value))
 
 
 def form(view: FormView) -> FormattedText:
     lines = title("Form", view.server, view.task_id)
-    lines += [("", f"  {_indent(view.message, '  ')}\n")]
-    width = max((len(f.label) + 1 for f in view.schema.fields), default=0)
+    lines += [("", f"  {_indent(body(view.message), '  ')}\n")]
+    width = max((len(label(f.label)) + 1 for f in view.schema.fields), default=0)
     for field in view.schema.fields:
-        name = field.label + ("*" if field.required else "")
+        name = label(field.label) + ("*" if field.required else "")
         lines += [("class:key", f"  {name:<{width}} "), ("class:label", describe_field(field))]
         default = view.values.get(field.name)
         if default is not None:
             lines += [("class:label", f"   [{format_value(field, default)}]")]
         lines += [("", "\n")]
         if field.description:
-            lines += [("class:label", f"      {field.description}\n")]
+            lines += [("class:label", f"      {_indent(body(field.description))}\n")]
         problem = view.problems.get(field.name)
         if problem is not None:
-            lines += [("class:bad", f"      ✗ {problem}\n")]
+            lines += [("class:bad", f"      ✗ {body(problem)}\n")]
     lines += [("class:label", "  (* required)\n")]
     return FormattedText(lines)
 
 
 def answers(schema: FormSchema, values: Mapping[str, ElicitValue]) -> FormattedText:
     lines: Lines = [("class:title", "  Your answers:\n")]
-    width = max((len(f.label) for f in schema.fields), default=0)
+    width = max((len(label(f.label)) for f in schema.fields), default=0)
     for field in schema.fields:
         shown = format_value(field, values[field.name]) if field.name in values else "(left empty)"
-        lines += _row(field.label, shown, width)
+        lines += _row(label(field.label), shown, width)
     return FormattedText(lines)
 
 
 def url(view: UrlView) -> FormattedText:
     lines = title("Link to open", view.server, view.task_id)
-    lines += [("", f"  {_indent(view.message, '  ')}\n")]
-    lines += _row("URL", view.url)
-    lines += [("class:label", f"  {'domain':<12} "), ("class:domain", f" {view.domain} "), ("", "\n")]
+    lines += [("", f"  {_indent(body(view.message), '  ')}\n")]
+    lines += _row("URL", safe_text(view.url, TEXT_LIMIT))
+    lines += [("class:label", f"  {'domain':<12} "), ("class:domain", f" {label(view.domain)} "), ("", "\n")]
     for warning in view.warnings:
         lines += [("class:warn", f"  ⚠ {warning}\n")]
     lines += [("class:label", "  Nothing is opened or fetched unless you agree.\n")]

@@ -66,7 +66,14 @@ class TerminalApprover:
                         return _refused(turn)
                     elif choice == "x":
                         turn.show(
-                            FormattedText([("class:bad", f"✗ Refused; {view.server} is refused from now on")])
+                            FormattedText(
+                                [
+                                    (
+                                        "class:bad",
+                                        f"✗ Refused; {render.label(view.server)} is refused from now on",
+                                    )
+                                ]
+                            )
                         )
                         return Refuse(remember="never")
                     else:
@@ -142,7 +149,8 @@ async def _ask_model(turn: Turn, view: SamplingRequestView, current: str) -> str
         model = (await turn.ask("Model: ", default=current, completer=completer)).strip()
         if model in view.allowed_models:
             return model
-        allowed = ", ".join(view.allowed_models)
-        turn.show(
-            FormattedText([("class:bad", f"✗ {model!r} is not allowed for {view.server}; choose {allowed}.")])
+        allowed = ", ".join(render.label(m) for m in view.allowed_models)
+        refusal = (
+            f"✗ {render.label(repr(model))} is not allowed for {render.label(view.server)}; choose {allowed}."
         )
+        turn.show(FormattedText([("class:bad", refusal)]))

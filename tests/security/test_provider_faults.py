@@ -1,0 +1,221 @@
+"""Every fault of an LLM backend ends in a failed task whose diagnostic says what happened.
+
+The backend is tests/fake_openai.py on 127.0.0.1, spoken to by the real
+``openai`` client (OpenAIProvider). The provider faults (an HTTP status, a
+reset, a reply that is not JSON, no choices, a reply over the size cap, a
+backend that hangs or trickles) are run through the one place every provider
+is sampled, :meth:`providers.SamplingPlan.sample` (the registry's plan, with
+the host's :class:`SamplingLimits`), and end to end as sampling tasks of a
+receiver: the task fails, its ``statusMessage`` names the fault, and
+``tasks/result`` gives the same error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver import AutoApprove, Receiver, SamplingService
+from host_receiver.protocol.errors import INTERNAL_ERROR
+from host_receiver.protocol.types import CreateMessageRequestParams
+from providers import (
+    ConfigError,
+    EchoProvider,
+    ModelInfo,
+    OpenAIProvider,
+    ProviderError,
+    ProviderRegistry,
+    SamplingLimits,
+    SamplingProgress,
+    build_registry,
+    load_config,
+    save_config,
+)
+from tests.fake_openai import Completion, Drop, ErrorReply, FakeOpenAI, RawBody, RawStream
+from tests.receiver_harness import connect, sampling_params
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-test-0123456789abcdef"
+MODEL = ModelInfo("gpt-test", "fake")
+CHUNK = {"id": "c", "object": "chat.completion.chunk", "model": "gpt-test"}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def registry(fake: FakeOpenAI, limits: SamplingLimits | None = None, **options: Any) -> ProviderRegistry:
+    options.setdefault("max_retries", 0)
+    provider = OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=fake.url, **options)
+    return ProviderRegistry([provider], limits=limits)
+
+
+def request() -> CreateMessageRequestParams:
+    return CreateMessageRequestParams.model_validate(sampling_params("Hi"))
+
+
+async def ignore(update: SamplingProgress) -> None:
+    """A progress sink (the receiver always gives one, so replies stream)."""
+
+
+async def failure(routes: ProviderRegistry, *, streamed: bool = True) -> str:
+    """The ProviderError of sampling ``request()`` through the plan, as shown to people."""
+    async with routes:
+        with pytest.raises(ProviderError) as caught:
+            await routes.plan(request(), "srv").sample(ignore if streamed else None)
+    return str(caught.value)
+
+
+def chunk(**choice: Any) -> str:
+    return json.dumps({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": None, **choice}]})
+
+
+# --- each fault, through the plan -------------------------------------------------------------
+
+
+async def test_a_stream_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None:
+    fake.queue(RawStream(events=(chunk(delta={"content": "Hel"}), '{"choices": [oops')))
+    message = await failure(registry(fake))
+    assert message.startswith(f"provider 'fake' ({fake.url}): ")
+    assert "the backend's stream is not JSON" in message
+    assert "at byte 13" in message
+
+
+async def test_a_reply_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None:
+    fake.queue(RawBody(body=b'{"id": "x", "choices": [}'))
+    message = await failure(registry(fake), streamed=False)
+    assert "the backend's reply is not JSON" in message and "at byte 24" in message
+
+
+async def test_a_stream_with_no_choices_is_a_failure_not_an_empty_answer(fake: FakeOpenAI) -> None:
+    usage = json.dumps({**CHUNK, "choices": [], "usage": {"completion_tokens": 0}})
+    fake.queue(RawStream(events=(usage,)))
+    assert "the backend returned no choices" in await failure(registry(fake))
+
+
+async def test_an_http_status_is_named(fake: FakeOpenAI) -> None:
+    fake.queue(ErrorReply(status=503, message="overloaded"))
+    assert "HTTP 503, server error: overloaded" in await failure(registry(fake))
+
+
+async def test_a_reset_before_the_reply_is_named(fake: FakeOpenAI) -> None:
+    fake.queue(Drop())
+    assert "connection failed: Server disconnected" in await failure(registry(fake))
+
+
+async def test_a_reset_in_the_middle_of_the_stream_is_named(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(text="one two three four", drop_after=3))
+    assert "connection failed: peer closed connection" in await failure(registry(fake))
+
+
+async def test_a_reply_over_the_size_cap_stops_the_stream(fake: FakeOpenAI) -> None:
+    piece = "x" * 65_536
+    fake.queue(RawStream(events=(chunk(delta={"content": piece}),), chunk_delay=0.002, repeat=320))  # 20 MB
+    started = time.monotonic()
+    message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_048_576)))
+    assert "the reply is longer than this host's limit of 1,048,576 characters" in message
+    assert time.monotonic() - started < 10
+    assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)  # the stream was stopped
+
+
+async def test_a_plain_reply_over_the_size_cap_is_refused(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(text="y" * 2_000))
+    message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_000)), streamed=False)
+    assert "longer than this host's limit of 1,000 characters" in message
+
+
+async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
+    fake.queue(Completion(delay=30), Completion(delay=30), Completion(delay=30))
+    started = time.monotonic()
+    message = await failure(registry(fake, timeout=0.5, max_retries=2))
+    assert "no response within 0.5 s" in message
+    assert time.monotonic() - started < 1.4  # one wait, not three and the backoff between them
+    assert fake.served == 1
+
+
+async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI) -> None:
+    """A backend that trickles (each chunk in time for the read timeout) meets the total deadline."""
+    fake.queue(RawStream(events=(chunk(delta={"content": "."}),), chunk_delay=0.1, repeat=10_000))
+    started = time.monotonic()
+    message = await failure(registry(fake, SamplingLimits(deadline=1.0), timeout=5))
+    assert "no complete reply within 1 s (this host's deadline for one sampling call)" in message
+    assert time.monotonic() - started < 3
+    assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+
+
+async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
+    """Not written per provider: the offline provider gets the same limits from the plan."""
+    slow = ProviderRegistry([EchoProvider(delay=5)], limits=SamplingLimits(deadline=0.3))
+    with pytest.raises(ProviderError, match="deadline for one sampling call"):
+        await slow.plan(request(), "srv").sample(ignore)
+    small = ProviderRegistry([EchoProvider()], limits=SamplingLimits(max_reply_chars=3))
+    with pytest.raises(ProviderError, match="longer than this host's limit of 3 characters"):
+        await small.plan(request(), "srv").sample(ignore)
+
+
+# --- end to end: a failed task with the diagnostic ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "diagnostic"),
+    [
+        (ErrorReply(status=500, message="boom"), "HTTP 500, server error: boom"),
+        (Drop(), "connection failed"),
+        (RawStream(events=('{"choices": [oops',)), "the backend's stream is not JSON"),
+        (RawStream(events=(json.dumps({**CHUNK, "choices": []}),)), "the backend returned no choices"),
+        (RawStream(events=(chunk(delta={"content": "z" * 5_000}),)), "longer than this host's limit"),
+    ],
+    ids=["http-500", "reset", "not-json", "no-choices", "over-cap"],
+)
+async def test_a_faulty_backend_fails_the_task_with_a_diagnostic(
+    fake: FakeOpenAI, reply: Any, diagnostic: str
+) -> None:
+    fake.queue(reply)
+    routes = registry(fake, SamplingLimits(max_reply_chars=4_000))
+    async with routes, connect(Receiver(sampling=SamplingService(routes, AutoApprove()))) as server:
+        task_id = await server.create_task("sampling/createMessage", sampling_params("Hi"))
+        error = await server.error("tasks/result", {"taskId": task_id})
+        task = await server.request("tasks/get", {"taskId": task_id})
+    assert task["status"] == "failed"
+    assert diagnostic in task["statusMessage"]
+    assert error.code == INTERNAL_ERROR and diagnostic in error.message
+    assert "Internal error" not in task["statusMessage"]
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def test_the_call_limits_come_from_the_config_files_limits_table(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[limits]\ndeadline = 30\nmax_reply_chars = 5000\n")
+    limits = build_registry(config=load_config(path)).limits
+    assert (limits.deadline, limits.max_reply_chars) == (30.0, 5000)
+    save_config(load_config(path), path)  # a round trip keeps them
+    assert load_config(path).limits == limits
+    defaults = SamplingLimits()
+    assert (defaults.deadline, defaults.max_reply_chars) == (300.0, 1_048_576)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("deadline = 0", "limits.deadline must be positive"),
+        ("deadline = true", "limits.deadline must be a number"),
+        ('max_reply_chars = "1 MiB"', "limits.max_reply_chars"),
+        ("max_reply_chars = 0", "limits.max_reply_chars"),
+    ],
+)
+def test_bad_call_limits_are_config_errors(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[limits]\n{text}\n")
+    with pytest.raises(ConfigError, match=words):
+        load_config(path)
