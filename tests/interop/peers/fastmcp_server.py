@@ -34,7 +34,6 @@ import argparse
 import json
 import logging
 import os
-import socket
 import sys
 import time
 from collections import defaultdict
@@ -48,6 +47,7 @@ os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
 
 import anyio
 import mcp_types as types
+from _loopback import serve_on_loopback
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tasks import TaskConfig
@@ -335,19 +335,8 @@ async def events(tag: str = "") -> str:
 
 
 async def serve_http(port: int, stateless: bool) -> None:
-    """Serve Streamable HTTP on 127.0.0.1:port; bind first so port 0 can be reported."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    app = mcp.http_app(path="/mcp", stateless_http=stateless)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    # The socket already queues connections, so the URL is usable from now on.
-    print(f"LISTENING {url}", flush=True)
-    await server.serve(sockets=[sock])
+    """Serve Streamable HTTP on 127.0.0.1:port."""
+    await serve_on_loopback(mcp.http_app(path="/mcp", stateless_http=stateless), port)
 
 
 def main() -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import sys
 import time
 from collections import defaultdict
@@ -43,6 +42,7 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
+from _loopback import serve_on_loopback
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.elicitation import (
     AcceptedElicitation,
@@ -477,19 +477,8 @@ async def ask_resource(topic: str, ctx: Context) -> str | types.InputRequiredRes
 
 
 async def serve_http(port: int, stateless: bool) -> None:
-    """Serve Streamable HTTP on 127.0.0.1:port; bind first so port 0 can be reported."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    app = mcp.streamable_http_app(stateless_http=stateless)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    # The socket already queues connections, so the URL is usable from now on.
-    print(f"LISTENING {url}", flush=True)
-    await server.serve(sockets=[sock])
+    """Serve Streamable HTTP on 127.0.0.1:port."""
+    await serve_on_loopback(mcp.streamable_http_app(stateless_http=stateless), port)
 
 
 def main() -> None:

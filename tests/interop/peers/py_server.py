@@ -36,7 +36,6 @@ import argparse
 import json
 import logging
 import os
-import socket
 import sys
 import time
 import uuid
@@ -47,6 +46,7 @@ from typing import Any
 import anyio
 import httpx
 import mcp.types as types
+from _loopback import serve_on_loopback
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.shared.exceptions import McpError
 from mcp.shared.experimental.tasks.capabilities import (
@@ -567,19 +567,8 @@ async def list_contains(req: Requestor, task_id: str) -> tuple[Any, dict[str, An
 
 
 async def serve_http(port: int) -> None:
-    """Serve Streamable HTTP on 127.0.0.1:port; bind first so port 0 can be reported."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}{mcp.settings.streamable_http_path}"
-    config = uvicorn.Config(mcp.streamable_http_app(), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    # The socket already queues connections, so the URL is usable from now on.
-    print(f"LISTENING {url}", flush=True)
-    await server.serve(sockets=[sock])
+    """Serve Streamable HTTP on 127.0.0.1:port."""
+    await serve_on_loopback(mcp.streamable_http_app(), port, mcp.settings.streamable_http_path)
 
 
 def main() -> None:
