@@ -246,3 +246,14 @@ async def read_limited(response: httpx.Response, limit: int = _MAX_DOCUMENT) -> 
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def json_object(body: bytes | None) -> dict[str, Any] | None:
+    """``body`` parsed as a JSON object; None for no body, not JSON or JSON of another type."""
+    if body is None:
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None

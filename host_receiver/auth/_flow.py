@@ -47,7 +47,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -58,7 +57,7 @@ from urllib.parse import quote_plus
 import httpx
 
 from host_receiver.auth._browser import RedirectTarget
-from host_receiver.auth._discovery import ServerMetadata, read_limited
+from host_receiver.auth._discovery import ServerMetadata, json_object, read_limited
 from host_receiver.auth._errors import AuthError, AuthorizationDenied, TokenRequestError, quote, safe_url
 from host_receiver.auth._store import TokenSet
 from host_receiver.auth._urls import require_secure
@@ -233,12 +232,7 @@ async def _post_token(
             status = response.status_code
     except httpx.HTTPError as exc:
         raise TokenRequestError(f"the {what} to {safe_url(endpoint)} failed ({type(exc).__name__})") from None
-    data: Any = None
-    if raw is not None:
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
+    data = json_object(raw)
     if not isinstance(data, dict):
         raise TokenRequestError(f"the {what} to {safe_url(endpoint)} got HTTP {status} without a JSON object")
     if status != 200 or "error" in data:

@@ -20,7 +20,6 @@ Rules ("Client Registration", 2025-11-25 and 2026-07-28):
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from host_receiver.auth._discovery import ServerMetadata, read_limited
+from host_receiver.auth._discovery import ServerMetadata, json_object, read_limited
 from host_receiver.auth._errors import AuthError, RegistrationError, quote, safe_url
 from host_receiver.auth._flow import ClientIdentity
 from host_receiver.auth._store import RegisteredClient
@@ -145,12 +144,7 @@ async def register(
         raise RegistrationError(
             f"client registration at {safe_url(endpoint)} failed ({type(exc).__name__})"
         ) from None
-    data: Any = None
-    if raw is not None:
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
+    data = json_object(raw)
     if status not in (200, 201) or not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
         detail = ""
         if isinstance(data, dict) and data.get("error"):
