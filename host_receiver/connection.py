@@ -229,6 +229,7 @@ class ClientConnection:
                 client_info=connection._client_info,
                 discover_timeout=discover_timeout,
                 init_timeout=init_timeout,
+                silence_means_legacy=stream.silence_means_legacy(),
             )
             # Known before notifications/initialized: the server may send requests right after it.
             connection._agreement = agreement

@@ -44,7 +44,7 @@ from host_receiver.protocol.modern import TASKS_EXTENSION
 from host_receiver.testing import FakeServer, ToolCall
 from providers import EchoProvider, ProviderRegistry
 from tests.receiver_harness import form_params, sampling_params
-from tests.schema import validate_modern_request
+from tests.schema import validate_message
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -63,11 +63,25 @@ async def connected(
 ) -> AsyncIterator[ServerConnection]:
     async with server, Host(host_receiver or receiver(), **options) as host:
         yield await host.connect("fake", server.transport)
+    check_wire(server)
+
+
+def check_wire(server: FakeServer, *, fallback: bool = False) -> None:
+    """Every request and notification the host sent, by the schema of the server's era (with
+    ``fallback``, an ``initialize`` the host tried on a modern server by the legacy one)."""
+    era = "modern" if server.modern else "legacy"
     for request in server.requests:
-        if server.modern:
-            validate_modern_request(
-                {"jsonrpc": "2.0", "id": 1, "method": request.method, "params": request.params}
-            )
+        message = {"jsonrpc": "2.0", "id": request.id, "method": request.method}
+        validate_message(
+            {**message, "params": request.params} if request.params is not None else message,
+            era="legacy" if fallback and request.method == "initialize" else era,
+        )
+    for method, params in server.notifications:
+        message = {"jsonrpc": "2.0", "method": method}
+        validate_message({**message, "params": params} if params is not None else message, era=era)
+    assert not (server.modern and server.initialized.is_set()), (
+        "notifications/initialized on a modern connection"
+    )
 
 
 class StuckForms:
@@ -150,6 +164,49 @@ async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -
             assert connection.era is Era.LEGACY
     with anyio.fail_after(5):
         await abandoned.wait()  # the silent probe was abandoned, and the server told
+
+
+async def test_a_modern_server_that_misses_the_probe_is_found_modern_by_its_answer_to_initialize() -> None:
+    """A slow start can outlast ``discover_timeout``: the fallback's initialize then gets -32022
+    naming a modern version, which identifies a modern server, probed again at that version."""
+    probes: list[Request] = []
+
+    async def discover(request: Request) -> dict[str, Any]:
+        probes.append(request)
+        if len(probes) == 1:
+            await anyio.sleep_forever()  # still starting up
+        return server.discover_result()
+
+    async def whoami(call: ToolCall) -> str:
+        return "hi"
+
+    server = FakeServer(
+        protocol_version=MODERN, tools={"whoami": whoami}, methods={"server/discover": discover}
+    )
+    async with server, Host(receiver()) as host:
+        opened = ServerConnection.connect(
+            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+        )
+        async with opened as connection:
+            assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
+            assert text(await connection.call_tool("whoami")) == "hi"
+    methods = [r.method for r in server.requests]
+    assert methods == ["server/discover", "initialize", "server/discover", "tools/call"]
+    assert server.initialize_params is None  # refused: never answered as a legacy server
+    check_wire(server, fallback=True)
+
+
+async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_client_speaks() -> None:
+    async def refuse(request: Request) -> dict[str, Any]:
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": ["2024-11-05"]})
+
+    server = FakeServer(protocol_version=LEGACY, methods={"initialize": refuse})
+    async with server, Host(receiver()) as host:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            await host.connect("fake", server.transport)
+    assert str(raised.value).endswith(
+        "it supports 2024-11-05; this client 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26"
+    )
 
 
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])

@@ -32,6 +32,7 @@ from host_receiver import (
     MissingCapability,
     RemoteTask,
     RpcError,
+    ServerConnection,
     UrlAnswer,
     UrlView,
 )
@@ -39,7 +40,7 @@ from host_receiver.protocol.errors import USER_REJECTED
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
-from tests.interop.conftest import running_host
+from tests.interop.conftest import RecordingTransport, WireLog, running_host
 from tests.test_terminal import HOST
 
 pytestmark = pytest.mark.anyio
@@ -154,6 +155,31 @@ async def test_a_modern_server_is_spoken_to_in_its_era_with_the_envelope_and_hea
         assert "mcp-session-id" not in headers
 
 
+async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spoken_to_in_its_era(
+    modern_peers: ModernPeers,
+) -> None:
+    """fastmcp takes seconds to start: with a probe timeout shorter than that (here 10 ms; under
+    load 10 s was not enough), the fallback's initialize reaches a modern-only server, which
+    refuses it with -32022 naming 2026-07-28. That modern error makes the connection modern."""
+    async with running_host(ui=Forms("Ada")) as h:
+        log = h.wires["fastmcp"] = WireLog("fastmcp")
+        recorded = RecordingTransport(transport("fastmcp", "stdio", modern_peers), log)
+        opened = ServerConnection.connect(
+            recorded, receiver=h.receiver, name="fastmcp", discover_timeout=0.01
+        )
+        async with opened as server:
+            log.agreed(server.era.value)
+            assert (server.era, server.protocol_version) == (Era.MODERN, MODERN)
+            report = report_of(await server.call_tool("mrtr_form", {"tag": "slow-start"}))
+    assert report["protocol_version"] == MODERN
+    assert report["elicitation"]["content"]["name"] == "Ada"
+    sent = [m["method"] for m in log.sent if "method" in m and "id" in m]
+    assert sent[:3] == ["server/discover", "initialize", "server/discover"]
+    (initialize,) = [m for m in log.sent if m.get("method") == "initialize"]
+    (refused,) = [m for m in log.received if m.get("id") == initialize["id"] and "method" not in m]
+    assert refused["error"]["code"] == -32022 and refused["error"]["data"]["supported"] == [MODERN]
+
+
 async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes() -> None:
     async with running_host(ui=Forms(), host_options={"protocol": "2025-11-25"}) as h:
         server = await h.connect("py2", transport("py2", "stdio", ModernPeers()))
@@ -162,6 +188,29 @@ async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes()
     assert report["era"] == "legacy"
     assert report["elicitation"]["content"]["name"] == "Grace"
     assert h.wires["py2"].requests_received("elicitation/create")  # pushed mid-call, legacy style
+
+
+@pytest.mark.parametrize(
+    "notification",
+    [
+        pytest.param({"jsonrpc": "2.0", "method": "notifications/initialized"}, id="initialized"),
+        pytest.param(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id"}},
+            id="cancelled-without-requestId",
+        ),
+    ],
+)
+def test_the_wire_check_holds_a_modern_connections_notifications_to_the_2026_schema(
+    notification: dict[str, Any],
+) -> None:
+    """Each is valid in 2025-11-25 and not in 2026-07-28: the check must judge it by the era."""
+    legacy, modern = WireLog("legacy"), WireLog("modern")
+    for log, era in ((legacy, "legacy"), (modern, "modern")):
+        log.agreed(era)
+        log.sent.append(notification)
+    assert legacy.check() == 1
+    with pytest.raises(AssertionError, match="host sent an invalid message"):
+        modern.check()
 
 
 # --- input rounds (basic-patterns-mrtr.mdx) ----------------------------------------------
