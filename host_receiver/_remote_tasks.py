@@ -18,7 +18,8 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
 - Cancelling the call sends ``tasks/cancel`` (shielded, bounded) before the
   cancellation goes on: cancellation is cooperative, the answer is an ack.
 - A ``tasks/get`` for our task that the server refuses (-32602), or that
-  describes another task, ends the call with :class:`RemoteTaskLost`.
+  describes another task, ends the call with :class:`RemoteTaskLost`; a
+  task the server denied is not cancelled (it knows no such task).
 - The ``ttlMs`` is a backstop: a task not terminal ``ttlMs`` after it was
   created (by our clock, from the creation answer) is given up.
 """
@@ -61,6 +62,10 @@ class RemoteTaskLost(HostReceiverError):
     """The server no longer knows our task, or answered about another one."""
 
 
+class _Denied(RemoteTaskLost):
+    """The server denied our task id: there is nothing to cancel."""
+
+
 async def follow_task(
     created: dict[str, Any], request: Request, fulfil: Fulfil, *, observer: TaskObserver | None = None
 ) -> dict[str, Any]:
@@ -91,8 +96,8 @@ async def follow_task(
                     raise RemoteTaskLost(late)
                 await anyio.sleep(_poll_interval(task))
             task = await _poll(request, task.task_id)
-    except BaseException:
-        if not task.is_terminal:
+    except BaseException as exc:
+        if not task.is_terminal and not isinstance(exc, _Denied):
             await _cancel(request, task.task_id)
         raise
 
@@ -102,7 +107,7 @@ async def _poll(request: Request, task_id: str) -> RemoteTask:
         raw = await request("tasks/get", {"taskId": task_id})
     except RpcError as exc:
         if exc.code == INVALID_PARAMS:
-            raise RemoteTaskLost(f"the server no longer knows task {task_id}: {exc.message}") from None
+            raise _Denied(f"the server no longer knows task {task_id}: {exc.message}") from None
         raise
     task = remote_task(raw)
     if task.task_id != task_id:

@@ -8,6 +8,7 @@ SDK peers are in tests/interop/test_modern_era.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -498,7 +499,27 @@ BAD_RESULTS = [
         "inputRequests['k'].params must be an object",
     ),
     ("requestState not a string", {**IR, "requestState": 7}, "requestState must be a string"),
+    (
+        "inputRequests null",
+        {**IR, "inputRequests": None, "requestState": "s"},
+        "inputRequests must be an object, not null",
+    ),
+    (
+        "inputRequests a string",
+        {**IR, "inputRequests": "ask me", "requestState": "s"},
+        "inputRequests must be an object, not str",
+    ),
+    (
+        "requestState null",
+        {**asks("k", "roots/list", None), "requestState": None},
+        "requestState must be a string, not null",
+    ),
     ("neither requests nor state", IR, "needs inputRequests or requestState"),
+    (
+        "empty inputRequests and no state",
+        {**IR, "inputRequests": {}},
+        "needs inputRequests or requestState; it has neither (its inputRequests is empty)",
+    ),
     ("an unknown resultType", {"resultType": "maybe", "content": []}, "resultType 'maybe' is not one this"),
 ]
 
@@ -515,7 +536,7 @@ async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_ser
 
     server = FakeServer(protocol_version=MODERN, tools={"bad": bad, "good": good})
     async with connected(server) as connection:
-        with pytest.raises(BadResult, match=words.replace("[", r"\[").replace("(", r"\(")):
+        with pytest.raises(BadResult, match=re.escape(words)):
             await connection.call_tool("bad")
         assert text(await connection.call_tool("good")) == "fine"
     assert len(server.requests_of("tools/call")) == 2  # nothing was answered that was not asked
@@ -633,6 +654,7 @@ async def test_a_failed_task_raises_its_error_and_a_denied_task_id_is_lost() -> 
             await connection.call_tool("fails")
         with pytest.raises(RemoteTaskLost, match="no longer knows task t4"):
             await connection.call_tool("vanishes")
+    assert server.requests_of("tasks/cancel") == []  # a task the server denied is not cancelled
 
 
 async def test_without_the_extension_a_task_answer_is_invalid() -> None:
