@@ -305,6 +305,15 @@ def missing_capability(server: str, method: str, error: RpcError) -> MissingCapa
     return _missing(server, method, error)
 
 
+def version_refused(server: str, method: str, version: str, error: RpcError) -> UnsupportedProtocolVersion:
+    """The clear error for a -32022 answer to ``method`` once ``version`` was agreed."""
+    theirs = ", ".join(_versions(error.data)) or "none it would name"
+    return UnsupportedProtocolVersion(
+        f"{server} refused {method} in MCP {version}, the version agreed (it supports {theirs}); "
+        "a new connection agrees on a version afresh"
+    )
+
+
 def _missing(server: str, method: str, error: RpcError) -> MissingCapability:
     required = error.data.get("requiredCapabilities") if isinstance(error.data, dict) else None
     required = required if isinstance(required, dict) else {}

@@ -24,8 +24,10 @@ Rules:
   -32601), and input requests cannot be answered.
 - Modern requests carry the envelope in ``_meta`` (protocol version, client
   info, this request's capabilities: the receiver's, plus the tasks
-  extension unless it is turned off). A -32022 answer that names a version
-  both sides speak is answered by switching to it and sending again.
+  extension unless it is turned off). A -32022 answer to a request of an
+  agreed connection is an :class:`UnsupportedProtocolVersion` naming both
+  sides' versions (2026-07-28 is the only modern version: there is none to
+  switch to; a new connection agrees afresh).
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
@@ -52,6 +54,7 @@ from host_receiver._negotiation import (
     UnsupportedProtocolVersion,
     agree,
     missing_capability,
+    version_refused,
 )
 from host_receiver._remote_tasks import RemoteTaskCancelled, RemoteTaskLost, TaskObserver, follow_task
 from host_receiver.peer import Peer
@@ -67,7 +70,7 @@ from host_receiver.protocol.modern import (
     result_type,
 )
 from host_receiver.protocol.types import Implementation, dump
-from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS, Era, rules_of
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -366,25 +369,31 @@ class ClientConnection:
     ) -> dict[str, Any]:
         """Send any request once and return its raw result (see :meth:`Session.request`).
 
-        On a modern connection the envelope is added to ``_meta``, and a
-        -32022 naming another version both sides speak is answered by
-        switching to it. An ``input_required`` or task result comes back as
-        it is: :meth:`call_tool` and its kin follow them.
+        On a modern connection the envelope is added to ``_meta``. An
+        ``input_required`` or task result comes back as it is: :meth:`call_tool`
+        and its kin follow them; ``input_required`` to any other method is a
+        :class:`BadResult`. A -32022 (the server no longer takes the agreed
+        version: there is no other modern version to switch to) is an
+        :class:`UnsupportedProtocolVersion`, a -32021 a :class:`MissingCapability`.
         """
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         try:
-            return await self._session.request(
+            result = await self._session.request(
                 method, self._stamped(params), timeout=timeout, on_progress=on_progress
             )
         except RpcError as exc:
-            if exc.code == UNSUPPORTED_VERSION and self._switch_version(exc.data):
-                return await self._session.request(
-                    method, self._stamped(params), timeout=timeout, on_progress=on_progress
-                )
+            if exc.code == UNSUPPORTED_VERSION:
+                raise version_refused(self.name, method, self.protocol_version, exc) from None
             if exc.code == MISSING_CAPABILITY:
                 raise missing_capability(self.name, method, exc) from None
             raise
+        if method not in _ROUND_METHODS and result.get("resultType") == "input_required":
+            raise BadResult(
+                f"{self.name} answered {method} with input_required, which only "
+                f"{', '.join(sorted(_ROUND_METHODS))} may be answered with"
+            )
+        return result
 
     def _stamped(self, params: dict[str, Any] | None) -> dict[str, Any]:
         """``params`` with the modern envelope in ``_meta`` (the caller's other keys kept)."""
@@ -396,25 +405,6 @@ class ClientConnection:
             **envelope(version, dump(self._client_info), self.capabilities_for(version)),
         }
         return stamped
-
-    def _switch_version(self, data: object) -> bool:
-        """Speak another modern version the server names, if there is one; whether it switched."""
-        supported = data.get("supported") if isinstance(data, dict) else None
-        if not isinstance(supported, list) or self._agreement is None:
-            return False
-        mutual = [v for v in MODERN_VERSIONS if v in supported and v != self._agreement.version]
-        if not mutual:
-            return False
-        logger.info("%s no longer speaks %s; switching to %s", self.name, self._agreement.version, mutual[0])
-        agreement = self._agreement
-        self._agreement = Agreement(
-            version=mutual[0],
-            server_info=agreement.server_info,
-            server_capabilities=agreement.server_capabilities,
-            instructions=agreement.instructions,
-            server_versions=tuple(v for v in supported if isinstance(v, str)),
-        )
-        return True
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send any notification."""

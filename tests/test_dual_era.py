@@ -8,6 +8,7 @@ SDK peers are in tests/interop/test_modern_era.py.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from trio.testing import MockClock
 
 from host_receiver import (
     AutoApprove,
@@ -31,6 +33,7 @@ from host_receiver import (
     MissingCapability,
     Receiver,
     RemoteTask,
+    RemoteTaskCancelled,
     RemoteTaskLost,
     RpcError,
     SamplingService,
@@ -39,7 +42,8 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.protocol.errors import INVALID_PARAMS, USER_REJECTED
+from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
+from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
 from host_receiver.testing import FakeServer, ToolCall
@@ -146,6 +150,21 @@ async def test_auto_falls_back_to_initialize_when_discover_is_not_understood() -
     assert server.initialized.is_set()
 
 
+@pytest.mark.parametrize("protocol_version", [LEGACY, MODERN])
+async def test_a_connection_logs_one_info_line_naming_its_era(
+    protocol_version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="host_receiver")
+    async with connected(FakeServer(protocol_version=protocol_version)) as connection:
+        era = connection.era.value
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) == 1, lines
+    assert (
+        lines[0].startswith("connected to fake-server")
+        and f"(protocol {protocol_version}, {era})" in lines[0]
+    )
+
+
 async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -> None:
     abandoned = anyio.Event()
 
@@ -248,6 +267,22 @@ async def test_a_version_nobody_shares_names_both_sides() -> None:
         ):
             await host.connect("fake", server.transport)
     assert [r.method for r in server.requests] == ["server/discover"]  # a modern server: no initialize
+
+
+async def test_a_version_refused_after_the_agreement_is_a_clear_error_naming_both_sides() -> None:
+    """-32022 to a request of an agreed modern connection: 2026-07-28 is the only modern version,
+    so there is none to switch to; the error names both sides' versions."""
+
+    async def refused(call: ToolCall) -> str:
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": ["2099-01-01"]})
+
+    server = FakeServer(protocol_version=MODERN, tools={"refused": refused})
+    async with connected(server) as connection:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            await connection.call_tool("refused")
+    assert "refused tools/call in MCP 2026-07-28" in str(raised.value)
+    assert "it supports 2099-01-01" in str(raised.value)
+    assert len(server.requests_of("tools/call")) == 1
 
 
 async def test_a_missing_capability_names_what_is_missing() -> None:
@@ -384,6 +419,70 @@ async def test_a_server_that_never_stops_asking_is_stopped_at_the_round_cap() ->
         assert len(server.requests_of("tools/call")) == 4  # the call and three retries
         with pytest.raises(InputRoundsExceeded):  # and the connection still serves
             await connection.call_tool("forever")
+
+
+async def test_the_default_round_cap_is_ten() -> None:
+    async def forever(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "input_required", "requestState": "again"}
+
+    assert DEFAULT_MAX_INPUT_ROUNDS == 10
+    server = FakeServer(protocol_version=MODERN, tools={"forever": forever})
+    async with connected(server) as connection:
+        assert connection.max_input_rounds == 10
+        with pytest.raises(InputRoundsExceeded, match="more than 10 times"):
+            await connection.call_tool("forever")
+    assert len(server.requests_of("tools/call")) == 11  # the call and ten retries
+
+
+async def test_a_cancelled_elicitation_is_sent_back_as_such() -> None:
+    class Dismissing:
+        async def fill_form(self, view: FormView) -> ElicitResult:
+            return ElicitResult(action="cancel")
+
+        async def consent_url(self, view: UrlView) -> UrlAnswer:
+            return "decline"
+
+    async def ask(call: ToolCall) -> dict[str, Any] | str:
+        if call.input_responses is None:
+            return asks("form", "elicitation/create", form_params())
+        return str(call.input_responses)
+
+    server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
+    async with connected(server, receiver(elicitation=ElicitationService(Dismissing()))) as connection:
+        assert text(await connection.call_tool("ask")) == "{'form': {'action': 'cancel'}}"
+
+
+async def test_an_input_request_the_client_did_not_declare_ends_the_call_and_sends_nothing() -> None:
+    """roots/list with no roots configured: the client declared no ``roots``, which a server MUST
+    NOT ask for; the entry gets what a pushed roots/list gets (-32601), so the call ends."""
+
+    async def ask(call: ToolCall) -> dict[str, Any]:
+        return asks("where", "roots/list", None)
+
+    server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
+    async with connected(server) as connection:  # no roots=...
+        capabilities = (server.requests[0].meta or {})["io.modelcontextprotocol/clientCapabilities"]
+        assert "roots" not in capabilities
+        with pytest.raises(InputRequestFailed) as raised:
+            await connection.call_tool("ask")
+    assert raised.value.code == METHOD_NOT_FOUND
+    assert "input request 'where' (roots/list) failed: Method not found" in raised.value.message
+    assert len(server.requests_of("tools/call")) == 1  # no retry
+
+
+async def test_input_required_to_a_request_that_may_not_take_it_fails_clearly() -> None:
+    async def tools(request: Request) -> dict[str, Any]:
+        return asks("k", "elicitation/create", form_params())
+
+    async def ok(call: ToolCall) -> str:
+        return "fine"
+
+    server = FakeServer(protocol_version=MODERN, tools={"ok": ok}, methods={"tools/list": tools})
+    async with connected(server) as connection:
+        with pytest.raises(BadResult, match="answered tools/list with input_required, which only"):
+            await connection.list_tools()
+        assert text(await connection.call_tool("ok")) == "fine"
+    assert len(server.requests_of("tools/list")) == 1  # nothing answered, nothing retried
 
 
 async def test_cancelling_the_call_cancels_the_work_of_its_round() -> None:
@@ -646,15 +745,108 @@ async def test_a_failed_task_raises_its_error_and_a_denied_task_id_is_lost() -> 
     async def get(request: Request) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "Task t4 not found")
 
+    async def quick(call: ToolCall) -> str:
+        return "fine"
+
     server = FakeServer(
-        protocol_version=MODERN, tools={"fails": fails, "vanishes": vanishes}, methods={"tasks/get": get}
+        protocol_version=MODERN,
+        tools={"fails": fails, "vanishes": vanishes, "quick": quick},
+        methods={"tasks/get": get},
     )
     async with connected(server) as connection:
         with pytest.raises(RpcError, match="boom"):
             await connection.call_tool("fails")
         with pytest.raises(RemoteTaskLost, match="no longer knows task t4"):
             await connection.call_tool("vanishes")
+        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
     assert server.requests_of("tasks/cancel") == []  # a task the server denied is not cancelled
+
+
+@pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio-virtual-time")],
+)
+async def test_tasks_get_is_paced_at_the_servers_poll_interval() -> None:
+    """In virtual time (trio's MockClock jumps to the next deadline whenever every task waits),
+    the polls in a 10 s window follow pollIntervalMs 250: about 40 (the 1 s default would make
+    10, the 10 ms floor 1,000). No real clock is read."""
+    polls: list[float] = []
+
+    async def start(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "task", **task("t6", "working", pollIntervalMs=250)}
+
+    async def get(request: Request) -> dict[str, Any]:
+        polls.append(anyio.current_time())
+        return {"resultType": "complete", **task("t6", "working", pollIntervalMs=250)}
+
+    async def cancel(request: Request) -> dict[str, Any]:
+        return {"resultType": "complete"}
+
+    server = FakeServer(
+        protocol_version=MODERN, tools={"slow": start}, methods={"tasks/get": get, "tasks/cancel": cancel}
+    )
+    async with connected(server) as connection:
+        with anyio.move_on_after(10):
+            await connection.call_tool("slow")
+    assert 30 <= len(polls) <= 50, len(polls)
+
+
+async def test_a_task_the_server_cancelled_raises_remote_task_cancelled() -> None:
+    async def start(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "task", **task("t7", "working")}
+
+    async def get(request: Request) -> dict[str, Any]:
+        return {"resultType": "complete", **task("t7", "cancelled", statusMessage="stopped by the operator")}
+
+    server = FakeServer(protocol_version=MODERN, tools={"stopped": start}, methods={"tasks/get": get})
+    async with connected(server) as connection:
+        with pytest.raises(RemoteTaskCancelled, match="the server cancelled task t7"):
+            await connection.call_tool("stopped")
+    assert server.requests_of("tasks/cancel") == []  # terminal already: nothing to cancel
+
+
+async def test_a_task_past_its_ttl_is_given_up_and_the_connection_serves_on() -> None:
+    cancels: list[dict[str, Any]] = []
+
+    async def start(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "task", **task("t8", "working", ttlMs=300, pollIntervalMs=20)}
+
+    async def get(request: Request) -> dict[str, Any]:
+        return {"resultType": "complete", **task("t8", "working", ttlMs=300, pollIntervalMs=20)}
+
+    async def cancel(request: Request) -> dict[str, Any]:
+        cancels.append(request.params or {})
+        return {"resultType": "complete"}
+
+    async def quick(call: ToolCall) -> str:
+        return "fine"
+
+    server = FakeServer(
+        protocol_version=MODERN,
+        tools={"stuck": start, "quick": quick},
+        methods={"tasks/get": get, "tasks/cancel": cancel},
+    )
+    async with connected(server) as connection:
+        with (
+            anyio.fail_after(10),
+            pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms"),
+        ):
+            await connection.call_tool("stuck")
+        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
+    assert [c["taskId"] for c in cancels] == ["t8"]  # it may still run: the server is told
+
+
+async def test_a_task_answer_to_prompts_get_is_a_bad_result() -> None:
+    async def prompt(request: Request) -> dict[str, Any]:
+        return {"resultType": "task", **task("t9", "working")}
+
+    server = FakeServer(protocol_version=MODERN, methods={"prompts/get": prompt})
+    async with connected(server) as connection:
+        with pytest.raises(
+            BadResult, match="answered prompts/get with a task, which this request did not allow"
+        ):
+            await connection.get_prompt("p")
+    assert server.requests_of("tasks/get") == []
 
 
 async def test_without_the_extension_a_task_answer_is_invalid() -> None:
