@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -235,7 +236,7 @@ async def test_an_elicitation_round_is_answered_through_the_form(
     assert list(retry["input_responses"]) == ["__main__:ask_person"]  # under the server's own key
 
 
-@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+@pytest.mark.parametrize("kind", TRANSPORTS)
 async def test_two_rounds_in_a_row_form_then_sampling(kind: str, modern_peers: ModernPeers) -> None:
     async with running_host(ui=Forms("Lin")) as h:
         server = await h.connect("py2", transport("py2", kind, modern_peers))
@@ -434,18 +435,75 @@ async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_pe
 # --- the CLI contract -------------------------------------------------------------------
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``host-receiver --log-level INFO run --approve auto --elicit defaults ARGS``, output captured."""
+    command = [str(HOST), "--log-level", "INFO", "run", "--approve", "auto", "--elicit", "defaults", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+
+
+def over_stdio(peer: str) -> list[str]:
+    """``-- PYTHON SCRIPT``: the peer as the CLI's stdio server."""
+    python, script = _peer(peer)
+    return ["--", str(python), str(script)]
+
+
+def final_result(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The CallToolResult the CLI printed: one JSON line, never an input_required or task result."""
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    assert result.get("resultType", "complete") == "complete", result
+    assert not {"inputRequests", "requestState", "taskId", "status"} & set(result), result
+    return result
+
+
 def test_the_cli_prints_the_final_result_of_a_stateless_modern_server(modern_peers: ModernPeers) -> None:
     url = modern_peers.url("py2", "stateless")
-    done = subprocess.run(
-        [str(HOST), "--log-level", "INFO", "run", "--approve", "auto", "--elicit", "defaults",
-         "--call", "elicit_then_sample", "--args", '{"tag": "cli"}', "--url", url],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    assert "inputRequests" not in result and result.get("resultType", "complete") == "complete"
-    assert json.loads(result["content"][0]["text"])["sampling"]["model"] == "echo-offline"
-    assert "(protocol 2026-07-28, modern)" in done.stderr
+    result = final_result(cli("--call", "elicit_then_sample", "--args", '{"tag": "cli"}', "--url", url))
+    assert report_of(result)["sampling"]["model"] == "echo-offline"
+
+
+def test_the_cli_prints_the_final_result_over_stdio_and_logs_the_era_once() -> None:
+    done = cli("--call", "elicit_then_sample", "--args", '{"tag": "cli-stdio"}', *over_stdio("py2"))
+    report = report_of(final_result(done))
+    assert (report["era"], report["sampling"]["model"]) == ("modern", "echo-offline")
+    connected = [line for line in done.stderr.splitlines() if "connected to" in line]
+    assert len(connected) == 1 and "(protocol 2026-07-28, modern)" in connected[0], done.stderr
+
+
+def test_the_cli_prints_the_final_result_of_a_task_never_the_task() -> None:
+    done = cli("--call", "task_form_then_llm", "--args", '{"tag": "cli-task"}', *over_stdio("fastmcp"))
+    report = report_of(final_result(done))
+    assert report["background_task"] is True  # it ran as a task of the extension
+    assert report["sampling"]["model"] == "echo-offline"
+
+
+def test_the_cli_round_cap_ends_a_two_round_tool_clearly() -> None:
+    done = cli("--max-input-rounds", "1", "--call", "rounds", "--args", '{"n": 2}', *over_stdio("py2"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "rounds failed: the server asked for input on tools/call more than 1 time in a row" in done.stderr
+    with_two = cli("--max-input-rounds", "2", "--call", "rounds", "--args", '{"n": 2}', *over_stdio("py2"))
+    assert report_of(final_result(with_two))["answered"] == 2
+
+
+def test_the_cli_without_the_tasks_extension_names_what_a_task_tool_misses() -> None:
+    done = cli("--no-tasks-extension", "--call", "task_form", *over_stdio("fastmcp"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "extensions.io.modelcontextprotocol/tasks" in done.stderr
+
+
+def test_the_cli_offers_its_roots(tmp_path: Path) -> None:
+    done = cli(
+        "--root", str(tmp_path), "--call", "list_roots", "--args", '{"tag": "cli-roots"}', *over_stdio("py2")
+    )
+    assert report_of(final_result(done))["roots"] == {"roots": [{"uri": tmp_path.resolve().as_uri()}]}
+
+
+def test_the_cli_speaks_the_legacy_era_when_asked() -> None:
+    done = cli(
+        "--protocol", "2025-11-25", "--call", "whoami", "--args", '{"tag": "cli-legacy"}', *over_stdio("py2")
+    )
+    assert report_of(final_result(done))["era"] == "legacy"
+    assert "(protocol 2025-11-25, legacy)" in done.stderr
 
 
 def test_the_cli_says_clearly_when_a_legacy_server_is_forced_modern() -> None:
