@@ -45,6 +45,8 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from importlib import metadata
 from typing import Any, Protocol, Self
 
+import anyio
+
 from host_receiver._input_rounds import InputRequestFailed, InputRoundsExceeded, with_input_rounds
 from host_receiver._negotiation import (
     AUTO,
@@ -56,7 +58,13 @@ from host_receiver._negotiation import (
     missing_capability,
     version_refused,
 )
-from host_receiver._remote_tasks import RemoteTaskCancelled, RemoteTaskLost, TaskObserver, follow_task
+from host_receiver._remote_tasks import (
+    RemoteTaskCancelled,
+    RemoteTaskLost,
+    TaskHandle,
+    TaskObserver,
+    follow_task,
+)
 from host_receiver.peer import Peer
 from host_receiver.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, method_not_found
 from host_receiver.protocol.modern import (
@@ -93,6 +101,7 @@ __all__ = [
     "RemoteTaskLost",
     "ServerHandler",
     "ServesServers",
+    "TaskHandle",
     "UnsupportedProtocolVersion",
     "default_client_info",
 ]
@@ -470,6 +479,37 @@ class ClientConnection:
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
             return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+
+    @asynccontextmanager
+    async def watch_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> AsyncIterator[TaskHandle]:
+        """Call a tool as :meth:`call_tool` does, and yield a :class:`TaskHandle` to watch it.
+
+            async with server.watch_tool("deploy", {"env": "prod"}) as call:
+                async for task in call.updates():
+                    show(task.status, task.status_message)
+                result = await call.result()
+
+        The call runs while the block does; leaving the block before it ends
+        cancels it (the server's task gets ``tasks/cancel``).
+        """
+
+        def call(observer: TaskObserver) -> Awaitable[dict[str, Any]]:
+            return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
+
+        handle = TaskHandle()
+        async with anyio.create_task_group() as group:
+            group.start_soon(handle.run, call)
+            try:
+                yield handle
+            finally:
+                handle.cancel()
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -38,6 +38,7 @@ from host_receiver import (
     RpcError,
     SamplingService,
     ServerConnection,
+    TaskHandle,
     UnsupportedProtocolVersion,
     UrlAnswer,
     UrlView,
@@ -46,7 +47,7 @@ from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
-from host_receiver.testing import FakeServer, ToolCall
+from host_receiver.testing import FakeServer, ToolCall, ToolFunction
 from providers import EchoProvider, ProviderRegistry
 from tests.receiver_harness import form_params, sampling_params
 from tests.schema import validate_message
@@ -671,42 +672,53 @@ def task(task_id: str, status: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tasks_update() -> None:
-    updates: list[dict[str, Any]] = []
-    wanted = {"k1": {"method": "sampling/createMessage", "params": sampling_params("hi")}}
-    done = {"content": [{"type": "text", "text": "done"}], "isError": False}
-    states = iter(
-        [
-            task("t1", "working"),
-            task("t1", "input_required", inputRequests=wanted),
-            task("t1", "input_required", inputRequests=wanted),
-            task("t1", "completed", result=done),
-        ]
-    )
+def task_server(*states: dict[str, Any], tools: dict[str, ToolFunction] | None = None) -> FakeServer:
+    """A modern fake of the tasks extension: ``tools/call`` of ``long`` creates a task in the
+    first of ``states``; each ``tasks/get`` answers the next one (the last one for ever after);
+    ``tasks/update`` and ``tasks/cancel`` are acknowledged (the fake records them)."""
+    created, *polled = states
+    later = iter(polled)
+    last = [created]
 
     async def start(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "task", **task("t1", "working")}
+        return {"resultType": "task", **created}
 
     async def get(request: Request) -> dict[str, Any]:
-        return {"resultType": "complete", **next(states)}
+        last[0] = next(later, last[0])
+        return {"resultType": "complete", **last[0]}
 
-    async def update(request: Request) -> dict[str, Any]:
-        updates.append(request.params or {})
+    async def ack(request: Request) -> dict[str, Any]:
         return {"resultType": "complete"}
 
+    return FakeServer(
+        protocol_version=MODERN,
+        tools={"long": start, **(tools or {})},
+        methods={"tasks/get": get, "tasks/update": ack, "tasks/cancel": ack},
+    )
+
+
+async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tasks_update() -> None:
+    wanted = {"k1": {"method": "sampling/createMessage", "params": sampling_params("hi")}}
+    done = {"content": [{"type": "text", "text": "done"}], "isError": False}
+    server = task_server(
+        task("t1", "working"),
+        task("t1", "working"),
+        task("t1", "input_required", inputRequests=wanted),
+        task("t1", "input_required", inputRequests=wanted),
+        task("t1", "completed", result=done),
+    )
     seen: list[str] = []
 
     async def observe(remote: RemoteTask) -> None:
         seen.append(remote.status)
 
-    server = FakeServer(
-        protocol_version=MODERN, tools={"long": start}, methods={"tasks/get": get, "tasks/update": update}
-    )
     async with connected(server) as connection:
         result = await connection.call_tool("long", on_task=observe)
     assert result == {"content": [{"type": "text", "text": "done"}], "isError": False}
     assert seen == ["working", "working", "input_required", "input_required", "completed"]
-    (update,) = updates  # the repeated input request (same key) was not answered twice
+    (update,) = server.requests_of(
+        "tasks/update"
+    )  # the repeated input request (same key) was not answered twice
     assert update["taskId"] == "t1" and update["inputResponses"]["k1"]["content"]["text"] == "echo: hi"
 
 
@@ -770,70 +782,35 @@ async def test_tasks_get_is_paced_at_the_servers_poll_interval() -> None:
     """In virtual time (trio's MockClock jumps to the next deadline whenever every task waits),
     the polls in a 10 s window follow pollIntervalMs 250: about 40 (the 1 s default would make
     10, the 10 ms floor 1,000). No real clock is read."""
-    polls: list[float] = []
-
-    async def start(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "task", **task("t6", "working", pollIntervalMs=250)}
-
-    async def get(request: Request) -> dict[str, Any]:
-        polls.append(anyio.current_time())
-        return {"resultType": "complete", **task("t6", "working", pollIntervalMs=250)}
-
-    async def cancel(request: Request) -> dict[str, Any]:
-        return {"resultType": "complete"}
-
-    server = FakeServer(
-        protocol_version=MODERN, tools={"slow": start}, methods={"tasks/get": get, "tasks/cancel": cancel}
-    )
+    server = task_server(task("t6", "working", pollIntervalMs=250))
     async with connected(server) as connection:
         with anyio.move_on_after(10):
-            await connection.call_tool("slow")
-    assert 30 <= len(polls) <= 50, len(polls)
+            await connection.call_tool("long")
+    polls = len(server.requests_of("tasks/get"))
+    assert 30 <= polls <= 50, polls
 
 
 async def test_a_task_the_server_cancelled_raises_remote_task_cancelled() -> None:
-    async def start(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "task", **task("t7", "working")}
-
-    async def get(request: Request) -> dict[str, Any]:
-        return {"resultType": "complete", **task("t7", "cancelled", statusMessage="stopped by the operator")}
-
-    server = FakeServer(protocol_version=MODERN, tools={"stopped": start}, methods={"tasks/get": get})
+    server = task_server(
+        task("t7", "working"), task("t7", "cancelled", statusMessage="stopped by the operator")
+    )
     async with connected(server) as connection:
         with pytest.raises(RemoteTaskCancelled, match="the server cancelled task t7"):
-            await connection.call_tool("stopped")
+            await connection.call_tool("long")
     assert server.requests_of("tasks/cancel") == []  # terminal already: nothing to cancel
 
 
 async def test_a_task_past_its_ttl_is_given_up_and_the_connection_serves_on() -> None:
-    cancels: list[dict[str, Any]] = []
-
-    async def start(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "task", **task("t8", "working", ttlMs=300, pollIntervalMs=20)}
-
-    async def get(request: Request) -> dict[str, Any]:
-        return {"resultType": "complete", **task("t8", "working", ttlMs=300, pollIntervalMs=20)}
-
-    async def cancel(request: Request) -> dict[str, Any]:
-        cancels.append(request.params or {})
-        return {"resultType": "complete"}
-
     async def quick(call: ToolCall) -> str:
         return "fine"
 
-    server = FakeServer(
-        protocol_version=MODERN,
-        tools={"stuck": start, "quick": quick},
-        methods={"tasks/get": get, "tasks/cancel": cancel},
-    )
+    server = task_server(task("t8", "working", ttlMs=300, pollIntervalMs=20), tools={"quick": quick})
     async with connected(server) as connection:
-        with (
-            anyio.fail_after(10),
-            pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms"),
-        ):
-            await connection.call_tool("stuck")
+        lost = pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms")
+        with anyio.fail_after(10), lost:
+            await connection.call_tool("long")
         assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
-    assert [c["taskId"] for c in cancels] == ["t8"]  # it may still run: the server is told
+    assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["t8"]  # it may still run
 
 
 async def test_a_task_answer_to_prompts_get_is_a_bad_result() -> None:
@@ -847,6 +824,62 @@ async def test_a_task_answer_to_prompts_get_is_a_bad_result() -> None:
         ):
             await connection.get_prompt("p")
     assert server.requests_of("tasks/get") == []
+
+
+# --- the task handle: a host that shows a task's progress itself ---------------------------
+
+
+async def test_a_task_handle_shows_each_change_of_the_task_and_gives_the_final_result() -> None:
+    wanted = {"k1": {"method": "elicitation/create", "params": form_params()}}
+    done = {"content": [{"type": "text", "text": "deployed"}], "isError": False}
+    server = task_server(
+        task("t10", "working"),
+        task("t10", "working", statusMessage="building"),
+        task("t10", "working", statusMessage="building"),  # a poll that saw no change
+        task("t10", "input_required", statusMessage="confirm?", inputRequests=wanted),
+        task("t10", "working", statusMessage="rolling out"),
+        task("t10", "completed", result=done),
+    )
+    async with connected(server) as connection, connection.watch_tool("long", {"env": "prod"}) as call:
+        assert isinstance(call, TaskHandle)
+        seen = [(t.status, t.status_message) async for t in call.updates()]
+        result = await call.result()
+        assert (call.done, call.task_id, call.status) == (True, "t10", "completed")
+    assert seen == [
+        ("working", None),
+        ("working", "building"),
+        ("input_required", "confirm?"),
+        ("working", "rolling out"),
+        ("completed", None),
+    ]
+    assert result == done
+    assert server.requests_of("tools/call")[0]["arguments"] == {"env": "prod"}
+
+
+async def test_a_task_handle_cancels_its_call_and_the_servers_task() -> None:
+    server = task_server(task("t11", "working"))
+    async with connected(server) as connection:
+        async with connection.watch_tool("long") as call:
+            async for state in call.updates():
+                assert state.task_id == "t11"
+                call.cancel()
+            with pytest.raises(RemoteTaskCancelled, match="cancelled by this host"):
+                await call.result()
+        assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["t11"]
+        async with connection.watch_tool("long") as left, aclosing(left.updates()) as updates:
+            await anext(updates)  # the task exists; the block ends before the call
+        assert left.done and len(server.requests_of("tasks/cancel")) == 2
+
+
+async def test_a_task_handle_of_a_direct_answer_has_no_task_and_the_result() -> None:
+    async def quick(call: ToolCall) -> str:
+        return "at once"
+
+    server = FakeServer(protocol_version=MODERN, tools={"quick": quick})
+    async with connected(server) as connection, connection.watch_tool("quick") as call:
+        assert [t async for t in call.updates()] == []
+        assert text(await call.result()) == "at once"
+        assert (call.task, call.task_id, call.status, call.status_message) == (None, None, None, None)
 
 
 async def test_without_the_extension_a_task_answer_is_invalid() -> None:

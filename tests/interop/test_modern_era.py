@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from host_receiver import (
     InputRoundsExceeded,
     MissingCapability,
     RemoteTask,
+    RemoteTaskCancelled,
     RpcError,
     ServerConnection,
     UrlAnswer,
@@ -422,6 +424,31 @@ async def test_cancelling_a_call_cancels_its_task(modern_peers: ModernPeers) -> 
                 if any(e.get("event") == "cancelled" for e in events["events"]):
                     break
                 await anyio.sleep(0.1)
+    assert "tasks/cancel" in [r["method"] for r in events["requests"]]
+
+
+async def test_a_task_handle_watches_a_real_task_and_cancels_another(modern_peers: ModernPeers) -> None:
+    async with running_host(ui=Forms("Kay")) as h:
+        server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
+        async with server.watch_tool("task_form_then_llm", {"tag": "handle"}) as call:
+            statuses = [t.status async for t in call.updates()]
+            report = report_of(await call.result())
+        async with server.watch_tool("task_slow", {"seconds": 30, "tag": "handle-cancel"}) as slow:
+            async with aclosing(slow.updates()) as updates:
+                assert (await anext(updates)).status == "working"
+            slow.cancel()
+            with pytest.raises(RemoteTaskCancelled, match="cancelled by this host"):
+                await slow.result()
+        with anyio.fail_after(10):
+            while True:  # the server notices the cancellation on its own schedule
+                reply = await server.call_tool("events", {"tag": "handle-cancel"})
+                events = json.loads(reply["content"][0]["text"])
+                if any(e.get("event") == "cancelled" for e in events["events"]):
+                    break
+                await anyio.sleep(0.1)
+    assert call.task_id is not None and call.status == "completed"
+    assert statuses[0] == "working" and statuses[-1] == "completed" and "input_required" in statuses
+    assert report["first"]["form"]["content"]["name"] == "Kay"
     assert "tasks/cancel" in [r["method"] for r in events["requests"]]
 
 
