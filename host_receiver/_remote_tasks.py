@@ -205,16 +205,16 @@ class TaskHandle:
         assert self._result is not None
         return self._result
 
-    async def observe(self, task: RemoteTask) -> None:
+    async def _observe(self, task: RemoteTask) -> None:
         """A :data:`TaskObserver`: take the task's newest state."""
         self._task = task
         self._wake()
 
-    async def run(self, call: Callable[[TaskObserver], Awaitable[dict[str, Any]]]) -> None:
-        """Run ``call`` (given :meth:`observe`) to its end, keeping its result or error."""
+    async def _run(self, call: Callable[[TaskObserver], Awaitable[dict[str, Any]]]) -> None:
+        """Run ``call`` (given :meth:`_observe`) to its end, keeping its result or error."""
         try:
             with self._scope:
-                self._result = await call(self.observe)
+                self._result = await call(self._observe)
             if self._scope.cancelled_caught:
                 self._error = RemoteTaskCancelled("the call was cancelled by this host")
         except Exception as exc:

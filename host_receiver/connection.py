@@ -505,7 +505,7 @@ class ClientConnection:
 
         handle = TaskHandle()
         async with anyio.create_task_group() as group:
-            group.start_soon(handle.run, call)
+            group.start_soon(handle._run, call)
             try:
                 yield handle
             finally:
