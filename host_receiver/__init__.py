@@ -48,6 +48,7 @@ from host_receiver.connection import (
     RemoteTask,
     RemoteTaskCancelled,
     RemoteTaskLost,
+    TaskHandle,
     UnsupportedProtocolVersion,
     default_client_info,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "SessionExpired",
     "StdioTransport",
     "SystemBrowser",
+    "TaskHandle",
     "TaskRecord",
     "TaskStatus",
     "TaskStore",

@@ -24,6 +24,8 @@ Rules every message stream follows:
   :meth:`MessageStream.open_listener`, :meth:`MessageStream.abandon` and
   :meth:`MessageStream.accept_tools` are how the MCP layer tells a stream
   what it needs to know; they do nothing where nothing needs doing.
+  :meth:`MessageStream.silence_means_legacy` is what the MCP layer asks of
+  the stream's binding when it probes the server's era.
 """
 
 from __future__ import annotations
@@ -86,6 +88,15 @@ class MessageStream(ABC):
     def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tools of a ``tools/list`` page this stream can call (all, unless its binding says)."""
         return tools
+
+    def silence_means_legacy(self) -> bool:
+        """Whether a server silent on ``server/discover`` may be taken for a legacy one.
+
+        True by default (stdio: legacy servers may leave a request before
+        ``initialize`` unanswered); False on HTTP, where a legacy server
+        answers with an error status.
+        """
+        return True
 
 
 class Transport(ABC):

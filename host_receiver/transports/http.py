@@ -250,6 +250,10 @@ class _HttpStream(MessageStream):
             accepted.append(tool)
         return accepted
 
+    def silence_means_legacy(self) -> bool:
+        """No: a legacy server answers a request it does not take with an error status."""
+        return False
+
     # --- POST ------------------------------------------------------------------
 
     async def _post_one_way(self, body: bytes) -> None:
