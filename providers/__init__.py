@@ -77,6 +77,7 @@ from ._messages import (
     WireModel,
     dump,
 )
+from ._paths import user_config_dir
 from ._plan import ReplyTooLong, SamplingPlan
 from ._registry import ProviderRegistry
 from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
@@ -150,6 +151,7 @@ __all__ = [
     "save_config",
     "select_model",
     "store_key",
+    "user_config_dir",
 ]
 
 

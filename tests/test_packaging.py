@@ -63,6 +63,8 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
         "import importlib.util, host_receiver, providers, host_receiver.testing\n"
         "assert importlib.util.find_spec('prompt_toolkit') is None\n"
         "assert importlib.util.find_spec('tomli_w') is None\n"
+        "assert importlib.util.find_spec('platformdirs') is None\n"
+        "assert providers.config_path().name == 'config.toml'\n"
         "print(host_receiver.__file__)\n"
     )
     done = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
