@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from host_receiver import (
+    INVALID_PARAMS,
     Approve,
     AutoApprove,
     Receiver,
@@ -20,7 +21,6 @@ from host_receiver import (
     SamplingService,
     Send,
 )
-from host_receiver.protocol.errors import INVALID_PARAMS
 from providers import EchoProvider, ProviderRegistry, SamplingLimits
 from tests.receiver_harness import connect, sampling_params
 

@@ -172,6 +172,20 @@ def test_every_exception_derives_from_the_one_base() -> None:
     assert host_receiver.RpcError(-32602, "x").code == -32602
 
 
+def test_the_error_codes_a_host_compares_are_public() -> None:
+    codes = {
+        "PARSE_ERROR": -32700,
+        "INVALID_REQUEST": -32600,
+        "METHOD_NOT_FOUND": -32601,
+        "INVALID_PARAMS": -32602,
+        "INTERNAL_ERROR": -32603,
+        "URL_ELICITATION_REQUIRED": -32042,
+        "USER_REJECTED": -1,
+    }
+    assert {name: getattr(host_receiver, name, None) for name in codes} == codes
+    assert set(codes) <= set(host_receiver.__all__)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "names"),
     [
