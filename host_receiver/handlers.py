@@ -15,15 +15,21 @@ shown with its domain and warnings and opened in the system browser only
 after consent, never fetched by the host.
 
 While a hook waits for the person, the task's ``statusMessage`` says so.
+
+Deprecated until 0.3 (docs/changelog.md): a 0.1 router, with ``choose``
+(returning a provider and a model) and no ``plan``, still works: its choice
+goes through the one limits check (``providers.bound_request``, default
+:class:`~providers.SamplingLimits`), with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 import webbrowser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -47,8 +53,17 @@ from host_receiver.protocol.types import (
     ElicitRequestParams,
     ElicitResult,
 )
+from host_receiver.sampling import limit_error
 from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
-from providers import LimitExceeded, ProviderError, SamplingPlan, SamplingProgress, SamplingRequest
+from providers import (
+    LimitExceeded,
+    ProviderError,
+    SamplingLimits,
+    SamplingPlan,
+    SamplingProgress,
+    SamplingRequest,
+    bound_request,
+)
 
 #: Seconds between statusMessage updates while a model generates.
 STATUS_REFRESH = 0.5
@@ -96,6 +111,14 @@ class SamplingService:
     def __init__(
         self, router: ModelRouter, approver: SamplingApprover, *, observer: GenerationObserver | None = None
     ) -> None:
+        if not hasattr(router, "plan") and hasattr(router, "choose"):
+            warnings.warn(
+                "a ModelRouter with choose() and no plan() is deprecated and goes in host-receiver 0.3: "
+                "implement plan(params, server, model) -> SamplingPlan; see docs/changelog.md",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            router = _ChoosingRouter(router)
         self.router = router
         self.approver = approver
         self.observer = observer
@@ -186,9 +209,28 @@ class SamplingService:
         try:
             return self.router.plan(params, server, model)
         except LimitExceeded as exc:
-            raise invalid_params(f"Invalid params: {exc.field}: {exc}", {"field": exc.field}) from None
+            raise limit_error(exc) from None
         except ProviderError as exc:
             raise invalid_params(str(exc)) from None
+
+
+class _ChoosingRouter:
+    """A 0.1 router (``choose`` returns a provider and a model) as a :class:`ModelRouter` (goes in 0.3).
+
+    Its choice is bounded by the one limits check, with the default :class:`SamplingLimits`.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.limits = SamplingLimits()
+
+    def plan(self, params: SamplingRequest, server: str, model: str | None = None) -> SamplingPlan:
+        provider, chosen = self._inner.choose(params, server, model)
+        bounded = bound_request(params, chosen, self.limits)
+        return SamplingPlan(provider, chosen, bounded, params.max_tokens, self.limits)
+
+    def allowed_models(self, server: str) -> Sequence[str]:
+        return tuple(self._inner.allowed_models(server))
 
 
 def open_in_browser(url: str) -> bool:
