@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import warnings
@@ -74,6 +75,25 @@ def imports_of(name: str, path: Path) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     return {name: imports_of(name, path) for name, path in modules()}
+
+
+#: Modules over about 400 lines whose reason is not written yet: providers/_http.py may
+#: be replaced by another pool (docs/performance.md); whichever stays says why at its top.
+SIZE_PENDING = {"providers._http"}
+
+
+def test_a_module_over_about_400_lines_says_why_at_its_top_and_its_size_is_right() -> None:
+    problems = []
+    for name, path in modules():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) <= 420 or name in SIZE_PENDING:
+            continue
+        said = re.search(r"\(About (\d+) lines, one idea: ", "\n".join(lines[:6]))
+        if said is None:
+            problems.append(f"{name}: {len(lines)} lines and no '(About N lines, one idea: ...)' at its top")
+        elif abs(int(said[1]) - len(lines)) > len(lines) // 10:
+            problems.append(f"{name}: says about {said[1]} lines, has {len(lines)}")
+    assert problems == []
 
 
 def test_providers_never_import_host_receiver() -> None:

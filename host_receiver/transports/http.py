@@ -1,6 +1,6 @@
 """The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28), client side, on httpx.
 
-(About 500 lines, one idea: the POST answers, the GET stream and their
+(About 550 lines, one idea: the POST answers, the GET stream and their
 resumption share one cursor and failure model.)
 
 A request whose ``_meta`` carries a protocol version is a 2026-07-28
