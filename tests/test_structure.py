@@ -131,6 +131,33 @@ def test_no_module_imports_itself_through_others() -> None:
     assert circles == []
 
 
+def architecture_layers() -> list[str]:
+    """The modules and folders of ``host_receiver`` in docs/architecture.md's table, top first."""
+    table = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("```")[1]
+    names = []
+    for line in table.splitlines():
+        if line[:1] not in ("", " ", "-"):  # a row, not a continuation line
+            names += [t for t in line[:28].split() if t.endswith((".py", "/"))]
+    return names
+
+
+def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
+    layers = architecture_layers()
+
+    def layer(module: str) -> int | None:
+        first = module.split(".")[1] if module.count(".") else ""
+        return next((i for i, n in enumerate(layers) if n in (f"{first}.py", f"{first}/")), None)
+
+    upward = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("host_receiver.") and (here := layer(module)) is not None
+        for target in targets
+        if (there := layer(target)) is not None and there < here
+    }
+    assert upward == set()
+
+
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):

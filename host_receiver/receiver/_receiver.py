@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import anyio.abc
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.peer import Peer
 from host_receiver.protocol.types import Root
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
@@ -42,7 +43,6 @@ from host_receiver.receiver._requestor import Requestor
 from host_receiver.receiver._runner import TaskRunner
 from host_receiver.tasks.cursor import CursorCodec
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
-from host_receiver.transports.base import background_task_group
 from host_receiver.work import (
     ElicitationFunction,
     ElicitationHandler,

@@ -42,6 +42,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import (
@@ -59,7 +60,7 @@ from host_receiver.transports._process import (
     start_process,
     stop_process,
 )
-from host_receiver.transports.base import MessageStream, Transport, TransportError, background_task_group
+from host_receiver.transports.base import MessageStream, Transport, TransportError
 from providers import safe_logger
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
