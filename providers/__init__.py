@@ -79,6 +79,7 @@ from ._messages import (
 )
 from ._paths import user_config_dir
 from ._plan import ReplyTooLong, SamplingPlan
+from ._redact import safe_url
 from ._registry import ProviderRegistry
 from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
@@ -148,6 +149,7 @@ __all__ = [
     "safe_id",
     "safe_logger",
     "safe_text",
+    "safe_url",
     "save_config",
     "select_model",
     "store_key",
