@@ -2,8 +2,8 @@
 
 Sampling: before a task exists, the router plans the request (chooses the
 model and bounds the request by the host's :class:`SamplingLimits`: too big
-is -32602 naming the field, a lowered ``maxTokens`` is shown to the person
-and written to the audit log) -> the person reviews the request (approve,
+is -32602 naming the field; a lowered ``maxTokens`` is written to the audit
+log then, once, and shown to the person) -> the person reviews the request (approve,
 edit, refuse; edits are planned again) -> the provider generates, reporting
 progress -> the person reviews the result (send, edit, refuse). A refusal at
 either stage is JSON-RPC error -1; a provider failure is -32603 with the
@@ -124,8 +124,16 @@ class SamplingService:
         self.observer = observer
 
     def accept(self, params: CreateMessageRequestParams, server: str) -> SamplingWork:
-        """Plan ``params`` now (before a task exists); the work reviews, samples, reviews."""
-        return functools.partial(self._serve, self._plan(params, server, None))
+        """Plan ``params`` now (before a task exists); the work reviews, samples, reviews.
+
+        A lowered ``maxTokens`` is audited here, where it is decided: once per
+        request, whether or not its work ever starts.
+        """
+        plan = self._plan(params, server, None)
+        if plan.clamped:
+            requested, granted = plan.requested_max_tokens, plan.params.max_tokens
+            _audit.max_tokens_clamped(server, plan.model.id, requested, granted)
+        return functools.partial(self._serve, plan)
 
     async def __call__(self, params: CreateMessageRequestParams, context: WorkContext) -> CreateMessageResult:
         """Accept and serve ``params`` in one step."""
@@ -133,10 +141,6 @@ class SamplingService:
 
     async def _serve(self, plan: SamplingPlan, context: WorkContext) -> CreateMessageResult:
         server = context.requestor_name
-        if plan.clamped:
-            _audit.max_tokens_clamped(
-                server, context.task_id, plan.model.id, plan.requested_max_tokens, plan.params.max_tokens
-            )
         view = SamplingRequestView(
             server=server,
             task_id=context.task_id,

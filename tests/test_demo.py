@@ -167,4 +167,3 @@ def test_the_example_servers_python_is_the_option_then_the_variable_then_the_set
     monkeypatch.delenv(PYTHON_ENV)
     assert server_python(None, str(tmp_path)) == "/opt/mcp/bin/python"
     assert server_python(None, str(tmp_path / "elsewhere")) == sys.executable
-
