@@ -60,9 +60,18 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
         text=True,
     )
     probe = (
-        "import importlib.util, host_receiver, providers, host_receiver.testing\n"
+        "import importlib, importlib.util, host_receiver, providers, host_receiver.testing\n"
         "assert importlib.util.find_spec('prompt_toolkit') is None\n"
         "assert importlib.util.find_spec('tomli_w') is None\n"
+        "assert importlib.util.find_spec('platformdirs') is None\n"
+        "assert providers.config_path().name == 'config.toml'\n"
+        "for path in ('host_receiver.terminal', 'host_receiver.cli.terminal'):\n"
+        "    try:\n"
+        "        importlib.import_module(path)\n"
+        "    except ImportError as error:\n"
+        "        assert \"pip install 'host-receiver[cli]'\" in str(error), error\n"
+        "    else:\n"
+        "        raise AssertionError(path + ' imported without prompt_toolkit')\n"
         "print(host_receiver.__file__)\n"
     )
     done = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)

@@ -31,13 +31,13 @@ Rules every message stream follows:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
+# Re-exported: its old home (host_receiver._concurrency is where it lives now).
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol.jsonrpc import InvalidMessage, Message
 from host_receiver.protocol.types import RequestId
 from providers import HostReceiverError
@@ -105,21 +105,3 @@ class Transport(ABC):
     @abstractmethod
     def connect(self) -> AbstractAsyncContextManager[MessageStream]:
         """Open a connection; the stream is closed when the context exits."""
-
-
-@asynccontextmanager
-async def background_task_group() -> AsyncIterator[TaskGroup]:
-    """A task group for helper tasks that is cancelled when the block ends.
-
-    Unlike ``async with create_task_group()``, an exception raised by the
-    block itself propagates unchanged instead of inside an ExceptionGroup:
-    the helpers here are plumbing, and the caller's errors are the caller's.
-    A helper that crashes still cancels the block and surfaces as a group.
-    """
-    group = anyio.create_task_group()
-    await group.__aenter__()
-    try:
-        yield group
-    finally:
-        group.cancel_scope.cancel()
-        await group.__aexit__(None, None, None)

@@ -7,7 +7,6 @@ import logging
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,18 +32,12 @@ from host_receiver.auth import (
 from host_receiver.cli import build_parser
 from host_receiver.cli._auth import AuthOptionsError, build_auth
 from tests.auth.server import OAuthServer
+from tests.cli_command import CLI, LIMIT_S
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, memory_keyring
 
 __all__ = ["memory_keyring"]
 
 ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = Path(sys.executable).with_name("host-receiver")
-CLI = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
-)
-LIMIT_S = 60
 
 
 def entry(server: str = "https://mcp.example/mcp", issuer: str = "https://as.example") -> StoredAuthorization:
