@@ -212,7 +212,8 @@ class OAuthServer:
         from joserfc import jwt
 
         try:
-            token = jwt.decode(params["client_assertion"], self.client_public_key)
+            assertion = params["client_assertion"]
+            token = jwt.decode(assertion, self.client_public_key, algorithms=self.signing_algs)
         except Exception as exc:
             self.errors.append(f"bad client assertion: {type(exc).__name__}")
             return None

@@ -14,7 +14,7 @@ import anyio
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from host_receiver.auth import (
     DEFAULT_HEADLESS_REDIRECT_URI,
@@ -372,17 +372,28 @@ async def test_client_credentials_with_a_secret(server: OAuthServer) -> None:
     assert server.seen("/authorize") == [] and server.errors == []
 
 
-async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer) -> None:
-    from joserfc.jwk import ECKey
+def private_key(kind: str) -> tuple[str, Any]:
+    """A fresh unencrypted PEM private key of ``kind`` and its public joserfc key."""
+    from joserfc.jwk import import_key
 
-    key = ec.generate_private_key(ec.SECP256R1())
+    key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey
+    if kind == "EC":
+        key = ec.generate_private_key(ec.SECP256R1())
+    elif kind == "OKP":
+        key = ed25519.Ed25519PrivateKey.generate()
+    else:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    server.client_public_key = ECKey.import_key(pem).as_dict(private=False)
-    server.client_public_key = ECKey.import_key(server.client_public_key)
+    return pem, import_key(import_key(pem, kind).as_dict(private=False), kind)
+
+
+@pytest.mark.parametrize(("kind", "alg"), [("EC", "ES256"), ("OKP", "Ed25519"), ("RSA", "RS256")])
+async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer, kind: str, alg: str) -> None:
+    pem, server.client_public_key = private_key(kind)
     server.pre_registered = {"svc": ""}
-    server.auth_methods, server.signing_algs = ["private_key_jwt"], ["ES256"]
+    server.auth_methods, server.signing_algs = ["private_key_jwt"], [alg]
     auth = OAuth(
         grant=ClientCredentialsGrant(),
         client=PreRegisteredClient("svc", private_key_pem=pem),
