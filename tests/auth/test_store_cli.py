@@ -400,6 +400,27 @@ def test_a_null_or_plain_text_keyring_gets_no_token_and_the_cli_says_so(
     assert len(server.seen("/authorize")) == 2  # memory only: authorized again
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--auth-client-id", "c"], "--auth-client-id goes with --url"),
+        (
+            ["--auth-browser", "system", "--auth-token-file", "t.json"],
+            "--auth-browser, --auth-token-file go with",
+        ),
+    ],
+)
+def test_auth_options_with_a_stdio_server_are_a_usage_error(
+    env: dict[str, str], tmp_path: Path, options: list[str], message: str
+) -> None:
+    marker = tmp_path / "server-started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    run = cli(env, "run", *options, "--call", "t", "--", *server)
+    assert run.returncode == 2
+    assert f"host-receiver run: {message}" in run.stderr and "not a stdio server" in run.stderr
+    assert not marker.exists()  # refused before anything started
+
+
 def test_an_auth_failure_is_a_clear_connection_error(server: OAuthServer, env: dict[str, str]) -> None:
     server.prm_resource = "https://evil.example/mcp"
     run = cli(env, *call_args(server))
