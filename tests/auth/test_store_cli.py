@@ -34,8 +34,8 @@ from host_receiver.auth import (
     default_token_store,
 )
 from host_receiver.cli import build_parser
-from host_receiver.cli._auth import AuthOptionsError, build_auth
-from tests.auth.server import OAuthServer
+from host_receiver.cli._auth import CLIENT_SECRET_ENV, ID_TOKEN_ENV, AuthOptionsError, build_auth
+from tests.auth.server import JWT_BEARER, OAuthServer
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 __all__ = ["memory_keyring"]
@@ -343,7 +343,7 @@ def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing
     assert cli(env, "auth", "list", "--auth-token-file", str(tokens)).stdout == "no stored authorizations\n"
 
 
-def test_tokens_in_the_keyring_survive_the_run(
+def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {
@@ -356,10 +356,41 @@ def test_tokens_in_the_keyring_survive_the_run(
         assert run.returncode == 0, run.stderr
         assert "keyring" not in run.stderr
     assert len(server.seen("/authorize")) == 1
+    assert len(server.token_requests()) == 1  # the second run used the stored token
+    server.revoke_access_tokens()
+    third = cli(env, *call_args(server))
+    assert third.returncode == 0, third.stderr
+    assert (
+        len(server.seen("/authorize")) == 1
+    )  # refreshed with the stored refresh token, not authorized again
+    assert len(server.token_requests("refresh_token")) == 1
+    assert len(server.seen("/register")) == 1  # the registered client came from the keyring too
     assert "host-receiver-oauth/index" in (tmp_path / "keyring.json").read_text()
     assert cli(env, "auth", "list").stdout.startswith(server.url)
     assert cli(env, "auth", "logout").stdout.startswith(f"removed {server.url}")
     assert cli(env, "auth", "list").stdout == "no stored authorizations\n"
+
+
+@pytest.mark.parametrize("grant", ["client-credentials", "id-jag"])
+def test_the_client_secret_and_id_token_options_reach_the_servers(
+    server: OAuthServer, env: dict[str, str], grant: str
+) -> None:
+    """--auth-client-secret and --auth-id-token are used, and win over their variables."""
+    secret, id_token = "flag-secret-" + "s" * 16, "flag-id-token-" + "t" * 16
+    server.pre_registered, server.auth_methods = {"svc": secret}, ["client_secret_basic"]
+    server.grant_types, server.idp_id_token = ["client_credentials", JWT_BEARER], id_token
+    env = {**env, CLIENT_SECRET_ENV: "not-" + secret, ID_TOKEN_ENV: "not-" + id_token}
+    options = ["--auth-grant", grant, "--auth-client-id", "svc", "--auth-client-secret", secret]
+    if grant == "id-jag":
+        options += ["--auth-id-token", id_token, "--auth-idp-token-endpoint", f"{server.base}/idp/token"]
+        options += ["--auth-idp-client-id", "idp-client"]
+    run = cli(env, "run", "--url", server.url, "--call", "t", *options)
+    assert run.returncode == 0, run.stderr
+    assert '"called"' in run.stdout and server.errors == []
+    [token] = server.token_requests("client_credentials" if grant == "client-credentials" else JWT_BEARER)
+    assert token.headers["authorization"].startswith("Basic ")  # the server checked the flag's secret
+    assert len(server.seen("/idp/token")) == (1 if grant == "id-jag" else 0)  # it checked the ID token
+    assert secret not in run.stdout + run.stderr and id_token not in run.stdout + run.stderr
 
 
 def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
