@@ -258,13 +258,13 @@ async def _post_token(
     if not isinstance(data, dict):
         raise TokenRequestError(f"the {what} to {safe_url(endpoint)} got HTTP {status} without a JSON object")
     if status != 200 or "error" in data:
-        code = data.get("error")
-        code_text = quote(_mask(str(code), hidden), 60) if code is not None else f"HTTP {status}"
+        code = _mask(str(data["error"]), hidden) if data.get("error") is not None else None
+        code_text = quote(code, 60) if code is not None else f"HTTP {status}"
         detail = data.get("error_description")
         detail_text = f" ({quote(_mask(str(detail), hidden))})" if detail else ""
         raise TokenRequestError(
             f"the authorization server at {safe_url(endpoint)} refused the {what}: {code_text}{detail_text}",
-            error=str(code) if code is not None else None,
+            error=code,
         )
     return data
 

@@ -276,7 +276,7 @@ class OAuthServer:
         if seen.params.get("grant_type") != self.echo_refusal:
             return None
         sent = " ".join(sent_secrets(seen))
-        return 400, {"error": "invalid_grant", "error_description": f"rejected: {sent}"}
+        return 400, {"error": f"invalid_grant {sent}", "error_description": f"rejected: {sent}"}
 
     def token(self, seen: Seen) -> tuple[int, dict[str, Any]]:
         echoed = self._echoed_refusal(seen)

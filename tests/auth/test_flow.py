@@ -477,12 +477,27 @@ async def test_secrets_a_server_echoes_in_a_refusal_are_masked(
         auth = machine_auth(server, grant)
     server.echo_refusal = refused
     with pytest.raises(
-        TokenRequestError, match=r"refused the .*: invalid_grant \(rejected: .*\*\*\*"
+        TokenRequestError, match=r"refused the .*: invalid_grant .*\(rejected: .*\*\*\*"
     ) as caught:
         await call(server, auth)
     [request] = [seen for seen in server.log if seen.params.get("grant_type") == refused]
-    assert caught.value.error == "invalid_grant"
-    assert leaks(sent_secrets(request), [str(caught.value)]) == []
+    assert caught.value.error is not None and caught.value.error.startswith("invalid_grant")
+    assert leaks(sent_secrets(request), [str(caught.value), caught.value.error]) == []
+
+
+async def test_a_refused_refresh_that_echoes_the_refresh_token_keeps_it_out_of_the_log(
+    server: OAuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth = headless()
+    assert (await call(server, auth)).status_code == 200
+    server.revoke_access_tokens()
+    server.echo_refusal = "refresh_token"  # its error code and description repeat the refresh token
+    assert (await call(server, auth)).status_code == 200  # authorized again
+    [refresh] = server.token_requests("refresh_token")
+    assert len(server.seen("/authorize")) == 2
+    assert any("the refresh token was not accepted (invalid_grant ***" in text for text in log_texts(caplog))
+    assert leaks(sent_secrets(refresh), log_texts(caplog)) == []
 
 
 # --- a browser step the host writes ------------------------------------------------------------
