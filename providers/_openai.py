@@ -21,9 +21,12 @@ Rules:
 * The ``openai`` client gets an httpx client of ours (:class:`_OneReadTimeout`,
   with the environment's proxies): a plain ``http://`` base URL (the local
   backends, where a thousand calls run at once) has the connection pool of
-  :mod:`providers._http` unless the environment configures an http proxy;
-  other backends have httpx's own pool. :meth:`OpenAIProvider.aclose` closes
-  it.
+  :mod:`providers._http` unless the environment configures an http proxy or
+  ``http_transport`` is ``"httpx"``; other backends have httpx's own pool, with
+  the same limits (1,000 connections, all kept alive for 5 s). httpx's pool
+  walks every connection on every request, which costs milliseconds per call
+  at a thousand connections (docs/performance.md, "The HTTP pool").
+  :meth:`OpenAIProvider.aclose` closes it.
 * With a progress sink (and ``stream`` enabled) the request is streamed with
   ``stream_options.include_usage``; each chunk that adds output is reported.
   Without a sink the request is a plain JSON call.
@@ -55,7 +58,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextvars import ContextVar
 from http.cookiejar import CookieJar
-from typing import Any, Literal, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -63,7 +66,7 @@ import httpx
 import openai
 import orjson
 
-from ._config import DEFAULT_BASE_URL
+from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
     ModelInfo,
@@ -72,7 +75,7 @@ from ._contract import (
     progress_text,
 )
 from ._errors import ProviderError
-from ._http import LeanTransport
+from ._http import DEFAULT_LIMITS, LeanTransport
 from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import EventStream, StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
@@ -82,8 +85,6 @@ from ._sanitize import safe_logger
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 
 log = safe_logger("providers.openai")
-
-HttpTransport = Literal["lean", "httpx"]
 
 _MESSAGE_LIMIT = 300
 _STATUS_HINTS = {
@@ -169,16 +170,17 @@ class _OneReadTimeout(httpx.AsyncClient):
 
 
 def _http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:
-    """Our pool (:mod:`providers._http`) for a plain-http backend that no proxy stands in front of;
-    httpx's own, with the environment's proxies, otherwise (httpx ignores proxy variables for a
-    client with a custom transport). Either way a read timeout is not retried."""
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0)
-    if transport == "httpx" or urlsplit(base_url).scheme.lower() != "http":
-        return _OneReadTimeout(follow_redirects=True, limits=limits)
-    proxies = urllib.request.getproxies()
-    if proxies.get("http") or proxies.get("all"):
-        return _OneReadTimeout(follow_redirects=True, limits=limits)
-    return _OneReadTimeout(transport=LeanTransport(), follow_redirects=True)
+    """The httpx client under the ``openai`` client; a read timeout is not retried on either.
+
+    ``lean``: our pool (:mod:`providers._http`) for a plain-http backend that no proxy
+    stands in front of, httpx's own otherwise (httpx ignores proxy variables for a client
+    with a custom transport). ``httpx``: httpx's own pool always. Both have the same limits.
+    """
+    if transport == "lean" and urlsplit(base_url).scheme.lower() == "http":
+        proxies = urllib.request.getproxies()
+        if not (proxies.get("http") or proxies.get("all")):
+            return _OneReadTimeout(transport=LeanTransport(limits=DEFAULT_LIMITS), follow_redirects=True)
+    return _OneReadTimeout(follow_redirects=True, limits=DEFAULT_LIMITS)
 
 
 class OpenAIProvider:
@@ -214,6 +216,7 @@ class OpenAIProvider:
         self.stream = stream
         self.forward_metadata = forward_metadata
         self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
+        self.http_transport = http_transport
         self._redactor = Redactor([api_key])
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
