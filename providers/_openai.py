@@ -149,6 +149,60 @@ class _OneReadTimeout(httpx.AsyncClient):
         super().__init__(**kwargs)
         self._jar = _Cookies(kwargs.get("cookies"))
 
+    def build_request(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        content: Any = None,
+        data: Any = None,
+        files: Any = None,
+        json: Any = None,
+        params: Any = None,
+        headers: Any = None,
+        cookies: Any = None,
+        timeout: Any = httpx.USE_CLIENT_DEFAULT,
+        extensions: Any = None,
+    ) -> httpx.Request:
+        """httpx's own, made without its merging when there is nothing to merge.
+
+        That is how the ``openai`` client calls it: an absolute URL, its headers as a
+        list of pairs, a body, and no query, cookies, form, files or extensions. The
+        client's default headers are merged here in one pass (a request header
+        replaces the default of the same name, as in httpx); anything else goes
+        through httpx. httpx's merging is about a fifth of the request building's CPU.
+        """
+        simple = data is None and files is None and json is None and not params and cookies is None
+        if (
+            simple
+            and extensions is None
+            and isinstance(url, str)
+            and url.startswith(("http://", "https://"))  # absolute: httpx would not join it to base_url
+            and isinstance(headers, list)
+            and not self.params
+            and not self._jar
+        ):
+            given = {name.lower().encode("latin-1") for name, _ in headers}
+            merged: list[Any] = [(key, value) for key, value in self.headers.raw if key.lower() not in given]
+            merged += headers
+            chosen = self.timeout if timeout is httpx.USE_CLIENT_DEFAULT else httpx.Timeout(timeout)
+            return httpx.Request(
+                method, url, content=content, headers=merged, extensions={"timeout": chosen.as_dict()}
+            )
+        return super().build_request(
+            method,
+            url,
+            content=content,
+            data=data,
+            files=files,
+            json=json,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            timeout=timeout,
+            extensions=extensions,
+        )
+
     @property
     def cookies(self) -> httpx.Cookies:
         return self._jar

@@ -24,6 +24,7 @@ from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress
 from providers._config import HttpTransport
 from providers._http import LeanTransport
+from providers._openai import _OneReadTimeout
 from tests.fake_openai import Completion, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -403,3 +404,30 @@ async def test_an_http_proxy_from_the_environment_is_used(
         async with opened(transport, "http://backend.invalid:8000/v1", max_retries=0) as p:
             assert await sample(p) == "via the proxy"
     assert proxy.requests == [(1, "POST http://backend.invalid:8000/v1/chat/completions HTTP/1.1")]
+
+
+# --- the httpx client under the openai client ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "extra"),
+    [
+        ("http://127.0.0.1:9/v1/chat/completions", {}),  # how the openai client calls: the quick path
+        ("/v1/chat/completions", {}),
+        ("http://127.0.0.1:9/v1/x", {"params": {"a": "1"}}),
+        ("http://127.0.0.1:9/v1/x", {"extensions": {"trace": None}}),
+    ],
+)
+def test_requests_are_built_as_httpx_builds_them(url: str, extra: dict[str, Any]) -> None:
+    client = _OneReadTimeout(follow_redirects=True)
+    headers = [("Accept", "application/json"), ("User-Agent", "OpenAI/Python"), ("Authorization", "Bearer k")]
+    args: dict[str, Any] = {"content": b"{}", "headers": headers, "timeout": httpx.Timeout(30.0), **extra}
+    ours = client.build_request("POST", url, **args)
+    theirs = httpx.AsyncClient.build_request(client, "POST", url, **args)
+    assert (ours.method, ours.url, ours.headers.raw, ours.content) == (
+        theirs.method,
+        theirs.url,
+        theirs.headers.raw,
+        theirs.content,
+    )
+    assert ours.extensions == theirs.extensions
