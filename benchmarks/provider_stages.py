@@ -40,12 +40,13 @@ from typing import Any
 
 import anyio
 import httpx
+import orjson
 
 from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
 from host_receiver.host import tune_gc_for_serving
 from providers import ModelInfo, OpenAIProvider, SamplingProgress, SamplingRequest
 from providers._openai import _CHAT_OPTIONS
-from providers._openai_json import StreamFold, completion_reply
+from providers._openai_json import EventStream, StreamFold, completion_reply
 from providers._openai_wire import build_request, make_result
 
 MODEL = ModelInfo("fake-model", "fake")
@@ -164,7 +165,15 @@ async def stages(loops: int) -> list[Row]:
                 pass
 
     def read_json() -> None:
-        make_result(completion_reply(json.loads(plain_reply)), MODEL.id, None)
+        make_result(completion_reply(orjson.loads(plain_reply)), MODEL.id, None)
+
+    def read_events() -> None:
+        fold = StreamFold()
+        for data in EventStream().feed(stream_reply):
+            if data.startswith(b"[DONE]"):
+                break
+            fold.add(orjson.loads(data))
+        make_result(fold.reply(), MODEL.id, None)
 
     async def read_stream() -> None:
         response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream_reply)
@@ -189,11 +198,12 @@ async def stages(loops: int) -> list[Row]:
         ("our wire mapping (build_request)", cpu_per_call(loops, wire)),
         ("openai: options + request building", cpu_per_call(loops, lambda: client._build_request(options(body)))),  # noqa: E501
         ("httpx: send on a transport answering at once", await async_cpu_per_call(loops, send)),
-        ("reading a JSON reply (+ result)", cpu_per_call(loops, read_json)),
-        ("reading an event stream (openai SSE decoder + fold)", await async_cpu_per_call(loops, read_stream)),
-        ("openai post, plain, transport answering at once", await async_cpu_per_call(loops, post_plain)),
-        ("openai post, streamed, same", await async_cpu_per_call(loops, post_streamed)),
-        ("provider.sample, plain, same", await async_cpu_per_call(loops, sample_plain)),
+        ("reading a JSON reply with orjson (+ result)", cpu_per_call(loops, read_json)),
+        ("reading an event stream: openai's decoder + fold", await async_cpu_per_call(loops, read_stream)),
+        ("reading an event stream: ours (EventStream, orjson) + fold", cpu_per_call(loops, read_events)),
+        ("openai post as before (JSON, AsyncStream), plain", await async_cpu_per_call(loops, post_plain)),
+        ("the same, streamed", await async_cpu_per_call(loops, post_streamed)),
+        ("provider.sample, plain, same transport", await async_cpu_per_call(loops, sample_plain)),
         ("provider.sample, streamed, same", await async_cpu_per_call(loops, sample_streamed)),
     ]  # fmt: skip
     await provider.aclose()
@@ -238,8 +248,9 @@ async def on_loopback(calls: int, count: int, transports: list[str]) -> list[Row
                         await provider.aclose()
                     first, rest = done[0], done[1:] or done
                     name = f"{kind}, {'streamed' if streamed else 'plain'}"
-                    wall, cpu = statistics.median(w for w, _ in rest), statistics.median(c for _, c in rest)
-                    later = f"{wall:.2f} / {cpu:.2f}"
+                    wall_s = statistics.median(w for w, _ in rest)
+                    cpu_ms = statistics.median(c for _, c in rest)
+                    later = f"{wall_s:.2f} / {cpu_ms:.2f}"
                     rows.append(Row(name, [f"{first[0]:.2f}", f"{first[1]:.2f}", later]))
         finally:
             fake.terminate()
