@@ -25,7 +25,8 @@ Rules:
   ``http_transport`` is ``"httpx"``; other backends have httpx's own pool, with
   the same limits (1,000 connections, all kept alive for 5 s). httpx's pool
   walks every connection on every request, which costs milliseconds per call
-  at a thousand connections (docs/performance.md, "The HTTP pool").
+  at a thousand connections (docs/performance.md, "The provider call and the
+  HTTP pool").
   :meth:`OpenAIProvider.aclose` closes it.
 * With a progress sink (and ``stream`` enabled) the request is streamed with
   ``stream_options.include_usage``; each chunk that adds output is reported.
@@ -44,8 +45,8 @@ Rules:
   breaks, in bytes). A stream ends at ``data: [DONE]``; what follows it is
   read (for at most 0.1 s, as the client does) so the connection can serve
   the next call.
-* Cancellation closes the HTTP request before it propagates (the client's
-  stream is an async context manager; cancelling a plain call aborts it).
+* Cancellation closes the HTTP request before it propagates (a streamed
+  response is closed on the way out; cancelling a plain call aborts it).
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
   the provider, the base URL (no credentials) and the cause, with the backend's
   own message redacted. The key is never formatted into anything.
@@ -55,7 +56,8 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from contextvars import ContextVar
 from http.cookiejar import CookieJar
 from typing import Any, cast
@@ -356,17 +358,18 @@ class OpenAIProvider:
             stream=True,
         )
         try:
-            async for data in _event_data(response):
-                chunk = orjson.loads(data)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise _stream_error(chunk["error"], response.request)
-                grew = fold.add(chunk)
-                if grew:
-                    pieces += 1
-                count = fold.usage if fold.usage is not None else pieces
-                if (grew or fold.usage is not None) and (count, fold.characters) != reported:
-                    reported = (count, fold.characters)
-                    await progress(SamplingProgress(count, _tail(fold.parts), fold.characters))
+            async with aclosing(_event_data(response)) as events:
+                async for data in events:
+                    chunk = orjson.loads(data)
+                    if isinstance(chunk, dict) and chunk.get("error"):
+                        raise _stream_error(chunk["error"], response.request)
+                    grew = fold.add(chunk)
+                    if grew:
+                        pieces += 1
+                    count = fold.usage if fold.usage is not None else pieces
+                    if (grew or fold.usage is not None) and (count, fold.characters) != reported:
+                        reported = (count, fold.characters)
+                        await progress(SamplingProgress(count, _tail(fold.parts), fold.characters))
         finally:
             await response.aclose()
         return fold.reply()
@@ -398,7 +401,7 @@ class OpenAIProvider:
         return ProviderError(f"{who}: {type(exc).__name__}")
 
 
-async def _event_data(response: httpx.Response) -> AsyncIterator[bytes]:
+async def _event_data(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The data of each event of a streamed response up to ``[DONE]``, then the rest of the body.
 
     A transport failure is the ``openai`` client's error, as its own stream raises it.
