@@ -5,7 +5,9 @@ model and bounds the request by the host's :class:`SamplingLimits`: too big
 is -32602 naming the field; a lowered ``maxTokens`` is written to the audit
 log then, once, and shown to the person) -> the person reviews the request (approve,
 edit, refuse; edits are planned again) -> the provider generates, reporting
-progress -> the person reviews the result (send, edit, refuse). A refusal at
+progress when someone watches it (the requestor sent a progress token, or the
+host has an observer; otherwise the call is not streamed) -> the person
+reviews the result (send, edit, refuse). A refusal at
 either stage is JSON-RPC error -1; a provider failure is -32603 with the
 provider's safe message.
 
@@ -192,8 +194,13 @@ class SamplingService:
 
         if observer is not None:
             observer.generation_started(generation)
+        # Progress is asked for by the requestor (a progress token) or shown by the host (an
+        # observer). With neither, the call is not streamed: a stream costs the provider about
+        # 10 % more CPU per call (docs/performance.md), and pollers see "Generating with ..."
+        # without a token count.
+        watched = context.progress_token is not None or observer is not None
         try:
-            result = await plan.sample(progress)
+            result = await plan.sample(progress if watched else None)
         except ProviderError as exc:
             raise RpcError(INTERNAL_ERROR, f"The model call failed: {exc}") from None
         finally:

@@ -36,6 +36,7 @@ Layout::
     stream = true                  # stream to report progress
     forward_metadata = false
     max_tokens_param = "max_completion_tokens"   # or "max_tokens"; absent: by host
+    http_transport = "lean"        # or "httpx": the HTTP pool for a plain-http base URL
 
     [[providers.openai.models]]
     id = "gpt-4o-mini"
@@ -85,6 +86,7 @@ __all__ = [
 
 CONFIG_ENV = "HOST_RECEIVER_CONFIG"
 ProviderType = Literal["openai", "echo"]
+HttpTransport = Literal["lean", "httpx"]
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
 
@@ -102,6 +104,7 @@ class ProviderEntry:
     stream: bool = True
     forward_metadata: bool = False
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    http_transport: HttpTransport = "lean"
     delay: float = 0.0  # echo only: seconds per answer
     models: tuple[ModelInfo, ...] = ()
 
@@ -234,6 +237,9 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
     param = table.get("max_tokens_param")
     if param not in (None, "max_tokens", "max_completion_tokens"):
         raise r.error(f"{where}.max_tokens_param", 'must be "max_tokens" or "max_completion_tokens"')
+    transport = table.get("http_transport", default.http_transport)
+    if transport not in ("lean", "httpx"):
+        raise r.error(f"{where}.http_transport", 'must be "lean" or "httpx"')
     models_raw = table.get("models", [])
     if not isinstance(models_raw, list):
         raise r.error(f"{where}.models", "must be an array of tables ([[...models]])")
@@ -256,6 +262,7 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
         stream=r.boolean(table.get("stream", True), f"{where}.stream"),
         forward_metadata=r.boolean(table.get("forward_metadata", False), f"{where}.forward_metadata"),
         max_tokens_param=param,
+        http_transport=cast(HttpTransport, transport),
         delay=r.number(table.get("delay", 0.0), f"{where}.delay"),
         models=models,
     )

@@ -61,6 +61,7 @@ FULL = Config(
             max_retries=0,
             stream=False,
             forward_metadata=True,
+            http_transport="httpx",
             models=(ModelInfo("llama3.2:3b", "ollama", tools=False, images=False, context_tokens=8192),),
         ),
         ProviderEntry("demo", type="echo", delay=0.5),
@@ -150,6 +151,7 @@ BAD = [
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
     ("negative timeout", "[providers.x]\ntimeout = -1", "providers.x.timeout must be positive"),
+    ("bad transport", '[providers.x]\nhttp_transport = "h2"', 'providers.x.http_transport must be "lean" or'),
     ("boolean as string", '[providers.x]\nstream = "yes"', "providers.x.stream must be true or false"),
     ("allow-list not a list", '[servers.s]\nallowed_models = "m"', "must be a list"),
     ("bad limit", "[limits]\nmax_tokens = 0", "limits.max_tokens must be an integer of at least 1"),
@@ -270,6 +272,7 @@ def test_settings_reach_the_registry_and_providers() -> None:
     )
     assert (ollama_p.timeout, ollama_p.max_retries, ollama_p.stream) == (30.0, 0, False)
     assert ollama_p.forward_metadata and ollama_p.max_tokens_param == "max_tokens"
+    assert (openai_p.http_transport, ollama_p.http_transport) == ("lean", "httpx")
     assert isinstance(demo, EchoProvider) and demo.delay == 0.5
 
 
