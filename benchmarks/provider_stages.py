@@ -41,12 +41,13 @@ from typing import Any
 import anyio
 import httpx
 import orjson
+from httpx_sse import EventSource
 
 from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
 from host_receiver.host import tune_gc_for_serving
 from providers import ModelInfo, OpenAIProvider, SamplingProgress, SamplingRequest
 from providers._openai import _CHAT_OPTIONS
-from providers._openai_json import EventStream, StreamFold, completion_reply
+from providers._openai_json import StreamFold, completion_reply
 from providers._openai_wire import build_request, make_result
 
 MODEL = ModelInfo("fake-model", "fake")
@@ -167,12 +168,13 @@ async def stages(loops: int) -> list[Row]:
     def read_json() -> None:
         make_result(completion_reply(orjson.loads(plain_reply)), MODEL.id, None)
 
-    def read_events() -> None:
+    async def read_events() -> None:
+        response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream_reply)
         fold = StreamFold()
-        for data in EventStream().feed(stream_reply):
-            if data.startswith(b"[DONE]"):
+        async for event in EventSource(response).aiter_sse():
+            if event.data.startswith("[DONE]"):
                 break
-            fold.add(orjson.loads(data))
+            fold.add(orjson.loads(event.data))
         make_result(fold.reply(), MODEL.id, None)
 
     async def read_stream() -> None:
@@ -200,7 +202,7 @@ async def stages(loops: int) -> list[Row]:
         ("httpx: send on a transport answering at once", await async_cpu_per_call(loops, send)),
         ("reading a JSON reply with orjson (+ result)", cpu_per_call(loops, read_json)),
         ("reading an event stream: openai's decoder + fold", await async_cpu_per_call(loops, read_stream)),
-        ("reading an event stream: ours (EventStream, orjson) + fold", cpu_per_call(loops, read_events)),
+        ("reading an event stream: httpx-sse, orjson + fold", await async_cpu_per_call(loops, read_events)),
         ("openai post as before (JSON, AsyncStream), plain", await async_cpu_per_call(loops, post_plain)),
         ("the same, streamed", await async_cpu_per_call(loops, post_streamed)),
         ("provider.sample, plain, same transport", await async_cpu_per_call(loops, sample_plain)),

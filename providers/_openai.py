@@ -67,6 +67,7 @@ import anyio
 import httpx
 import openai
 import orjson
+from httpx_sse import EventSource, SSEError
 
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import (
@@ -79,7 +80,7 @@ from ._contract import (
 from ._errors import ProviderError
 from ._http import DEFAULT_LIMITS, LeanTransport
 from ._messages import CreateMessageResult, SamplingRequest
-from ._openai_json import EventStream, StreamFold, completion_reply
+from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor, safe_url
 from ._sanitize import safe_logger
@@ -401,34 +402,31 @@ class OpenAIProvider:
         return ProviderError(f"{who}: {type(exc).__name__}")
 
 
-async def _event_data(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+async def _event_data(response: httpx.Response) -> AsyncGenerator[str, None]:
     """The data of each event of a streamed response up to ``[DONE]``, then the rest of the body.
 
-    A transport failure is the ``openai`` client's error, as its own stream raises it.
+    The events are read by ``httpx-sse``; a body that is not ``text/event-stream``
+    is a :class:`ProviderError`, and a transport failure is the ``openai``
+    client's error, as its own stream raises it.
     """
-    events = EventStream()
-    done = False
+    events = EventSource(response).aiter_sse()
     try:
-        chunks = response.aiter_bytes()
-        async for chunk in chunks:
-            for data in events.feed(chunk):
-                if data.startswith(b"[DONE]"):
-                    done = True
-                    break
-                yield data
-            if done:
-                with anyio.move_on_after(_DRAIN_SECONDS):
-                    async for _ in chunks:
+        async for event in events:
+            if event.data.startswith("[DONE]"):
+                with anyio.move_on_after(_DRAIN_SECONDS):  # the rest of the body, to keep the connection
+                    async for _ in events:
                         pass
                 return
-        for data in events.end():
-            if data.startswith(b"[DONE]"):
-                return
-            yield data
+            if event.data:
+                yield event.data
+    except SSEError as exc:
+        raise ProviderError(f"the backend's stream is not an event stream ({exc})") from None
     except httpx.TimeoutException as exc:
         raise openai.APITimeoutError(request=cast(Any, response.request)) from exc
     except httpx.RequestError as exc:
         raise openai.APIConnectionError(request=cast(Any, response.request)) from exc
+    finally:
+        await events.aclose()
 
 
 def _stream_error(error: object, request: httpx.Request) -> openai.APIError:

@@ -18,12 +18,9 @@ Rules:
   choices other than index 0 are ignored. A body is JSON whatever its content
   type says; one that is not raises ``json.JSONDecodeError`` (orjson's, which
   says where).
-* :class:`EventStream` splits a ``text/event-stream`` body into the data of
-  its events, as the ``openai`` client's decoder does: lines end with LF,
-  CR LF or CR, an empty line ends an event, ``data`` lines are joined by LF,
-  comments and other fields are skipped. The provider
-  stops at ``[DONE]`` and raises an event whose JSON has an ``error`` as the
-  client would (``openai.APIError``).
+* A stream's events are split by ``httpx-sse`` (in the provider); the
+  provider stops at ``[DONE]`` and raises an event whose JSON has an
+  ``error`` as the client would (``openai.APIError``).
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from typing import Any
 from ._errors import ProviderError
 from ._openai_wire import Reply, ToolCallBuffer
 
-__all__ = ["EventStream", "StreamFold", "completion_reply"]
+__all__ = ["StreamFold", "completion_reply"]
 
 
 def completion_reply(data: object) -> Reply:
@@ -56,40 +53,6 @@ def completion_reply(data: object) -> Reply:
         finish_reason=_optional_str(_get(choice, "finish_reason")),
         matched_stop=_get(choice, "stop_reason"),
     )
-
-
-class EventStream:
-    """The data of each server-sent event, from the body's bytes as they arrive."""
-
-    def __init__(self) -> None:
-        self._rest = b""  # an unfinished line
-        self._data: list[bytes] = []  # the data lines of the event being read
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """The data of the events that ``chunk`` completes."""
-        lines = (self._rest + chunk if self._rest else chunk).splitlines(keepends=True)
-        # A last line without its end waits for more; so does one ending in CR, whose LF may follow.
-        self._rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
-        return self._events(lines)
-
-    def end(self) -> list[bytes]:
-        """The body ended: a line held for a LF after its CR was complete (an unfinished event is dropped)."""
-        rest, self._rest = self._rest, b""
-        return self._events([rest]) if rest.endswith(b"\r") else []
-
-    def _events(self, lines: list[bytes]) -> list[bytes]:
-        events: list[bytes] = []
-        data = self._data
-        for line in lines:
-            line = line.rstrip(b"\r\n")
-            if not line:
-                if data:
-                    events.append(b"\n".join(data))
-                    data.clear()
-            elif line.startswith(b"data:"):
-                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            # Comments (":..."), "event", "id" and "retry" lines say nothing the provider uses.
-        return events
 
 
 class StreamFold:

@@ -90,6 +90,13 @@ async def test_a_stream_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> Non
     assert "at byte 13" in message
 
 
+async def test_a_stream_answered_as_plain_json_is_named(fake: FakeOpenAI) -> None:
+    fake.queue(RawBody(body=json.dumps({**CHUNK, "choices": []}).encode()))
+    message = await failure(registry(fake))
+    assert "the backend's stream is not an event stream" in message
+    assert "application/json" in message
+
+
 async def test_a_reply_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None:
     fake.queue(RawBody(body=b'{"id": "x", "choices": [}'))
     message = await failure(registry(fake), streamed=False)
