@@ -144,7 +144,7 @@ def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    [host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS],
+    [host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters, *ADAPTERS],
     ids=lambda p: p.__name__,
 )
 def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
@@ -160,7 +160,8 @@ def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(packag
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS):
+    packages = (host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters)
+    for package in (*packages, *ADAPTERS):
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):

@@ -62,11 +62,15 @@ def peer_python(env: Literal["py2", "fastmcp"]) -> Path:
     return python
 
 
-def adapter_python(extra: Literal["mcp1", "mcp2", "fastmcp"]) -> Path:
-    """The interpreter of an adapter's venv (``.peers/adapter-<extra>``); skips without it."""
-    python = PEERS_DIR / f"adapter-{extra}" / "bin" / "python"
+#: The adapter venvs (.ci/install-adapters): one per extra.
+AdapterEnv = Literal["mcp1", "mcp2", "fastmcp"]
+
+
+def adapter_python(env: AdapterEnv) -> Path:
+    """The interpreter of an adapter's venv (``.peers/adapter-<env>``); skips without it."""
+    python = PEERS_DIR / f"adapter-{env}" / "bin" / "python"
     if not python.exists():
-        _missing(f"the {extra} adapter venv is not installed ({python} is missing)", ".ci/install-adapters")
+        _missing(f"the {env} adapter venv is not installed ({python} is missing)", ".ci/install-adapters")
     return python
 
 

@@ -27,6 +27,7 @@ from tests.interop import (
     FASTMCP_SERVER,
     PY2_SERVER,
     PY_SERVER,
+    AdapterEnv,
     adapter_python,
     peer_command,
     peer_python,
@@ -387,6 +388,38 @@ def test_one_receiver_serves_fastmcp_and_mcp2_sessions_at_once(fast: dict[str, A
     assert kinds["fast"]["elicitation"]["action"] == "accept"
     assert kinds["py2"]["sampling"]["content"]["text"] == "echo: Write one line greeting Ada."
     assert views(fast, server="fast") and views(fast, server="py2", kind="sampling")
+
+
+# --- the wrong library -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("adapter", "env", "found"),
+    [
+        ("mcp1", "mcp2", "mcp>=1.23,<2 (found 2.3.0)"),
+        ("mcp2", "mcp1", "mcp>=2.3,<3 (found 1.30.0)"),
+        ("fastmcp", "mcp2", "fastmcp>=4.0,<5 (not installed)"),  # mcp 2.x alone is not enough
+    ],
+)
+def test_an_adapter_in_the_other_librarys_venv_names_its_extra(
+    adapter: str, env: AdapterEnv, found: str
+) -> None:
+    options = "session_options" if adapter == "mcp1" else "client_options"
+    probe = (
+        f"from host_receiver import Receiver\n"
+        f"from host_receiver.adapters.{adapter} import AdapterUnavailable, {options}\n"
+        f"try:\n"
+        f"    {options}(Receiver(), server='notes')\n"
+        f"except AdapterUnavailable as exc:\n"
+        f"    assert isinstance(exc, ImportError)\n"
+        f"    print(exc)\n"
+    )
+    done = subprocess.run(
+        [str(adapter_python(env)), "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = f"host_receiver.adapters.{adapter} needs {found}: pip install 'host-receiver[{adapter}]'"
+    assert done.stdout.strip() == expected
 
 
 # --- the examples -----------------------------------------------------------------------------
