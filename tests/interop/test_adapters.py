@@ -342,15 +342,53 @@ def test_mcp2_ignores_the_task_of_a_legacy_server(mcp2: dict[str, Any]) -> None:
 # --- fastmcp.Client ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=TRANSPORTS)
+#: The fastmcp venvs: the pinned one (4.1.4 with fastmcp-tasks), and the two ends of the
+#: extra's range as a host gets them, without fastmcp-tasks (.ci/install-adapters).
+FASTMCP_ENVS: list[AdapterEnv] = ["fastmcp", "fastmcp-newest", "fastmcp-floor"]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[(env, transport) for env in FASTMCP_ENVS for transport in TRANSPORTS],
+    ids=lambda param: "-".join(param),
+)
 def fast(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    python, server = adapter_python("fastmcp"), peer_python("fastmcp")
+    env, transport = request.param
+    python, server = adapter_python(env), peer_python("fastmcp")
     py2 = ["--py2", str(peer_python("py2")), str(PY2_SERVER)]
-    if request.param == "http":
+    if transport == "http":
         with http_peer(server, FASTMCP_SERVER) as url:
-            yield drive(python, "fastmcp_driver.py", "--url", url, *py2)
+            yield {"env": env, **drive(python, "fastmcp_driver.py", "--url", url, *py2)}
         return
-    yield drive(python, "fastmcp_driver.py", "--server", str(server), str(FASTMCP_SERVER), *py2)
+    yield {
+        "env": env,
+        **drive(python, "fastmcp_driver.py", "--server", str(server), str(FASTMCP_SERVER), *py2),
+    }
+
+
+def with_tasks(fast: dict[str, Any]) -> dict[str, Any]:
+    """The scenarios, where the venv has fastmcp-tasks (the pinned one); skips elsewhere."""
+    if fast["env"] != "fastmcp":
+        pytest.skip(f"{fast['env']} has no fastmcp-tasks: the task scenarios run in the pinned venv")
+    assert fast["scenarios"]["tasks_extension"] is True
+    return dict(fast["scenarios"])
+
+
+def input_rounds(report: dict[str, Any]) -> list[list[str]]:
+    """The ``inputResponses`` keys of every tools/call the fastmcp peer got for one logical call."""
+    calls = [r["params"] for r in report["requests"] if r["method"] == "tools/call"]
+    return [sorted(params.get("inputResponses") or {}) for params in calls]
+
+
+def test_fastmcp_venvs_run_the_versions_they_stand_for(fast: dict[str, Any]) -> None:
+    version = fast["scenarios"]["fastmcp_version"]
+    release = tuple(int(part) for part in version.split(".")[:3])
+    if fast["env"] == "fastmcp":
+        assert (version, fast["scenarios"]["tasks_extension"]) == ("4.1.4", True)
+    elif fast["env"] == "fastmcp-floor":
+        assert (version, fast["scenarios"]["tasks_extension"]) == ("4.0.0", False)
+    else:  # the newest 4.x at install time: at least the pinned one
+        assert (4, 1, 4) <= release < (5,) and fast["scenarios"]["tasks_extension"] is False
 
 
 def test_fastmcp_legacy_connection_gets_ctx_elicit_and_create_message(fast: dict[str, Any]) -> None:
@@ -364,15 +402,50 @@ def test_fastmcp_legacy_connection_gets_ctx_elicit_and_create_message(fast: dict
     assert views(fast, kind="sampling", server="fast", text="refuse this")
 
 
+def test_fastmcp_a_refused_legacy_form_reaches_the_server_as_minus_32603(fast: dict[str, Any]) -> None:
+    # The receiver refuses the form -32602 (an object in an object); fastmcp has no way for an
+    # elicitation handler to answer an error, so it sends -32603 with the receiver's message.
+    error = fast["scenarios"]["legacy_invalid_form"]["error"]
+    assert error["code"] == -32603
+    assert error["message"].startswith("requestedSchema.properties.address: type 'object' is not allowed")
+
+
+def test_fastmcp_a_cancelled_call_cancels_the_held_form_and_the_servers_tool(fast: dict[str, Any]) -> None:
+    events = fast["scenarios"]["legacy_cancel"]
+    assert events["events"] == [{"event": "cancelled"}]  # ctx.elicit raised CancelledError in the tool
+    # The receiver's work (the form held open) was cancelled while the session was still open.
+    assert fast["host"]["cancelled"] == [
+        {"kind": "form", "server": "fast", "task_id": None, "text": "hold legacy"}
+    ]
+
+
 def test_fastmcp_modern_input_required_in_the_foreground(fast: dict[str, Any]) -> None:
     s = fast["scenarios"]
     assert s["modern_protocol"] == "2026-07-28"
     assert s["mrtr_form"]["background_task"] is False
     assert s["mrtr_form"]["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 42}}
+    assert input_rounds(s["mrtr_form"]) == [[], ["form"]]
+
+
+def test_fastmcp_modern_llm_call_through_input_required(fast: dict[str, Any]) -> None:
+    report = fast["scenarios"]["mrtr_llm"]
+    assert report["protocol_version"] == "2026-07-28" and report["background_task"] is False
+    assert report["sampling"]["content"] == {"type": "text", "text": "echo: hello modern llm"}
+    assert report["sampling"]["model"] == ECHO
+    assert input_rounds(report) == [[], ["llm"]]
+    assert views(fast, kind="sampling", server="fast", task_id=None, text="hello modern llm")
+
+
+def test_fastmcp_modern_form_then_llm_call_in_two_rounds(fast: dict[str, Any]) -> None:
+    report = fast["scenarios"]["mrtr_form_then_llm"]
+    assert report["first"] == {"form": {"action": "accept", "content": {"name": "Ada", "age": 42}}}
+    # The second round's LLM call was built from the first round's answer.
+    assert report["sampling"]["content"] == {"type": "text", "text": "echo: Greet Ada."}
+    assert input_rounds(report) == [[], ["form"], ["llm"]]
 
 
 def test_fastmcp_task_asks_a_form_answered_by_tasks_update(fast: dict[str, Any]) -> None:
-    s = fast["scenarios"]
+    s = with_tasks(fast)
     report = s["task_form"]
     assert report["background_task"] is True
     assert report["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 42}}
@@ -387,7 +460,13 @@ def test_one_receiver_serves_fastmcp_and_mcp2_sessions_at_once(fast: dict[str, A
     kinds = fast["scenarios"]["kinds"]
     assert kinds["fast"]["elicitation"]["action"] == "accept"
     assert kinds["py2"]["sampling"]["content"]["text"] == "echo: Write one line greeting Ada."
-    assert views(fast, server="fast") and views(fast, server="py2", kind="sampling")
+    # Isolation: each session's approval and form views name its own server, and only those.
+    shown = sorted((v["server"], v["kind"], v["text"]) for v in kinds["views"])
+    assert shown == [
+        ("fast", "form", "at once fast"),
+        ("py2", "form", "at once py2"),
+        ("py2", "sampling", "Write one line greeting Ada."),
+    ]
 
 
 # --- the wrong library -------------------------------------------------------------------------

@@ -63,7 +63,7 @@ class Script:
     texts: set[str] = field(default_factory=set)
     cancelled: list[dict[str, Any]] = field(default_factory=list)
     holding: list[dict[str, Any]] = field(default_factory=list)
-    _held: anyio.Event | None = None
+    _changed: anyio.Event | None = None
 
     async def review_request(self, view: SamplingRequestView) -> Approve | Refuse:
         text = " ".join(getattr(m.content, "text", "") for m in view.params.messages[-1:])
@@ -95,12 +95,23 @@ class Script:
 
     async def wait_held(self, task_id: str | None = None) -> dict[str, Any]:
         """Return the held view of ``task_id`` (any, for None) once its work is surely in progress."""
+        return await self._first(self.holding, lambda seen: task_id is None or seen["task_id"] == task_id)
+
+    async def wait_cancelled(self, text: str) -> dict[str, Any]:
+        """Return the held view showing ``text`` once its work has been cancelled."""
+        return await self._first(self.cancelled, lambda seen: seen["text"] == text)
+
+    async def _first(
+        self, views: list[dict[str, Any]], match: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The first of ``views`` that ``match`` accepts, waiting for :meth:`_hold` to add it."""
         while True:
-            for seen in self.holding:
-                if task_id is None or seen["task_id"] == task_id:
+            for seen in views:
+                if match(seen):
                     return seen
-            self._held = anyio.Event()
-            await self._held.wait()
+            if self._changed is None or self._changed.is_set():
+                self._changed = anyio.Event()
+            await self._changed.wait()
 
     def _saw(self, kind: str, server: str, task_id: str | None, text: str) -> tuple[dict[str, Any], bool]:
         """Note a view; whether its rule applies (always, or the first time for a ``once`` text)."""
@@ -111,14 +122,17 @@ class Script:
         return seen, first
 
     async def _hold(self, seen: dict[str, Any]) -> None:
-        self.holding.append(seen)
-        if self._held is not None:
-            self._held.set()
+        self._note(self.holding, seen)
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
-            self.cancelled.append(seen)
+            self._note(self.cancelled, seen)
             raise
+
+    def _note(self, views: list[dict[str, Any]], seen: dict[str, Any]) -> None:
+        views.append(seen)
+        if self._changed is not None:
+            self._changed.set()
 
 
 class Audit(logging.Handler):
