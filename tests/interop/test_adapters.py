@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,6 +201,50 @@ def test_mcp1_status_notifications_reach_the_server(mcp1: dict[str, Any]) -> Non
 def test_mcp1_unknown_task_is_minus_32602(mcp1: dict[str, Any]) -> None:
     error = mcp1["scenarios"]["unknown"]["error"]
     assert error["code"] == -32602 and error["message"] == "Failed to retrieve task: Task not found"
+
+
+def test_mcp1_an_adapter_session_and_the_own_connection_on_one_receiver_are_isolated(
+    mcp1: dict[str, Any],
+) -> None:
+    report = mcp1["scenarios"]["across_kinds"]
+    own_task = report["tasks"]["own"]["task"]["taskId"]
+    adapter_task = report["tasks"]["adapter"]["task"]["taskId"]
+    for probe, probed in (
+        (report["adapter_probes_own"], own_task),
+        (report["own_probes_adapter"], adapter_task),
+    ):
+        assert probe["task_id"] == probed
+        for method in ("get", "result", "cancel"):
+            assert probe[method]["error"]["code"] == -32602
+            assert "Task belongs to another connection" in probe[method]["error"]["message"]
+        assert probe["list"]["result"]["listed"] is False
+    for name, task_id in (("adapter", own_task), ("own", adapter_task)):
+        refused = (
+            f"task lookup refused requestor={name} task={task_id} reason=Task belongs to another connection"
+        )
+        assert mcp1["host"]["audit"].count(refused) == 3  # get, result and cancel
+
+
+def test_mcp1_the_adapters_audit_lines_are_the_own_connections(mcp1: dict[str, Any]) -> None:
+    s = mcp1["scenarios"]
+    own, adapter = without_ids(s["audit_own"]), without_ids(s["audit_adapter"])
+    assert own == adapter
+    assert own[:3] == [
+        "task created requestor=same task=T1 method=sampling/createMessage ttl=60000",
+        "task completed requestor=same task=T1",
+        "task result retrieved requestor=same task=T1 status=completed",
+    ]
+    assert {line.split()[1] for line in own} >= {"created", "completed", "failed", "cancelled", "lookup"}
+
+
+def without_ids(lines: list[str]) -> list[str]:
+    """Audit lines with each task id replaced by T1, T2, ... in the order they first appear."""
+    ids: dict[str, str] = {}
+
+    def name(match: re.Match[str]) -> str:
+        return "task=" + ids.setdefault(match.group(1), f"T{len(ids) + 1}")
+
+    return [re.sub(r"task=(\S+)", name, line) for line in lines]
 
 
 # --- mcp 2.x mcp.Client -----------------------------------------------------------------------
