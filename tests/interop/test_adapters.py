@@ -284,11 +284,25 @@ def test_mcp2_client_declares_what_the_receiver_serves(mcp2: dict[str, Any]) -> 
     }
 
 
+def test_mcp2_a_narrower_receiver_declares_less(mcp2: dict[str, Any]) -> None:
+    s = mcp2["scenarios"]
+    # A receiver that samples without tools and has no forms or roots: the client declares just that.
+    assert s["narrow_capabilities"] == {"sampling": {}}
+    assert s["narrow_sample"]["client_capabilities"] == {"sampling": {}}
+    assert s["narrow_sample"]["sampling"]["content"]["text"] == "echo: narrow"
+    # The server's form needs the capability the client did not declare: refused before the host.
+    assert s["narrow_elicit"]["raised"]["code"] == -32021
+    assert [v["kind"] for v in views(mcp2, server="narrow")] == ["sampling"]
+
+
 def test_mcp2_a_url_round_of_2026_needs_no_elicitation_id(mcp2: dict[str, Any]) -> None:
     report = mcp2["scenarios"]["url"]
     assert report["era"] == "modern"
-    assert report["elicitation"]["action"] in ("accept", "decline")  # answered, not refused -32602
-    assert views(mcp2, kind="url", server="notes")
+    # The person consented: "accept" (the spec: consent to open the URL, not that the interaction
+    # is done), not refused -32602 for the elicitationId the 2026 schema does not have.
+    assert report["elicitation"] == {"action": "accept"}
+    assert views(mcp2, kind="url", server="notes", text="Connect your account")
+    assert "https://example.com/connect" in mcp2["host"]["opened"]  # after consent, by the host
 
 
 def test_mcp2_a_roots_round_gets_the_receivers_roots(mcp2: dict[str, Any]) -> None:
@@ -487,6 +501,23 @@ def test_fastmcp_modern_form_then_llm_call_in_two_rounds(fast: dict[str, Any]) -
     # The second round's LLM call was built from the first round's answer.
     assert report["sampling"]["content"] == {"type": "text", "text": "echo: Greet Ada."}
     assert input_rounds(report) == [[], ["form"], ["llm"]]
+
+
+def test_fastmcp_a_narrower_receiver_declares_less(fast: dict[str, Any]) -> None:
+    s = fast["scenarios"]
+    assert s["narrow_capabilities"] == {"sampling": {}}
+    (first, *_) = s["narrow_llm"]["requests"]
+    declared = first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    declared.pop("extensions", None)  # fastmcp-tasks' own, where it is installed
+    assert declared == {"sampling": {}}
+    assert s["narrow_llm"]["sampling"]["content"]["text"] == "echo: narrow"
+    # A form round reaches a client without an elicitation handler: mcp 2.x refuses it itself.
+    assert s["narrow_form"]["raised"] == {
+        "code": -32600,
+        "message": "Elicitation not supported",
+        "type": "MCPError",
+    }
+    assert [v["kind"] for v in views(fast, server="narrow")] == ["sampling"]
 
 
 def test_fastmcp_task_asks_a_form_answered_by_tasks_update(fast: dict[str, Any]) -> None:

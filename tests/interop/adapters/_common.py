@@ -18,7 +18,7 @@ decides by the text it is shown, so one receiver serves every scenario:
   ``"Ada"``, integers 36, booleans true;
 - a text that also contains ``once`` is refused, declined or held only the
   first time it is seen, and approved or accepted afterwards;
-- URLs: accepted.
+- URLs: accepted, and "opened" by :meth:`Script.open_url` (noted, never opened).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class Script:
     texts: set[str] = field(default_factory=set)
     cancelled: list[dict[str, Any]] = field(default_factory=list)
     holding: list[dict[str, Any]] = field(default_factory=list)
+    opened: list[str] = field(default_factory=list)
     _changed: anyio.Event | None = None
 
     async def review_request(self, view: SamplingRequestView) -> Approve | Refuse:
@@ -92,6 +93,11 @@ class Script:
     async def consent_url(self, view: UrlView) -> str:
         self._saw("url", view.server, view.task_id, view.message)
         return "accept"
+
+    def open_url(self, url: str) -> bool:
+        """The host's browser (ElicitationService's ``opener``): notes the URL, opens nothing."""
+        self.opened.append(url)
+        return True
 
     async def wait_held(self, task_id: str | None = None) -> dict[str, Any]:
         """Return the held view of ``task_id`` (any, for None) once its work is surely in progress."""
@@ -155,7 +161,13 @@ class Host:
     audit: Audit
 
     def seen(self) -> dict[str, Any]:
-        return {"views": self.script.views, "cancelled": self.script.cancelled, "audit": self.audit.lines}
+        script = self.script
+        return {
+            "views": script.views,
+            "cancelled": script.cancelled,
+            "opened": script.opened,
+            "audit": self.audit.lines,
+        }
 
 
 #: The roots every driver's receiver offers.
@@ -173,7 +185,7 @@ async def host(config: ReceiverConfig = CONFIG, limits: SamplingLimits | None = 
     registry = build_registry(provider="echo", config=Config(limits=limits or SamplingLimits()), environ={})
     receiver = Receiver(
         sampling=SamplingService(registry, script),
-        elicitation=ElicitationService(script),
+        elicitation=ElicitationService(script, opener=script.open_url),
         config=config,
         roots=ROOTS,
     )

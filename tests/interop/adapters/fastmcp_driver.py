@@ -41,6 +41,7 @@ from mcp.client.stdio import StdioServerParameters
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Host, main, parser, report_of, run
 
+from host_receiver import Receiver
 from host_receiver.adapters import fastmcp as fastmcp_adapter
 from host_receiver.adapters import mcp2 as mcp2_adapter
 
@@ -53,6 +54,8 @@ else:
 
 RUN = uuid.uuid4().hex[:8]  # tags are unique per run: an HTTP peer outlives the driver
 ENV = {"PEER_WAIT_S": "20", "FASTMCP_LOG_LEVEL": "WARNING", "PEER_POLL_MS": "50"}
+#: The version whose capabilities fastmcp's mcp 2.x session declares (the newest both know).
+MODERN = "2026-07-28"
 #: A form the receiver refuses with -32602 (an object inside an object).
 INVALID_FORM = {"type": "object", "properties": {"address": {"type": "object"}}}
 
@@ -121,6 +124,18 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
         out["modern_protocol"] = modern.session.protocol_version
         if args.py2:
             out |= await run({"kinds": lambda: kinds(args, h, modern)})
+    # A receiver that samples without tools and serves no forms.
+    narrow = Receiver(sampling=h.receiver.offer.sampling, sampling_tools=False)
+    async with fastmcp.Client(target(args), **fastmcp_adapter.client_options(narrow, server="narrow")) as n:
+        out |= await run(
+            {
+                "narrow_llm": lambda: call(n, "mrtr_llm", prompt="narrow", tag=tag("narrow")),
+                "narrow_form": lambda: call(
+                    n, "mrtr_form", message="not served here", tag=tag("narrow-form")
+                ),
+            }
+        )
+    out["narrow_capabilities"] = narrow.capabilities(MODERN)
     out["fastmcp_version"] = fastmcp.__version__
     out["tasks_extension"] = TASKS
     return out
