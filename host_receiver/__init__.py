@@ -60,6 +60,7 @@ from host_receiver.handlers import (
     GenerationObserver,
     ModelRouter,
     SamplingService,
+    open_receiver,
 )
 from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
 from host_receiver.peer import Peer
@@ -220,6 +221,7 @@ __all__ = [
     "create_memory_pair",
     "default_client_info",
     "invalid_params",
+    "open_receiver",
     "parse_form_schema",
     "safe_environment",
     "safe_text",

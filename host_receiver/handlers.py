@@ -18,6 +18,9 @@ after consent, never fetched by the host.
 
 While a hook waits for the person, the task's ``statusMessage`` says so.
 
+:func:`open_receiver` is the one-call default: a receiver with both services,
+sampling through the configured providers.
+
 Deprecated until 0.3 (docs/changelog.md): a 0.1 router, with ``choose``
 (returning a provider and a model) and no ``plan``, still works: its choice
 goes through the one limits check (``providers.bound_request``, default
@@ -29,7 +32,8 @@ from __future__ import annotations
 import functools
 import warnings
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,6 +59,7 @@ from host_receiver.protocol.types import (
     ElicitRequestParams,
     ElicitResult,
 )
+from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.sampling import limit_error
 from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
 from providers import (
@@ -65,6 +70,7 @@ from providers import (
     SamplingProgress,
     SamplingRequest,
     bound_request,
+    build_registry,
 )
 
 #: Seconds between statusMessage updates while a model generates.
@@ -307,3 +313,20 @@ class ElicitationService:
                 return ElicitResult(action="accept", content=content)
             values = {**values, **content}
         return ElicitResult(action="cancel")
+
+
+@asynccontextmanager
+async def open_receiver(
+    approver: SamplingApprover, forms: ElicitationUI, *, config: ReceiverConfig | None = None
+) -> AsyncIterator[Receiver]:
+    """A :class:`Receiver`: sampling through the configured providers behind ``approver``, forms by ``forms``.
+
+    The providers are :func:`providers.build_registry`'s: the config file with its
+    keys, or the offline echo provider when none is configured; they are closed
+    when the block ends. For your own registry, roots or task store, build the
+    ``Receiver`` from :class:`SamplingService` and :class:`ElicitationService`.
+    """
+    async with build_registry() as registry:
+        yield Receiver(
+            sampling=SamplingService(registry, approver), elicitation=ElicitationService(forms), config=config
+        )

@@ -1,4 +1,4 @@
-"""The wheel and the sdist build, and the wheel works in a fresh venv without any extra.
+"""The wheel and the sdist build, the wheel carries the adapters and their extras, and works without extras.
 
 This is what a host that embeds the library gets from ``pip install host-receiver``:
 the library, the providers and the test helpers import, and the command line
@@ -7,7 +7,9 @@ runs its non-interactive modes, while the CLI extra's packages are absent.
 
 from __future__ import annotations
 
+import email.parser
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,6 +18,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from host_receiver.adapters import REQUIREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,6 +49,30 @@ def test_the_wheel_holds_both_packages_the_example_server_and_no_tests(built: tu
         members = archive.getnames()
     assert any(m.endswith("/pyproject.toml") for m in members)
     assert any(m.endswith("/host_receiver/receiver/_runner.py") for m in members)
+
+
+def test_the_wheel_holds_the_adapters_and_their_extras(built: tuple[Path, Path]) -> None:
+    wheel, _ = built
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = email.parser.Parser().parsestr(archive.read(metadata_name).decode())
+    sources = {f"host_receiver/adapters/{p.name}" for p in (ROOT / "host_receiver" / "adapters").glob("*.py")}
+    assert {"host_receiver/adapters/mcp1.py", "host_receiver/adapters/_fastmcp.py"} <= sources
+    assert sources <= set(names)
+    assert {"mcp1", "mcp2", "fastmcp"} <= set(metadata.get_all("Provides-Extra") or [])
+    # Each extra requires exactly the ranges the adapter checks when it is used.
+    required: dict[str, set[tuple[str, frozenset[str]]]] = {}
+    for line in metadata.get_all("Requires-Dist") or []:
+        found = re.fullmatch(r"([A-Za-z0-9_.-]+)([^;]*); extra == '([^']+)'", line)
+        if found is not None:
+            name, specifiers, extra = found.groups()
+            required.setdefault(extra, set()).add((name, frozenset(specifiers.split(","))))
+    for adapter, requirements in REQUIREMENTS.items():
+        assert required[adapter] == {
+            (r.distributions[0], frozenset({f">={r.low}", f"<{r.high}"})) for r in requirements
+        }
+    assert required["mcp1"] == {("mcp", frozenset({">=1.23", "<2"}))}
 
 
 def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path], tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    [host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS],
+    [host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters, *ADAPTERS],
     ids=lambda p: p.__name__,
 )
 def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
@@ -210,7 +210,8 @@ def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(packag
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS):
+    packages = (host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters)
+    for package in (*packages, *ADAPTERS):
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):
@@ -249,3 +250,18 @@ def test_moved_modules_keep_their_old_path_for_one_release(old: str, new: str, n
     target = importlib.import_module(new)
     for name in names:
         assert getattr(moved, name) is getattr(target, name)
+
+
+#: What marks a line of an adapter example as host-receiver's, not the client's own code.
+HOST_RECEIVER_WORDS = ("host_receiver", "providers", "receiver", "registry", "_options(")
+
+
+@pytest.mark.parametrize("adapter", ["mcp1", "mcp2", "fastmcp"])
+def test_each_adapter_example_adds_at_most_five_lines_to_the_clients_code(adapter: str) -> None:
+    # The bound: "at most about five lines beyond the client's own code".
+    path = ROOT / "examples" / f"adapter_{adapter}.py"
+    source = path.read_text(encoding="utf-8")
+    docstring = ast.parse(source).body[0]
+    code = [line.split("#")[0] for line in source.splitlines()[docstring.end_lineno :]]
+    ours = [line.strip() for line in code if any(word in line for word in HOST_RECEIVER_WORDS)]
+    assert 3 <= len(ours) <= 5, ours
