@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
-from host_receiver.elicitation import FormSchema
+from host_receiver.elicitation import FormSchema, browser_ipv4
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,
@@ -210,9 +210,11 @@ class DeclineAll:
 def url_warnings(url: str, message: str) -> tuple[str, ...]:
     """What a person should be warned of before opening ``url`` (a URL the receiver accepted).
 
-    An IP address instead of a name, an internationalised (punycode or
-    non-ASCII) domain, a port that is not the scheme's own, http to a host that
-    is not this machine, and a message that names another domain. The warnings
+    An IP address instead of a name (also one only a browser reads as one,
+    ``http://2130706433/``, which :func:`~host_receiver.elicitation.check_url`
+    refuses before this), an internationalised (punycode or non-ASCII)
+    domain, a port that is not the scheme's own, http to a host that is not
+    this machine, and a message that names another domain. The warnings
     quote the URL's parts escaped (:func:`providers.safe_text`).
     """
     parts = urlsplit(url)
@@ -221,7 +223,8 @@ def url_warnings(url: str, message: str) -> tuple[str, ...]:
     warnings = []
     address = _ip_address(host)
     if address is not None:
-        warnings.append(f"The link goes to an IP address ({shown_host}), not to a named site.")
+        written = "" if host == str(address) else f", written {shown_host}"
+        warnings.append(f"The link goes to an IP address ({address}{written}), not to a named site.")
     elif any(label.startswith("xn--") for label in host.split(".")):
         warnings.append(f"The domain {shown_host!r} is internationalised (punycode); it may imitate another.")
     elif not host.isascii():
@@ -246,7 +249,12 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` is, as a browser reads it (``0x7f000001`` is 127.0.0.1 too)."""
     try:
         return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return browser_ipv4(host)
     except ValueError:
         return None
