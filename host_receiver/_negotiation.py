@@ -24,6 +24,9 @@ Compatibility"):
   client did not declare (-32021), end in an error naming what is missing.
 - The agreement is a property of the connection, found once (the spec's
   cache "for the lifetime of the server process or origin").
+- What a server wrote (its name, versions, error messages, capability names)
+  is quoted in these errors escaped and cut (:func:`providers.safe_text`):
+  a host shows them as they are.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from host_receiver.protocol.versions import (
 )
 from host_receiver.session import Session
 from host_receiver.transports.http import HttpStatusError
-from providers import safe_logger
+from providers import safe_id, safe_logger, safe_text
 
 __all__ = [
     "Agreement",
@@ -69,6 +72,8 @@ __all__ = [
 logger = safe_logger("host_receiver.connection")
 
 AUTO = "auto"
+#: The most characters of a server's text (an error message, a version list) quoted in an error.
+_QUOTED = 300
 
 
 class ProtocolError(HostReceiverError):
@@ -142,7 +147,9 @@ async def agree(
             if exc.code == MISSING_CAPABILITY:
                 raise _missing(session.name, "server/discover", exc) from None
             if exc.code == HEADER_MISMATCH:
-                raise ProtocolError(f"{session.name} refused this client's headers: {exc.message}") from None
+                raise ProtocolError(
+                    f"{session.name} refused this client's headers: {safe_text(exc.message, _QUOTED)}"
+                ) from None
             supported = _versions(exc.data)
             mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
             if mutual:
@@ -226,10 +233,13 @@ async def _initialize(
     try:
         init = InitializeResult.model_validate(result)
     except ValidationError as exc:
-        raise ProtocolError(f"{session.name} sent an invalid initialize result: {exc}") from None
+        raise ProtocolError(
+            f"{session.name} sent an invalid initialize result: {safe_text(exc, _QUOTED)}"
+        ) from None
     if init.protocol_version not in LEGACY_VERSIONS:
         raise UnsupportedProtocolVersion(
-            f"{init.server_info.name} wants MCP protocol version {init.protocol_version!r} in the "
+            f"{safe_text(init.server_info.name, 120)} wants MCP protocol version "
+            f"'{safe_id(init.protocol_version)}' in the "
             f"handshake; this client supports {', '.join(LEGACY_VERSIONS)} there"
         )
     return Agreement(
@@ -258,8 +268,9 @@ def _missing(server: str, method: str, error: RpcError) -> MissingCapability:
     required = error.data.get("requiredCapabilities") if isinstance(error.data, dict) else None
     required = required if isinstance(required, dict) else {}
     return MissingCapability(
-        f"{server} refused {method}: it needs the client capability {describe_capabilities(required)}, "
-        f"which this connection does not declare ({error.message})",
+        f"{server} refused {method}: it needs the client capability "
+        f"{safe_text(describe_capabilities(required), _QUOTED)}, "
+        f"which this connection does not declare ({safe_text(error.message, _QUOTED)})",
         required,
     )
 
@@ -279,7 +290,7 @@ def _versions(data: object) -> tuple[str, ...]:
 def _no_mutual_version(
     server: str, supported: tuple[str, ...], *, asked: str | None = None
 ) -> UnsupportedProtocolVersion:
-    theirs = ", ".join(supported) or "none it would name"
+    theirs = safe_text(", ".join(supported), _QUOTED) or "none it would name"
     ours = asked or ", ".join((*MODERN_VERSIONS, *LEGACY_VERSIONS))
     return UnsupportedProtocolVersion(
         f"{server} and this client share no MCP protocol version: it supports {theirs}; this client {ours}"
@@ -288,6 +299,6 @@ def _no_mutual_version(
 
 def _not_modern(server: str, version: str, answer: str) -> UnsupportedProtocolVersion:
     return UnsupportedProtocolVersion(
-        f"{server} does not speak MCP {version}: server/discover got {answer}. "
+        f"{server} does not speak MCP {version}: server/discover got {safe_text(answer, _QUOTED)}. "
         "It may be a legacy (initialize) server: use protocol 'auto' or '2025-11-25'"
     )
