@@ -9,6 +9,10 @@ server leaving, expiry) cancels the call, which must then close its prompt.
 Ready-made policies for hosts without a person at hand: :class:`AutoApprove`,
 :class:`DenyAll`, :class:`FillDefaults` and :class:`DeclineAll`. Without an
 explicit approver a host refuses sampling (the safe default).
+
+The views hand a person's interface what the server sent, unescaped: each
+view's docstring names its raw fields, which are shown through
+:func:`providers.safe_text` (the built-in terminal does so).
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ class SamplingRequestView:
     ``params`` are what will be sent: within the host's limits, so their
     ``maxTokens`` may be lower than the server asked (``requested_max_tokens``,
     and :attr:`clamped` says so).
+
+    Raw server text: ``params`` (messages, system prompt, stop sequences,
+    metadata, tool definitions) are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
     """
 
     server: str
@@ -88,7 +99,15 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class SamplingResultView:
-    """What the person is shown before a generated result goes back to the server."""
+    """What the person is shown before a generated result goes back to the server.
+
+    Raw server text: ``params`` are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
+    ``result`` is the model's answer (a backend's text: show it escaped too).
+    """
 
     server: str
     task_id: str | None
@@ -143,7 +162,15 @@ class DenyAll:
 
 @dataclass(frozen=True, slots=True)
 class FormView:
-    """A form to show: who asks, what for, the fields with their defaults."""
+    """A form to show: who asks, what for, the fields with their defaults.
+
+    Raw server text: ``message``, the ``schema``'s field names, titles,
+    descriptions, options and defaults, and ``values`` are what the server
+    sent, as it sent it (escape sequences, bidi controls, any length). Show
+    them through :func:`providers.safe_text` (``multiline=True`` for a message
+    body), never raw on a terminal or in a log. ``server`` is the name the host
+    gave the connection, and ``task_id`` this host's own.
+    """
 
     server: str
     task_id: str | None
@@ -157,7 +184,17 @@ class FormView:
 
 @dataclass(frozen=True, slots=True)
 class UrlView:
-    """A URL the server wants the person to open, and what to warn about."""
+    """A URL the server wants the person to open, and what to warn about.
+
+    Raw server text: ``message``, ``url`` (checked:
+    :func:`~host_receiver.elicitation.check_url`), :attr:`domain` and
+    ``elicitation_id`` are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
+    ``warnings`` are the host's own, already escaped.
+    """
 
     server: str
     task_id: str | None
