@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
-from host_receiver.elicitation import FormSchema, browser_ipv4
+from host_receiver._url_host import browser_ipv4
+from host_receiver.elicitation import FormSchema
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,

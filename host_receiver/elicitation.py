@@ -20,7 +20,7 @@
   read it), and no host that a browser reads as an IPv4 address unless it is
   written as one: the WHATWG URL parser takes ``2130706433``, ``0x7f000001``,
   ``0177.0.0.1``, ``127.1`` and ``127.0.0.1.`` for 127.0.0.1
-  (:func:`browser_ipv4`), so such a host is refused, naming the address, and
+  (:func:`host_receiver._url_host.browser_ipv4`), so such a host is refused, naming the address, and
   so is a host ending in a number that is no address (browsers refuse those
   URLs). Anything else is -32602 before a task exists; what only *might*
   mislead (an IP address written plainly, among others) is a warning of the
@@ -29,15 +29,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from host_receiver._url_host import browser_ipv4
 from host_receiver.protocol.errors import invalid_params
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
@@ -359,63 +358,6 @@ def check_url(url: str) -> None:
             f"url host {bounded(host)!r} is the IP address {address} written in a form a person cannot "
             f"read; write it as {address}"
         )
-
-
-def browser_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 address a browser reads ``host`` as, or None when it reads a domain name.
-
-    The WHATWG URL host parser: after the domain is mapped to ASCII (full-width
-    digits and dots become ASCII ones), a host whose last label is a number
-    (decimal, ``0x`` hex or ``0``-prefixed octal) is an IPv4 address of one to
-    four such numbers, the last filling the remaining bytes (``127.1`` is
-    127.0.0.1, ``2130706433`` too). Raises ValueError for a host that ends in
-    a number but is no address (a browser refuses the URL).
-    """
-    labels = _ascii_host(host).split(".")
-    if labels[-1] == "" and len(labels) > 1:
-        labels.pop()
-    if not _ends_in_number(labels[-1]):
-        return None
-    if len(labels) > 4:
-        raise ValueError(f"{host!r} has more than four numbers")
-    numbers = [_ipv4_number(label) for label in labels]
-    *first, last = numbers
-    if any(n > 255 for n in first) or last >= 256 ** (5 - len(numbers)):
-        raise ValueError(f"{host!r} has a number out of range")
-    value = last + sum(n * 256 ** (3 - i) for i, n in enumerate(first))
-    return ipaddress.IPv4Address(value)
-
-
-def _ascii_host(host: str) -> str:
-    """``host`` as the URL parser's domain-to-ASCII step maps it (compatibility forms, dots, case)."""
-    return unicodedata.normalize("NFKC", host).replace("\u3002", ".").lower()
-
-
-def _ends_in_number(label: str) -> bool:
-    """Whether a last label makes the URL parser read the host as IPv4 (digits, or a valid number)."""
-    if label.isascii() and label.isdigit():
-        return True
-    try:
-        _ipv4_number(label)
-    except ValueError:
-        return False
-    return True
-
-
-def _ipv4_number(label: str) -> int:
-    """One number of an IPv4 host: decimal, ``0x`` hex, or octal with a leading ``0``."""
-    if not label or not label.isascii():
-        raise ValueError(f"{label!r} is not a number")
-    digits, radix = label, 10
-    if label[:2] in ("0x", "0X"):
-        digits, radix = label[2:], 16
-    elif len(label) > 1 and label[0] == "0":
-        digits, radix = label[1:], 8
-    if not digits:
-        return 0
-    if not digits.isalnum():  # int() would take "+1", "1_0" and spaces
-        raise ValueError(f"{label!r} is not a number")
-    return int(digits, radix)
 
 
 def check_request(

@@ -3,7 +3,8 @@
 Rules:
 
 * Location: the ``path`` argument, else ``$HOST_RECEIVER_CONFIG``, else
-  ``config.toml`` in the platform's user config directory (``platformdirs``).
+  ``config.toml`` in host-receiver's directory of the user's config directory
+  (:func:`~providers._paths.user_config_dir`).
   A missing file is an empty configuration.
 * API keys are never read from or written to this file: a key-like entry
   (``api_key``, ``key``, ``token``, ``secret``, ``password``) is an error that
@@ -64,11 +65,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import platformdirs
-
 from ._contract import ModelInfo
 from ._errors import ConfigError
 from ._limits import SamplingLimits
+from ._paths import user_config_dir
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -140,7 +140,7 @@ def config_path(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     env = os.environ if environ is None else environ
     if env.get(CONFIG_ENV):
         return Path(env[CONFIG_ENV])
-    return platformdirs.user_config_path("host-receiver", appauthor=False) / "config.toml"
+    return user_config_dir() / "config.toml"
 
 
 def load_config(path: Path) -> Config:

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28), client side, on httpx.
 
-(About 500 lines, one idea: the POST answers, the GET stream and their
+(About 550 lines, one idea: the POST answers, the GET stream and their
 resumption share one cursor and failure model.)
 
 A request whose ``_meta`` carries a protocol version is a 2026-07-28
@@ -62,6 +62,7 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.jsonrpc import (
@@ -84,13 +85,7 @@ from host_receiver.transports._mirror import (
     tool_header_paths,
 )
 from host_receiver.transports._sse import read_events
-from host_receiver.transports.base import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    MessageStream,
-    Transport,
-    TransportError,
-    background_task_group,
-)
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport, TransportError
 from providers import safe_logger, safe_text
 
 __all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
@@ -265,6 +260,10 @@ class _HttpStream(MessageStream):
                     self._tool_headers.pop(name, None)
             accepted.append(tool)
         return accepted
+
+    def silence_means_legacy(self) -> bool:
+        """No: a legacy server answers a request it does not take with an error status."""
+        return False
 
     # --- POST ------------------------------------------------------------------
 

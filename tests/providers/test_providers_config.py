@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ntpath
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keyring
 import keyring.backends.fail
+import platformdirs.macos
+import platformdirs.unix
+import platformdirs.windows
 import pytest
 
 from host_receiver.protocol.types import CreateMessageRequestParams
@@ -26,7 +31,9 @@ from providers import (
     load_config,
     save_config,
     store_key,
+    user_config_dir,
 )
+from providers._paths import written_out_config_dir
 from tests.fake_openai import FakeOpenAI
 from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
 
@@ -87,6 +94,49 @@ def test_config_path_argument_then_environment_then_platform(tmp_path: Path) -> 
     assert config_path(None, {CONFIG_ENV: "/elsewhere.toml"}) == Path("/elsewhere.toml")
     default = config_path(None, {})
     assert default.name == "config.toml" and "host-receiver" in str(default)
+
+
+PLATFORMDIRS = {
+    "linux": platformdirs.unix.Unix,
+    "darwin": platformdirs.macos.MacOS,
+    "win32": platformdirs.windows.Windows,
+}
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ"),
+    [
+        ("linux", {}),
+        ("linux", {"XDG_CONFIG_HOME": "/xdg/config"}),
+        ("linux", {"XDG_CONFIG_HOME": "relative/config"}),
+        ("darwin", {}),
+        ("darwin", {"XDG_CONFIG_HOME": "/xdg/config"}),
+        ("win32", {"LOCALAPPDATA": r"C:\Users\me\AppData\Local"}),
+    ],
+    ids=lambda v: str(v) if isinstance(v, str) else ",".join(v) or "no-variables",
+)
+def test_without_platformdirs_the_config_dir_is_the_one_platformdirs_gives(
+    platform: str, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library alone (no [cli] extra) keeps its files where the CLI's platformdirs does."""
+    monkeypatch.setenv("HOME", "/home/me")
+    for name in ("XDG_CONFIG_HOME", "LOCALAPPDATA", "WIN_PD_OVERRIDE_LOCAL_APPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    # Off Windows, platformdirs can only read the folder from the environment, as the rule does.
+    windows = platformdirs.windows
+    monkeypatch.setattr(windows, "_RESOLVE_WIN_FOLDER", windows.get_win_folder_from_env_vars)
+    expected = PLATFORMDIRS[platform]("host-receiver", appauthor=False).user_config_dir
+    if platform == "win32":
+        expected = ntpath.normpath(expected)  # platformdirs joins with this OS's separator
+    assert written_out_config_dir(platform, environ, "/home/me") == expected
+
+
+def test_the_default_paths_are_the_same_without_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_it = (user_config_dir(), config_path(None, {}))
+    monkeypatch.setitem(sys.modules, "platformdirs", None)  # as if not installed
+    assert (user_config_dir(), config_path(None, {})) == with_it
 
 
 # (case, TOML text, words the error must contain)

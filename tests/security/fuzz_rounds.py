@@ -97,8 +97,10 @@ class _Maker:
         requests = {self.key(): self.entry() for _ in range(rng.choice([0, 1, 1, 1, 2, 3]))}
         result: dict[str, Any] = {"resultType": "input_required"}
         state = self.state()
-        if requests or state is None:
-            result["inputRequests"] = requests
+        if not requests and state is None:
+            state = ""  # a round needs one of them: an empty state is one (an empty map is not)
+        if requests or rng.random() < 0.3:
+            result["inputRequests"] = requests  # an empty map beside a state is allowed
         if state is not None:
             result["requestState"] = state
         return result
@@ -223,6 +225,9 @@ class _Maker:
                 ({**base, "requestState": {"s": EVIL}}, ("requestState must be a string",)),
                 ({**base, "requestState": 1e308}, ("requestState must be a string",)),
                 (base, ("needs inputRequests or requestState",)),
+                ({**base, "inputRequests": {}}, ("it has neither (its inputRequests is empty)",)),
+                ({**base, "inputRequests": None, "requestState": "s"}, ("inputRequests must be an object",)),
+                ({**base, "requestState": None}, ("requestState must be a string, not null",)),
                 ({"resultType": EVIL * 100, "content": []}, ("is not one this client knows",)),
             ]
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from tests.security.fuzz_rounds_run import run
 
 #: A seed whose first ten calls end in every way a call can end.
-SEED = 5
+SEED = 78
 
 
 def test_every_call_ends_in_a_result_or_a_clear_error_and_echoes_the_state_byte_for_byte() -> None:
