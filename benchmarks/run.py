@@ -67,7 +67,7 @@ def scenarios(smoke: bool) -> list[Scenario]:
     return [
         Scenario("latency", deadline=120, repeated=True),
         Scenario("scale", deadline=200, repeated=True),
-        Scenario("memory", deadline=120, traced=True),
+        Scenario("memory", deadline=400, traced=True),
         Scenario("slow", delay=1.0, deadline=60),
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
     ]
