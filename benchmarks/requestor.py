@@ -27,6 +27,7 @@ Scenarios (sizes in :data:`SIZES`): ``latency``, ``scale``, ``memory``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -155,8 +156,7 @@ class Wire:
     async def receive(self) -> Message:
         while not self._lines:
             await self._fill()
-        message: Message = json.loads(self._lines.popleft())
-        return message
+        return self.take()
 
     def receive_blocking(self) -> Message:
         """The next message, blocking the whole process until it comes.
@@ -171,6 +171,17 @@ class Wire:
                     self._split(os.read(self.rfd, 1 << 20))
             finally:
                 os.set_blocking(self.rfd, False)
+        return self.take()
+
+    def read_available(self) -> bool:
+        """Read what the pipe holds now, without waiting; whether a whole message is ready."""
+        if not self._lines:
+            with contextlib.suppress(BlockingIOError):
+                self._split(os.read(self.rfd, 1 << 20))
+        return bool(self._lines)
+
+    def take(self) -> Message:
+        """The next whole message already read."""
         message: Message = json.loads(self._lines.popleft())
         return message
 
@@ -309,7 +320,14 @@ class Requestor:
             self.notifications[method] = self.notifications.get(method, 0) + 1
 
     async def call(self, method: str, params: Message | None = None) -> tuple[int, Message]:
-        """One request, answered before anything else is sent: (latency ns, answer)."""
+        """One request, answered before anything else is sent: (latency ns, answer).
+
+        What the receiver sent before (status notifications of earlier tasks)
+        is read and handled first, so that the timed round trip holds only the
+        request and its answer.
+        """
+        while self.wire.read_available():
+            await self._other(self.wire.take())
         request_id = self.next_id()
         data = encode(request_id, method, params)
         start = time.perf_counter_ns()
