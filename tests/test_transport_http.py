@@ -207,3 +207,12 @@ async def test_notify_soon_posts_every_message_side_by_side(server: StreamableHt
         )
     sent = [m["params"]["data"] for m in server.received if m.get("method") == "notifications/message"]
     assert sorted(sent) == list(range(20))  # every one arrived (posts run side by side)
+
+
+async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        for n in range(5):
+            await conn.session.notify("notifications/message", {"level": "info", "data": n})
+    ports = [r.port for r in server.requests if r.rpc_method == "notifications/message"]
+    assert len(ports) == 5
+    assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool

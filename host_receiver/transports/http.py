@@ -253,10 +253,17 @@ class _HttpStream(MessageStream):
     # --- POST ------------------------------------------------------------------
 
     async def _post_one_way(self, body: bytes) -> None:
-        """POST a notification or a response; the server answers 202."""
+        """POST a notification or a response; the server answers 202.
+
+        A short body of known length (the 202's, usually empty) is read to its
+        end, so that the connection goes back to the pool for the next post;
+        any other is left unread and its connection closed.
+        """
         try:
             async with self._open("POST", body=body) as response:
                 await self._check(response)
+                if _short_body(response):
+                    await response.aread()
         except httpx.HTTPError as exc:
             raise TransportError(f"POST to {self._config.url} failed: {exc or type(exc).__name__}") from exc
 
@@ -538,6 +545,11 @@ class _HttpStream(MessageStream):
 def _content_type(response: httpx.Response) -> str:
     content_type = str(response.headers.get("content-type", ""))
     return content_type.partition(";")[0].strip().lower()
+
+
+def _short_body(response: httpx.Response) -> bool:
+    length = response.headers.get("content-length", "")
+    return length.isdigit() and int(length) <= _MAX_ERROR_BODY
 
 
 def _decode(data: bytes | str) -> Message | InvalidMessage:
