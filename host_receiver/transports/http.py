@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import anyio
@@ -455,7 +456,12 @@ class _HttpStream(MessageStream):
             headers["last-event-id"] = last_event_id
         if extra:
             headers.update(extra)
-        return self._client.stream(method, self._config.url, content=body, headers=headers)
+        return self._client.stream(method, self._endpoint, content=body, headers=headers)
+
+    @cached_property
+    def _endpoint(self) -> httpx.URL:
+        """The endpoint, parsed once (httpx parses a string URL again for every request)."""
+        return httpx.URL(self._config.url)
 
     async def _read_events(
         self, response: httpx.Response, cursor: _Cursor, *, answer_to: RequestId | None
