@@ -47,6 +47,7 @@ import socket
 import sys
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -56,6 +57,7 @@ import h11
 from benchmarks.loopback import Socket
 from benchmarks.requestor import (
     DONE_TEXT,
+    SIZES,
     Message,
     ReceiverGone,
     Requestor,
@@ -67,6 +69,35 @@ from benchmarks.requestor import (
 
 FRAMINGS = ("json", "sse")
 SCENARIOS = ("latency", "scale")
+#: Every answer over HTTP is a POST, so the full size is smaller than on stdio where it would
+#: only spend the time budgets: 1,000 sequential requests, 10,000 pipelined gets, 1,000
+#: samples per scale level, and a store filled for up to 240 s at 100 creates/s or more.
+HTTP_SIZES = {
+    "full": replace(
+        SIZES["full"],
+        warmup=200,
+        sequential=1000,
+        list_calls=200,
+        pipelined_creates=2000,
+        pipelined_gets=10_000,
+        scale_samples=1000,
+        fill_budget_s=240.0,
+        fill_min_rate=100.0,
+        phase_budget_s=20.0,
+    ),
+    # Five receivers run side by side in the smoke run (CI): a few requests each.
+    "smoke": replace(
+        SIZES["smoke"],
+        warmup=5,
+        sequential=30,
+        list_calls=5,
+        pipelined_creates=50,
+        pipelined_gets=100,
+        scale_levels=(50, 200),
+        scale_samples=20,
+        fill_min_rate=1.0,
+    ),
+}
 PATH = b"/mcp"
 TOOL = "benchmark"
 PROTOCOL_VERSION = "2025-11-25"
@@ -333,7 +364,7 @@ async def run(args: argparse.Namespace) -> Results:
             line = await anyio.to_thread.run_sync(sys.stdin.readline)
             if not line.strip().isdigit():
                 sys.exit("http_requestor: expected the receiver's pid on stdin")
-            results = await measure(HttpRequestor(endpoint, int(line)), args)
+            results = await measure(HttpRequestor(endpoint, int(line)), args, HTTP_SIZES)
             results["framing"] = args.framing
             group.cancel_scope.cancel()
     finally:

@@ -722,8 +722,8 @@ async def run(args: argparse.Namespace) -> Results:
     return await measure(Requestor(Wire(), os.getppid()), args)
 
 
-async def measure(requestor: Requestor, args: argparse.Namespace) -> Results:
-    """Handshake, ``args.scenario`` and the closing notice on ``requestor``; the measurements."""
+async def measure(requestor: Requestor, args: argparse.Namespace, sizes: dict[str, Sizes] = SIZES) -> Results:
+    """Handshake, ``args.scenario`` (at ``sizes[args.size]``) and the closing notice; the measurements."""
     out: Results = {"scenario": args.scenario, "size": args.size, "receiver_pid": requestor.receiver_pid}
     out["receiver_cmdline"] = cmdline(requestor.receiver_pid)
     try:
@@ -731,7 +731,7 @@ async def measure(requestor: Requestor, args: argparse.Namespace) -> Results:
             await requestor.handshake()
             out["client_capabilities"] = requestor.client_capabilities
             out["rss_after_handshake"] = rss_bytes(requestor.receiver_pid)
-            out["results"] = await SCENARIOS[args.scenario](requestor, SIZES[args.size], args)
+            out["results"] = await SCENARIOS[args.scenario](requestor, sizes[args.size], args)
             out["notifications"] = requestor.notifications
             await requestor.finish()
     except (ReceiverGone, TimeoutError, OSError) as exc:
