@@ -174,9 +174,9 @@ async def wait_then_cancel(process: anyio.abc.Process, scope: anyio.CancelScope,
 
 @contextmanager
 def log_files(*paths: Path) -> Iterator[list[BinaryIO]]:
-    """``paths`` opened for writing, for a process's stderr."""
+    """``paths`` opened for appending (every round of a run), for a process's stderr."""
     with ExitStack() as stack:
-        yield [stack.enter_context(path.open("wb")) for path in paths]
+        yield [stack.enter_context(path.open("ab")) for path in paths]
 
 
 async def read_line(stream: anyio.abc.ByteReceiveStream) -> str:

@@ -28,6 +28,14 @@ const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js')
 const { CreateMessageRequestSchema, LoggingMessageNotificationSchema } = await load('types.js');
 const { InMemoryTaskStore } = await load('experimental/tasks/index.js');
 
+// A crash ends with one line saying why (the driver reports a receiver's last stderr line).
+const die = error => {
+  console.error(`ts_receiver: ${error?.stack ?? error}`.split('\n').slice(0, 3).join(' | '));
+  process.exit(1);
+};
+process.on('uncaughtException', die);
+process.on('unhandledRejection', die);
+
 const argv = process.argv.slice(2);
 const split = argv.indexOf('--');
 const options = split < 0 ? argv : argv.slice(0, split);
