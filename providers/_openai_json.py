@@ -1,8 +1,9 @@
-"""The chat-completions reply read from its raw JSON, without the ``openai`` response models (pure, no I/O).
+"""The chat-completions reply read from its raw bytes, without the ``openai`` response models (pure, no I/O).
 
-The provider asks the ``openai`` client for the parsed JSON (``cast_to=object``,
-``AsyncStream[object]``): building the client's pydantic models for every reply
-and every streamed chunk costs more CPU than the HTTP exchange itself.
+The provider asks the ``openai`` client for the raw HTTP response
+(``cast_to=httpx.Response``) and reads it here: the client's response models,
+its ``AsyncStream`` and its event decoder cost more CPU per call than the HTTP
+exchange itself (docs/performance.md, "The provider call, stage by stage").
 
 Rules:
 
@@ -12,34 +13,31 @@ Rules:
 * Reading is as lenient as the models' construction: a field that is missing,
   ``null`` or of another type reads as absent. A tool call without a ``type``
   is taken as a function call; one of another type (``custom``) is skipped.
-* A reply with no choices, or that is not JSON, is a :class:`ProviderError`
-  (JSON sent as another content type is still read); so is a stream in which
+* A reply with no choices is a :class:`ProviderError`; so is a stream in which
   no chunk had the choice of index 0 (it is not an empty answer). Streamed
-  choices other than index 0 are ignored.
-* In-stream error events never reach this module: the client raises them.
+  choices other than index 0 are ignored. A body is JSON whatever its content
+  type says; one that is not raises ``json.JSONDecodeError`` (orjson's, which
+  says where).
+* :class:`EventStream` splits a ``text/event-stream`` body into the data of
+  its events, as the ``openai`` client's decoder does: lines end with LF,
+  CR LF or CR, an empty line ends an event, ``data`` lines are joined by LF,
+  comments and other fields are skipped. The provider
+  stops at ``[DONE]`` and raises an event whose JSON has an ``error`` as the
+  client would (``openai.APIError``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._errors import ProviderError
 from ._openai_wire import Reply, ToolCallBuffer
 
-__all__ = ["StreamFold", "completion_reply"]
+__all__ = ["EventStream", "StreamFold", "completion_reply"]
 
 
 def completion_reply(data: object) -> Reply:
-    """The :class:`Reply` of a non-streamed completion.
-
-    The client hands over JSON sent with another content type as text; it is parsed here.
-    """
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            raise ProviderError("the backend's reply is not JSON") from None
+    """The :class:`Reply` of a non-streamed completion (its parsed JSON)."""
     choices = _list(_get(data, "choices"))
     if not choices:
         raise ProviderError("the backend returned no choices")
@@ -58,6 +56,40 @@ def completion_reply(data: object) -> Reply:
         finish_reason=_optional_str(_get(choice, "finish_reason")),
         matched_stop=_get(choice, "stop_reason"),
     )
+
+
+class EventStream:
+    """The data of each server-sent event, from the body's bytes as they arrive."""
+
+    def __init__(self) -> None:
+        self._rest = b""  # an unfinished line
+        self._data: list[bytes] = []  # the data lines of the event being read
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The data of the events that ``chunk`` completes."""
+        lines = (self._rest + chunk if self._rest else chunk).splitlines(keepends=True)
+        # A last line without its end waits for more; so does one ending in CR, whose LF may follow.
+        self._rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        return self._events(lines)
+
+    def end(self) -> list[bytes]:
+        """The body ended: a line held for a LF after its CR was complete (an unfinished event is dropped)."""
+        rest, self._rest = self._rest, b""
+        return self._events([rest]) if rest.endswith(b"\r") else []
+
+    def _events(self, lines: list[bytes]) -> list[bytes]:
+        events: list[bytes] = []
+        data = self._data
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if not line:
+                if data:
+                    events.append(b"\n".join(data))
+                    data.clear()
+            elif line.startswith(b"data:"):
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            # Comments (":..."), "event", "id" and "retry" lines say nothing the provider uses.
+        return events
 
 
 class StreamFold:

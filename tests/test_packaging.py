@@ -60,9 +60,18 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
         text=True,
     )
     probe = (
-        "import importlib.util, host_receiver, providers, host_receiver.testing\n"
+        "import importlib, importlib.util, host_receiver, providers, host_receiver.testing\n"
         "assert importlib.util.find_spec('prompt_toolkit') is None\n"
         "assert importlib.util.find_spec('tomli_w') is None\n"
+        "assert importlib.util.find_spec('platformdirs') is None\n"
+        "assert providers.config_path().name == 'config.toml'\n"
+        "for path in ('host_receiver.terminal', 'host_receiver.cli.terminal'):\n"
+        "    try:\n"
+        "        importlib.import_module(path)\n"
+        "    except ImportError as error:\n"
+        "        assert \"pip install 'host-receiver[cli]'\" in str(error), error\n"
+        "    else:\n"
+        "        raise AssertionError(path + ' imported without prompt_toolkit')\n"
         "print(host_receiver.__file__)\n"
     )
     done = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
@@ -76,3 +85,55 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
     )
     assert asked.returncode == 2
     assert "pip install 'host-receiver[cli]'" in asked.stderr
+
+
+#: Packages host_receiver.auth imports directly, so pyproject.toml must name each with a floor.
+AUTH_PACKAGES = ("authlib", "joserfc", "cryptography")
+
+
+def _floors() -> dict[str, str]:
+    """The ``name>=version`` floors of pyproject.toml's dependencies."""
+    import tomllib
+
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        dependencies = tomllib.load(handle)["project"]["dependencies"]
+    floors = {}
+    for requirement in dependencies:
+        name, sep, version = requirement.partition(">=")
+        if sep:
+            floors[name.strip().lower()] = version.strip()
+    return floors
+
+
+def test_the_declared_floors_of_the_auth_dependencies_sign_private_key_jwts(tmp_path: Path) -> None:
+    """The oldest authlib, joserfc and cryptography pyproject.toml allows run the private_key_jwt flow.
+
+    Those three versions are installed on their own (no dependencies) in front of the
+    venv's, and the flow tests for EC, Ed25519 and RSA keys run against them.
+    """
+    floors = _floors()
+    assert set(AUTH_PACKAGES) <= floors.keys(), f"pyproject.toml names no floor for some of {AUTH_PACKAGES}"
+    pins = [f"{name}=={floors[name]}" for name in AUTH_PACKAGES]
+    target = tmp_path / "floors"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    installed = subprocess.run(
+        [*pip, "--target", str(target), *pins],
+        capture_output=True,
+        text=True,
+    )
+    assert installed.returncode == 0, installed.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
+    probe = f"import importlib.metadata as m; print(' '.join(m.version(n) for n in {AUTH_PACKAGES!r}))"
+    versions = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert versions.stdout.split() == [floors[name] for name in AUTH_PACKAGES], versions.stderr
+    tests = [str(ROOT / "tests" / "auth" / "test_flow.py"), "-k", "private_key_jwt"]
+    flow = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert flow.returncode == 0, flow.stdout[-4000:] + flow.stderr[-2000:]
+    assert "6 passed" in flow.stdout

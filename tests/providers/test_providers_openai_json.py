@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from providers import ProviderError
-from providers._openai_json import StreamFold, completion_reply
+from providers._openai_json import EventStream, StreamFold, completion_reply
 from providers._openai_wire import Reply, ToolCallBuffer
 
 
@@ -81,3 +81,21 @@ def test_stream_fold_text_refusal_tool_calls_usage_and_other_choices() -> None:
     refusing = StreamFold()
     assert refusing.add({"choices": [{"index": 0, "delta": {"content": None, "refusal": "No."}}]})
     assert refusing.reply().text == "No."
+
+
+BODY = b'data: {"a": 1}\n\n: a comment\nevent: message\nid: 7\ndata: two\ndata:lines\n\ndata: [DONE]\n\n'
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+@pytest.mark.parametrize("size", [1, 2, 5, len(BODY)])
+def test_event_stream_whatever_the_line_ends_and_wherever_the_body_is_cut(newline: bytes, size: int) -> None:
+    body = BODY.replace(b"\n", newline)
+    events = EventStream()
+    data = [d for start in range(0, len(body), size) for d in events.feed(body[start : start + size])]
+    assert data + events.end() == [b'{"a": 1}', b"two\nlines", b"[DONE]"]
+
+
+def test_event_stream_drops_an_unfinished_event_at_the_end() -> None:
+    events = EventStream()
+    assert events.feed(b"data: one\n\ndata: cut") == [b"one"]
+    assert events.end() == []

@@ -182,7 +182,9 @@ async def test_a_faulty_backend_fails_the_task_with_a_diagnostic(
     fake.queue(reply)
     routes = registry(fake, SamplingLimits(max_reply_chars=4_000))
     async with routes, connect(Receiver(sampling=SamplingService(routes, AutoApprove()))) as server:
-        task_id = await server.create_task("sampling/createMessage", sampling_params("Hi"))
+        # The requestor asks for progress, so the call streams (the scripted faults are streams).
+        params = sampling_params("Hi", _meta={"progressToken": "faults"})
+        task_id = await server.create_task("sampling/createMessage", params)
         error = await server.error("tasks/result", {"taskId": task_id})
         task = await server.request("tasks/get", {"taskId": task_id})
     assert task["status"] == "failed"

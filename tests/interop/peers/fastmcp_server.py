@@ -30,11 +30,9 @@ stdout once the socket accepts. Logs go to stderr only. The env variable
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Mapping
@@ -47,7 +45,7 @@ os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
 
 import anyio
 import mcp_types as types
-from _loopback import serve_on_loopback
+from _loopback import run_peer, serve_on_loopback
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tasks import TaskConfig
@@ -340,19 +338,11 @@ async def serve_http(port: int, stateless: bool) -> None:
 
 
 def main() -> None:
-    global TRANSPORT
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--port", type=int, default=None, help="Streamable HTTP port (0 = free)")
-    parser.add_argument(
-        "--http", choices=("stateful", "stateless"), default="stateful", help="legacy HTTP session mode"
-    )
-    args = parser.parse_args()
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    if args.port is None:
-        anyio.run(lambda: mcp.run_stdio_async(show_banner=False))
-    else:
-        TRANSPORT = f"http-{args.http}"
-        anyio.run(serve_http, args.port, args.http == "stateless")
+    def serving(transport: str) -> None:
+        global TRANSPORT
+        TRANSPORT = transport
+
+    run_peer(__doc__ or "", lambda: mcp.run_stdio_async(show_banner=False), serve_http, serving)
 
 
 if __name__ == "__main__":
