@@ -46,30 +46,12 @@ def task(task_id: str, status: str = "working") -> dict[str, Any]:
 PAGE = {"tasks": [task(f"canned-{i}") for i in range(10)], "nextCursor": "canned-9"}
 
 
-class Echo:
-    """Canned answers, written straight into the child's stdin pipe."""
+class Canned:
+    """The canned answer to each request; task ids carry their creation time."""
 
-    def __init__(self, stdin: int, delay: float) -> None:
-        os.set_blocking(stdin, False)
-        self.stdin = stdin
+    def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
-        self.lock = anyio.Lock()  # held only by a write that found the pipe full
         self.ids = itertools.count()
-
-    async def write(self, data: bytes) -> None:
-        if not self.lock.locked():
-            try:
-                written = os.write(self.stdin, data)
-            except BlockingIOError:
-                written = 0
-            if written == len(data):
-                return
-            data = data[written:]
-        async with self.lock:
-            while data:
-                await anyio.wait_writable(self.stdin)
-                with contextlib.suppress(BlockingIOError):
-                    data = data[os.write(self.stdin, data) :]
 
     def answer(self, request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "sampling/createMessage":
@@ -91,6 +73,31 @@ class Echo:
             return 0.0
         created_ns = int(str(params.get("taskId", "0-0")).rpartition("-")[2] or 0)
         return max(0.0, created_ns / 1e9 + self.delay - time.monotonic())
+
+
+class Echo(Canned):
+    """Canned answers, written straight into the child's stdin pipe."""
+
+    def __init__(self, stdin: int, delay: float) -> None:
+        super().__init__(delay)
+        os.set_blocking(stdin, False)
+        self.stdin = stdin
+        self.lock = anyio.Lock()  # held only by a write that found the pipe full
+
+    async def write(self, data: bytes) -> None:
+        if not self.lock.locked():
+            try:
+                written = os.write(self.stdin, data)
+            except BlockingIOError:
+                written = 0
+            if written == len(data):
+                return
+            data = data[written:]
+        async with self.lock:
+            while data:
+                await anyio.wait_writable(self.stdin)
+                with contextlib.suppress(BlockingIOError):
+                    data = data[os.write(self.stdin, data) :]
 
     async def answer_later(self, seconds: float, data: bytes) -> None:
         await anyio.sleep(seconds)

@@ -3,7 +3,10 @@
 ``embedded.py [--provider NAME] [--model ID] [--probe-fifo PATH] -- COMMAND [ARG...]``
 builds ``Host(Receiver(...))`` with ``SamplingService(build_registry(...),
 AutoApprove())``, connects to the requestor over stdio and serves it until it
-goes away. The limits are raised to the load the suite generates, and the
+goes away. With ``--url URL`` instead of a command it connects over
+Streamable HTTP (``Host.connect_url``), and with ``--call TOOL`` it then calls
+TOOL once (``ServerConnection.call_tool``) and exits when the call returns.
+The limits are raised to the load the suite generates, and the
 garbage collector is tuned (``tune_gc_for_serving``), as a host that expects
 thousands of tasks would do. With ``--probe-fifo`` it runs
 tracemalloc and, on SIGUSR1, writes its traced memory as one JSON line to the
@@ -57,7 +60,13 @@ async def serve(args: argparse.Namespace, command: Sequence[str]) -> None:
     async with registry, Host(receiver) as host, anyio.create_task_group() as group:
         if args.probe_fifo:
             group.start_soon(answer_probes, args.probe_fifo)
-        server = await host.connect_stdio("requestor", command[0], command[1:])
+        if args.url:
+            server = await host.connect_url("requestor", args.url)
+        else:
+            server = await host.connect_stdio("requestor", command[0], command[1:])
+        if args.call:
+            await server.call_tool(args.call)
+            await server.close()
         await server.wait_closed()
         if server.error is not None:
             print(f"embedded: connection ended with {server.error!r}", file=sys.stderr)
@@ -69,11 +78,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--provider", default="echo")
     parser.add_argument("--model")
     parser.add_argument("--probe-fifo", help="run tracemalloc and answer SIGUSR1 on this FIFO")
+    parser.add_argument("--url", help="the requestor's Streamable HTTP endpoint (instead of a command)")
+    parser.add_argument("--call", metavar="TOOL", help="with --url: call TOOL once, then exit")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("give the requestor command after --")
+    if bool(command) == bool(args.url):
+        parser.error("give the requestor command after --, or --url")
     if args.probe_fifo:
         tracemalloc.start()
     tune_gc_for_serving()  # what a host that expects thousands of tasks does (docs/performance.md)

@@ -6,6 +6,7 @@ receiver is this process's parent: resident memory and CPU time are read from
 ``notifications/initialized``, runs one scenario, writes its measurements as
 JSON to ``--out``, sends ``notifications/message`` with ``"benchmark done"``
 (the cue for receivers that do not notice a closed pipe) and exits.
+:mod:`benchmarks.http_requestor` runs the same scenarios over Streamable HTTP.
 
 Rules:
 - Sequential phases read their own answers with a blocking read: no helper
@@ -37,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -158,6 +159,10 @@ class Wire:
             await self._fill()
         return self.take()
 
+    async def receive_sequential(self) -> Message:
+        """The next message on the timed sequential path (here: :meth:`receive_blocking`)."""
+        return self.receive_blocking()
+
     def receive_blocking(self) -> Message:
         """The next message, blocking the whole process until it comes.
 
@@ -276,12 +281,25 @@ class Batch:
             self.done.set()
 
 
+class MessageWire(Protocol):
+    """What a requestor needs of its connection: :class:`Wire` here, an HTTP one elsewhere."""
+
+    async def send(self, data: bytes) -> None:
+        """Send JSON lines (one message per line), in one write where the medium allows."""
+
+    async def receive(self) -> Message:
+        """The next message from the receiver."""
+
+    async def receive_sequential(self) -> Message:
+        """The next message, on the timed sequential path (the cheapest wait the wire has)."""
+
+
 class Requestor:
     """The server side of the connection: handshake, then calls and batches."""
 
-    def __init__(self, wire: Wire) -> None:
+    def __init__(self, wire: MessageWire, receiver_pid: int) -> None:
         self.wire = wire
-        self.receiver_pid = os.getppid()
+        self.receiver_pid = receiver_pid
         self.notifications: dict[str, int] = {}
         self.client_capabilities: Message = {}
         self._ids = 0
@@ -333,7 +351,7 @@ class Requestor:
         start = time.perf_counter_ns()
         await self.wire.send(data)
         while True:
-            message = self.wire.receive_blocking()
+            message = await self.wire.receive_sequential()
             if message.get("id") == request_id and "method" not in message:
                 return time.perf_counter_ns() - start, message
             await self._other(message)
@@ -756,7 +774,11 @@ SCENARIOS: dict[str, Callable[[Requestor, Sizes, argparse.Namespace], Awaitable[
 
 
 async def run(args: argparse.Namespace) -> Results:
-    requestor = Requestor(Wire())
+    return await measure(Requestor(Wire(), os.getppid()), args)
+
+
+async def measure(requestor: Requestor, args: argparse.Namespace, sizes: dict[str, Sizes] = SIZES) -> Results:
+    """Handshake, ``args.scenario`` (at ``sizes[args.size]``) and the closing notice; the measurements."""
     out: Results = {"scenario": args.scenario, "size": args.size, "receiver_pid": requestor.receiver_pid}
     out["receiver_cmdline"] = cmdline(requestor.receiver_pid)
     try:
@@ -764,7 +786,7 @@ async def run(args: argparse.Namespace) -> Results:
             await requestor.handshake()
             out["client_capabilities"] = requestor.client_capabilities
             out["rss_after_handshake"] = rss_bytes(requestor.receiver_pid)
-            out["results"] = await SCENARIOS[args.scenario](requestor, SIZES[args.size], args)
+            out["results"] = await SCENARIOS[args.scenario](requestor, sizes[args.size], args)
             out["notifications"] = requestor.notifications
             await requestor.finish()
     except (ReceiverGone, TimeoutError, OSError) as exc:
@@ -772,17 +794,26 @@ async def run(args: argparse.Namespace) -> Results:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+def options(description: str, scenarios: Sequence[str]) -> argparse.ArgumentParser:
+    """The command line every requestor takes (scenario, size, output, deadline)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--scenario", choices=scenarios, required=True)
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
     parser.add_argument("--out", required=True, help="where to write the JSON measurements")
     parser.add_argument("--deadline", type=float, default=300.0, help="give up after this many seconds")
+    return parser
+
+
+def save(results: Results, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(results, out, indent=1)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = options(__doc__.splitlines()[0], sorted(SCENARIOS))
     parser.add_argument("--probe-fifo", help="FIFO on which an embedded receiver reports tracemalloc")
     args = parser.parse_args(argv)
-    results = anyio.run(run, args)
-    with open(args.out, "w", encoding="utf-8") as out:
-        json.dump(results, out, indent=1)
+    save(anyio.run(run, args), args.out)
 
 
 if __name__ == "__main__":

@@ -30,19 +30,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.abc
 
 from benchmarks.requestor import SIZES
 from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, render
@@ -66,6 +69,18 @@ class Scenario:
     traced: bool = False
     #: Run every receiver ``--rounds`` times, interleaved, and report medians.
     repeated: bool = False
+    #: Over Streamable HTTP in this framing (``json`` or ``sse``), running ``requestor`` there.
+    framing: str | None = None
+    requestor: str = ""
+
+    @property
+    def runs(self) -> str:
+        """The requestor's scenario."""
+        return self.requestor or self.name
+
+    def chosen(self, names: Sequence[str]) -> bool:
+        """Named in ``names`` (an HTTP scenario also by its name without the framing)."""
+        return self.name in names or (self.framing is not None and self.name.rpartition("-")[0] in names)
 
 
 def scenarios(smoke: bool) -> list[Scenario]:
@@ -75,7 +90,125 @@ def scenarios(smoke: bool) -> list[Scenario]:
         Scenario("memory", deadline=400, traced=True),
         Scenario("slow", delay=1.0, deadline=180),  # httpx's pool takes about a minute (cli+httpx)
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
+        *http_scenarios(),
     ]
+
+
+# --- Streamable HTTP (docs/performance.md, "Streamable HTTP") --------------------------
+
+HTTP_FRAMINGS = ("json", "sse")
+#: The tool whose call the ``sse`` framing runs in (benchmarks/http_requestor.py).
+HTTP_TOOL = "benchmark"
+
+
+def http_scenarios() -> list[Scenario]:
+    """Latency over HTTP in each framing (``http-latency-json``, ``-sse``), scale in the json one.
+
+    The scale scenario measures the store, which the framing does not touch,
+    and filling 100,000 tasks one POST at a time is long: it runs once.
+    """
+    latency = [
+        Scenario(f"http-latency-{framing}", deadline=200, repeated=True, framing=framing, requestor="latency")
+        for framing in HTTP_FRAMINGS
+    ]
+    return [*latency, Scenario("http-scale-json", deadline=420, framing="json", requestor="scale")]
+
+
+def http_target(framing: str, url: str) -> list[str]:
+    """How a receiver is pointed at the requestor: its URL, and the tool call in ``sse`` framing."""
+    return ["--url", url, *(["--call", HTTP_TOOL] if framing == "sse" else [])]
+
+
+async def run_http(
+    command: Callable[[list[str]], list[str]], ctx: Context, out: Path, label: str
+) -> str | None:
+    """Start the HTTP requestor, then the receiver ``command(target)`` pointed at it; a failure or None.
+
+    The requestor prints its URL and then reads the receiver's pid on stdin.
+    A receiver still running once the requestor is done is stopped (SIGTERM);
+    one that exits with an error before it gives the requestor 5 s to notice.
+    """
+    assert ctx.scenario.framing is not None
+    logs = ctx.workdir / f"{ctx.scenario.name}-{label}"
+    server_log, receiver_log = Path(f"{logs}.requestor.err"), Path(f"{logs}.receiver.err")
+    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config)}
+    receiver: anyio.abc.Process | None = None
+    failure = None
+    with log_files(server_log, receiver_log) as (server_err, receiver_err):
+        server = await anyio.open_process(requestor_command(ctx, out, None), cwd=ROOT, stderr=server_err)
+        try:
+            assert server.stdout is not None and server.stdin is not None
+            url = ""
+            with anyio.move_on_after(20):
+                url = await read_line(server.stdout)
+            if not url.startswith("http://"):
+                return f"the requestor printed no URL: {last_line(server_log)}"
+            receiver = await anyio.open_process(
+                command(http_target(ctx.scenario.framing, url)),
+                env=env,
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=receiver_err,
+            )
+            await server.stdin.send(f"{receiver.pid}\n".encode())
+            with anyio.move_on_after(ctx.scenario.deadline + 30) as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(wait_then_cancel, server, group.cancel_scope, 0.0)
+                    await receiver.wait()
+                    if receiver.returncode != 0:
+                        failure = f"receiver exit status {receiver.returncode}: {last_line(receiver_log)}"
+                        await wait_then_cancel(server, group.cancel_scope, 5.0)
+            if scope.cancelled_caught:
+                failure = "killed: the run did not end in time"
+        finally:
+            for process in (receiver, server):
+                if process is not None:
+                    await stop(process)
+    if server.returncode not in (0, None) and failure is None:
+        failure = f"requestor exit status {server.returncode}: {last_line(server_log)}"
+    return failure
+
+
+async def wait_then_cancel(process: anyio.abc.Process, scope: anyio.CancelScope, limit: float) -> None:
+    """Wait for ``process`` to exit (at most ``limit`` seconds if not 0), then cancel ``scope``."""
+    with anyio.move_on_after(limit or math.inf):
+        await process.wait()
+    scope.cancel()
+
+
+@contextmanager
+def log_files(*paths: Path) -> Iterator[list[BinaryIO]]:
+    """``paths`` opened for appending (every round of a run), for a process's stderr."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(path.open("ab")) for path in paths]
+
+
+async def read_line(stream: anyio.abc.ByteReceiveStream) -> str:
+    """One line from ``stream`` (what came before it closed, if it closed first)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        try:
+            line += await stream.receive(1)
+        except anyio.EndOfStream:
+            break
+    return line.decode(errors="replace").strip()
+
+
+async def stop(process: anyio.abc.Process) -> None:
+    """End ``process`` if it still runs: SIGTERM, then SIGKILL after 5 s."""
+    if process.returncode is None:
+        process.terminate()
+        with anyio.move_on_after(5):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+    await process.aclose()
+
+
+def last_line(path: Path) -> str:
+    lines = path.read_text(errors="replace").strip().splitlines() or [""]
+    return lines[-1][:200]
 
 
 @dataclass
@@ -90,11 +223,12 @@ class Context:
 
 
 def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
-    command = [
-        str(VENV_PYTHON),
-        str(BENCH / "requestor.py"),
+    command = [str(VENV_PYTHON), str(BENCH / "requestor.py")]
+    if ctx.scenario.framing is not None:
+        command = [str(VENV_PYTHON), "-m", "benchmarks.http_requestor", "--framing", ctx.scenario.framing]
+    command += [
         "--scenario",
-        ctx.scenario.name,
+        ctx.scenario.runs,
         "--size",
         ctx.size,
         "--out",
@@ -107,7 +241,8 @@ def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
     return command
 
 
-def receiver_command(receiver: str, ctx: Context, requestor: list[str], probe: Path | None) -> list[str]:
+def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path | None) -> list[str]:
+    """The receiver's command line; ``target`` points it at the requestor (``-- COMMAND`` or ``--url``)."""
     delay = str(ctx.scenario.delay)
     provider = ["--provider", ctx.provider]
     if receiver == "cli":
@@ -122,19 +257,20 @@ def receiver_command(receiver: str, ctx: Context, requestor: list[str], probe: P
             "defaults",
             *limits,
             *provider,
-            "--",
-            *requestor,
+            *target,
         ]
     if receiver == "embedded":
         extra = ["--probe-fifo", str(probe)] if probe is not None else []
-        return [str(VENV_PYTHON), str(BENCH / "embedded.py"), *provider, *extra, "--", *requestor]
+        return [str(VENV_PYTHON), str(BENCH / "embedded.py"), *provider, *extra, *target]
     if receiver == "echo":
-        return [str(VENV_PYTHON), str(BENCH / "echo_limit.py"), "--delay", delay, "--", *requestor]
+        if ctx.scenario.framing is not None:
+            return [str(VENV_PYTHON), "-m", "benchmarks.http_echo_limit", *target]
+        return [str(VENV_PYTHON), str(BENCH / "echo_limit.py"), "--delay", delay, *target]
     if receiver == "ts":
-        return ["node", str(BENCH / "peers" / "ts_receiver.mjs"), "--delay", delay, "--", *requestor]
+        return ["node", str(BENCH / "peers" / "ts_receiver.mjs"), "--delay", delay, *target]
     if receiver == "py":
         python = PEERS / "py" / "bin" / "python"
-        return [str(python), str(BENCH / "peers" / "py_receiver.py"), "--delay", delay, "--", *requestor]
+        return [str(python), str(BENCH / "peers" / "py_receiver.py"), "--delay", delay, *target]
     raise ValueError(f"unknown receiver {receiver!r}")
 
 
@@ -149,26 +285,38 @@ async def run_one(
         probe = ctx.workdir / f"{label}.fifo"
         if not probe.exists():
             os.mkfifo(probe)
-    command = receiver_command(receiver, ctx, requestor_command(ctx, out, probe), probe)
-    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config)}
     started = time.perf_counter()
+    if ctx.scenario.framing is None:
+        failure = await run_stdio(
+            receiver_command(receiver, ctx, ["--", *requestor_command(ctx, out, probe)], probe), ctx
+        )
+    else:
+        failure = await run_http(
+            lambda target: receiver_command(receiver, ctx, target, None), ctx, out, label
+        )
+    result: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    if failure:
+        result["failure"] = f"{result['failure']}; {failure}" if "failure" in result else failure
+    seconds = time.perf_counter() - started
+    print(
+        f"  {ctx.scenario.name:17} {label:20} {seconds:6.1f} s {result.get('failure', '')}", file=sys.stderr
+    )
+    return result
 
-    failure = None
+
+async def run_stdio(command: list[str], ctx: Context) -> str | None:
+    """Run the receiver (which starts the requestor); the failure or None."""
+    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config)}
     with anyio.move_on_after(ctx.scenario.deadline + 30) as scope:
         finished = await anyio.run_process(
             command, env=env, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
     if scope.cancelled_caught:
-        failure = "killed: the run did not end in time"
-    elif finished.returncode != 0:
+        return "killed: the run did not end in time"
+    if finished.returncode != 0:
         lines = finished.stderr.decode(errors="replace").strip().splitlines() or [""]
-        failure = f"exit status {finished.returncode}: {lines[-1][:200]}"
-    result: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
-    if failure and "failure" not in result:
-        result["failure"] = failure
-    seconds = time.perf_counter() - started
-    print(f"  {ctx.scenario.name:8} {label:20} {seconds:6.1f} s {result.get('failure', '')}", file=sys.stderr)
-    return result
+        return f"exit status {finished.returncode}: {lines[-1][:200]}"
+    return None
 
 
 async def run_rounds(jobs: list[tuple[str, bool]], ctx: Context, rounds: int) -> dict[str, Any]:
@@ -231,11 +379,8 @@ async def with_fake_openai(delay: float, workdir: Path) -> tuple[Path, anyio.abc
         stderr=subprocess.DEVNULL,
     )
     assert process.stdout is not None
-    line = b""
     with anyio.fail_after(20):
-        while not line.endswith(b"\n"):
-            line += await process.stdout.receive(1)
-    url = line.decode().strip()
+        url = await read_line(process.stdout)
     config = workdir / f"fake-{delay}.toml"
     entries = [
         f'[providers.{name}]\ntype = "openai"\nbase_url = "{url}"\napi_key_required = false\n'
@@ -282,7 +427,7 @@ async def provider_floor(url: str, count: int) -> dict[str, Any]:
 
 
 async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    chosen = [s for s in scenarios(args.smoke) if not args.scenarios or s.name in args.scenarios]
+    chosen = [s for s in scenarios(args.smoke) if not args.scenarios or s.chosen(args.scenarios)]
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="hr-bench-") as tmp:
         workdir = Path(tmp)
@@ -310,12 +455,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
             finally:
                 if fake is not None:
-                    fake.terminate()
-                    with anyio.move_on_after(5):
-                        await fake.wait()
-                    if fake.returncode is None:
-                        fake.kill()
-                    await fake.aclose()
+                    await stop(fake)
             results[scenario.name] = runs
     return results
 

@@ -10,7 +10,7 @@ the values of the same run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 Run = Mapping[str, Any]
@@ -293,6 +293,44 @@ FIGURES = [
     Figure("busy after 1,000 tasks/result were sent (s)", "blocked", settle, digits=1),
     Figure("tasks/cancel of live tasks, pipelined (per s)", "blocked", cancel_rate),
 ]  # fmt: skip
+
+
+# --- Streamable HTTP (issue 17, item 5) ------------------------------------------------
+
+#: The HTTP scenarios run the latency figures again in each framing, the scale ones in json.
+HTTP_FRAMINGS = ("json", "sse")
+
+
+def http_create_latency_check(value: float, values: Mapping[str, Value]) -> bool:
+    ts = number(values.get("ts"))
+    return at_most_limit(1.5)(value, values) and ts is not None and value < ts
+
+
+#: The targets that differ over HTTP, by the stdio figure's title; the others carry over.
+HTTP_TARGETS: dict[str, tuple[str, Check]] = {
+    "CreateTaskResult p50, sequential (µs)": ("<= 1.5x limit, < TS SDK", http_create_latency_check),
+    "tasks/get, pipelined (per s)": (">= 0.8x limit", at_least_limit(0.8)),
+}
+
+
+def over_http(figure: Figure, framing: str) -> Figure:
+    """``figure`` read from the HTTP run of its scenario in ``framing``, with the HTTP target."""
+    target, check = HTTP_TARGETS.get(figure.title, (figure.target, figure.check))
+    return replace(
+        figure,
+        title=f"HTTP {framing}: {figure.title}",
+        scenario=f"http-{figure.scenario}-{framing}",
+        target=target,
+        check=check,
+    )
+
+
+FIGURES += [
+    over_http(figure, framing)
+    for framing in HTTP_FRAMINGS
+    for figure in FIGURES
+    if figure.scenario == "latency" or (figure.scenario == "scale" and framing == "json")
+]
 
 
 # --- rendering ------------------------------------------------------------------------

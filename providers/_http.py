@@ -1,5 +1,8 @@
 """A lean HTTP/1.1 connection pool for plain ``http://`` backends, as an ``httpx`` transport.
 
+(About 480 lines, one idea: the pool, its connections and their framing share
+one lifecycle; apart, each would have to know the others' states.)
+
 Local backends (vLLM, Ollama, LM Studio) are where a thousand concurrent calls
 happen; httpcore's pool walks every connection on every request and every
 close, so its cost grows with the number of open connections. This one does not.

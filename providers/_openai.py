@@ -1,5 +1,8 @@
 """The OpenAI-compatible provider, on the official ``openai`` client (``AsyncOpenAI``).
 
+(About 550 lines, one idea: one call to one backend, from the posted body to
+the mapped error; splitting streaming from plain replies would split that path.)
+
 One provider entry is one backend (a base URL and a key): OpenAI itself, Azure
 OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, OpenRouter and the like.
 

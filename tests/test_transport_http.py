@@ -351,3 +351,12 @@ async def _read_all(chunks: list[bytes], limit: int) -> list[Event]:
 def _pieces(size: int, cuts: list[int]) -> list[tuple[int, int]]:
     points = sorted({0, size, *(c for c in cuts if c < size)})
     return list(itertools.pairwise(points))
+
+
+async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        for n in range(5):
+            await conn.session.notify("notifications/message", {"level": "info", "data": n})
+    ports = [r.port for r in server.requests if r.rpc_method == "notifications/message"]
+    assert len(ports) == 5
+    assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool

@@ -1,6 +1,9 @@
 """Comparator: the official Python SDK's ClientSession (mcp 1.30.0) as the task receiver.
 
-``py_receiver.py [--delay S] -- COMMAND [ARG...]``, run with ``.peers/py/bin/python``.
+``py_receiver.py [--delay S] -- COMMAND [ARG...]``, run with ``.peers/py/bin/python``;
+``py_receiver.py [--delay S] --url URL [--call TOOL]`` connects over Streamable HTTP
+(``streamable_http_client``, which opens the GET stream after ``initialized``) and,
+with ``--call``, calls TOOL once and exits when the call returns.
 
 Glued as the SDK's client tasks guide shows ("Client as Task Receiver"):
 ``ExperimentalTaskHandlers`` over the SDK's ``InMemoryTaskStore``; a
@@ -17,13 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.experimental.task_handlers import ExperimentalTaskHandlers
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from mcp.shared.experimental.tasks.helpers import RELATED_TASK_METADATA_KEY, cancel_task, is_terminal
 from mcp.shared.experimental.tasks.in_memory_task_store import InMemoryTaskStore
@@ -124,11 +129,22 @@ async def plain_sampling(context: Any, params: types.CreateMessageRequestParams)
     return CANNED
 
 
-async def serve(command: Sequence[str], delay: float) -> None:
-    receiver = TaskReceiver(delay)
+@asynccontextmanager
+async def connected(command: Sequence[str], url: str | None) -> AsyncIterator[tuple[Any, Any]]:
+    """The read and write streams to the requestor: over stdio, or over Streamable HTTP."""
+    if url is not None:
+        async with streamable_http_client(url) as (read, write, _):
+            yield read, write
+        return
     server = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(os.environ))
+    async with stdio_client(server) as (read, write):
+        yield read, write
+
+
+async def serve(command: Sequence[str], delay: float, url: str | None, tool: str | None) -> None:
+    receiver = TaskReceiver(delay)
     async with (
-        stdio_client(server) as (read, write),
+        connected(command, url) as (read, write),
         ClientSession(
             read,
             write,
@@ -138,18 +154,23 @@ async def serve(command: Sequence[str], delay: float) -> None:
         ) as session,
     ):
         await session.initialize()
-        await receiver.done.wait()
+        if tool is not None:
+            await session.call_tool(tool)
+        else:
+            await receiver.done.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.0, help="seconds each sampling task works")
+    parser.add_argument("--url", help="the requestor's Streamable HTTP endpoint (instead of a command)")
+    parser.add_argument("--call", metavar="TOOL", help="with --url: call TOOL once, then exit")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("give the requestor command after --")
-    anyio.run(serve, command, args.delay)
+    if bool(command) == bool(args.url):
+        parser.error("give the requestor command after --, or --url")
+    anyio.run(serve, command, args.delay, args.url, args.call)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,12 @@
 // and tasks/cancel by itself.
 //
 //   node benchmarks/peers/ts_receiver.mjs [--delay S] -- COMMAND [ARG...]
+//   node benchmarks/peers/ts_receiver.mjs [--delay S] --url URL [--call TOOL]
 //
-// It spawns the requestor (COMMAND) over stdio. A task-augmented sampling request creates a
+// It spawns the requestor (COMMAND) over stdio, or connects to it over Streamable HTTP with the
+// SDK's StreamableHTTPClientTransport (which opens the GET stream after `initialized`). With
+// --call it calls TOOL once (no request timeout) and exits with its result; otherwise it exits
+// when the requestor logs "benchmark done" or closes the connection. A task-augmented sampling request creates a
 // task in the store and returns it; the "work" is a timer of S seconds (0: the next turn of
 // the event loop) that stores a canned CreateMessageResult as `completed`. The SDK has no
 // model providers, so a canned answer after the same delay stands in for one.
@@ -20,19 +24,30 @@ const sdkDir = path.join(
 const load = rel => import(pathToFileURL(path.join(sdkDir, rel)).href);
 const { Client } = await load('client/index.js');
 const { StdioClientTransport } = await load('client/stdio.js');
-const { CreateMessageRequestSchema } = await load('types.js');
+const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
+const { CreateMessageRequestSchema, LoggingMessageNotificationSchema } = await load('types.js');
 const { InMemoryTaskStore } = await load('experimental/tasks/index.js');
+
+// A crash ends with one line saying why (the driver reports a receiver's last stderr line).
+const die = error => {
+  console.error(`ts_receiver: ${error?.stack ?? error}`.split('\n').slice(0, 3).join(' | '));
+  process.exit(1);
+};
+process.on('uncaughtException', die);
+process.on('unhandledRejection', die);
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf('--');
-if (split < 0 || split === argv.length - 1) {
-  console.error('usage: ts_receiver.mjs [--delay S] -- COMMAND [ARG...]');
+const options = split < 0 ? argv : argv.slice(0, split);
+const command = split < 0 ? [] : argv.slice(split + 1);
+const option = name => (options.includes(name) ? options[options.indexOf(name) + 1] : undefined);
+const url = option('--url');
+const tool = option('--call');
+if ((command.length === 0) === (url === undefined)) {
+  console.error('usage: ts_receiver.mjs [--delay S] (-- COMMAND [ARG...] | --url URL [--call TOOL])');
   process.exit(2);
 }
-const options = argv.slice(0, split);
-const command = argv.slice(split + 1);
-const delayAt = options.indexOf('--delay');
-const delayMs = delayAt >= 0 ? Number(options[delayAt + 1]) * 1000 : 0;
+const delayMs = Number(option('--delay') ?? 0) * 1000;
 const POLL_INTERVAL_MS = 1000; // what host-receiver reports by default
 
 const canned = {
@@ -73,13 +88,19 @@ client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
 
 const closed = new Promise(resolve => {
   client.onclose = resolve;
+  client.setNotificationHandler(LoggingMessageNotificationSchema, notification => {
+    if (notification.params.data === 'benchmark done' && tool === undefined) resolve();
+  });
 });
-const transport = new StdioClientTransport({
-  command: command[0],
-  args: command.slice(1),
-  env: process.env,
-  stderr: 'inherit'
-});
+const transport = url
+  ? new StreamableHTTPClientTransport(new URL(url))
+  : new StdioClientTransport({
+      command: command[0],
+      args: command.slice(1),
+      env: process.env,
+      stderr: 'inherit'
+    });
 await client.connect(transport);
-await closed;
+if (tool !== undefined) await client.callTool({ name: tool }, undefined, { timeout: 2 ** 31 - 1 });
+else await closed;
 process.exit(0);

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28), client side, on httpx.
 
-(About 550 lines, one idea: the POST answers, the GET stream and their
+(About 630 lines, one idea: the POST answers, the GET stream and their
 resumption share one cursor and failure model.)
 
 A request whose ``_meta`` carries a protocol version is a 2026-07-28
@@ -56,6 +56,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import anyio
@@ -268,10 +269,17 @@ class _HttpStream(MessageStream):
     # --- POST ------------------------------------------------------------------
 
     async def _post_one_way(self, body: bytes) -> None:
-        """POST a notification or a response; the server answers 202."""
+        """POST a notification or a response; the server answers 202.
+
+        A short body of known length (the 202's, usually empty) is read to its
+        end, so that the connection goes back to the pool for the next post;
+        any other is left unread and its connection closed.
+        """
         try:
             async with self._open("POST", body=body) as response:
                 await self._check(response)
+                if _short_body(response):
+                    await response.aread()
         except httpx.HTTPError as exc:
             raise TransportError(f"POST to {self._config.url} failed: {exc or type(exc).__name__}") from exc
 
@@ -468,7 +476,12 @@ class _HttpStream(MessageStream):
             headers["last-event-id"] = last_event_id
         if extra:
             headers.update(extra)
-        return self._client.stream(method, self._config.url, content=body, headers=headers)
+        return self._client.stream(method, self._endpoint, content=body, headers=headers)
+
+    @cached_property
+    def _endpoint(self) -> httpx.URL:
+        """The endpoint, parsed once (httpx parses a string URL again for every request)."""
+        return httpx.URL(self._config.url)
 
     async def _read_events(
         self, response: httpx.Response, cursor: _Cursor, *, answer_to: RequestId | None
@@ -567,6 +580,11 @@ class _HttpStream(MessageStream):
 def _content_type(response: httpx.Response) -> str:
     content_type = str(response.headers.get("content-type", ""))
     return content_type.partition(";")[0].strip().lower()
+
+
+def _short_body(response: httpx.Response) -> bool:
+    length = response.headers.get("content-length", "")
+    return length.isdigit() and int(length) <= _MAX_ERROR_BODY
 
 
 def _decode(data: bytes | str) -> Message | InvalidMessage:

@@ -28,8 +28,11 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   JSON-RPC error (as a modern server answers); with ``discover_silent``, no
   answer at all until the server stops.
 
-Every HTTP request is recorded in :attr:`requests` (method, JSON-RPC method,
-headers, names in lower case) so that tests can check what the client sent and in what order.
+Connections are HTTP/1.1 and kept alive after every answer of known length;
+an SSE answer ends its connection. Every HTTP request is recorded in
+:attr:`requests` (method, JSON-RPC method, headers, names in lower case, and
+the client's port, one per connection) so that tests can check what the
+client sent, in what order and on which connection.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Recorded:
     verb: str
     rpc_method: str | None
     headers: dict[str, str]
+    port: int
 
 
 @dataclass
@@ -172,9 +176,9 @@ class StreamableHttpServer:
 
     # --- request handling (handler threads) ----------------------------------
 
-    def record(self, verb: str, rpc_method: str | None, headers: dict[str, str]) -> None:
+    def record(self, verb: str, rpc_method: str | None, headers: dict[str, str], port: int) -> None:
         with self.changed:
-            self.requests.append(Recorded(verb, rpc_method, headers))
+            self.requests.append(Recorded(verb, rpc_method, headers, port))
 
     def new_session(self) -> str:
         session_id = secrets.token_hex(8)
@@ -191,6 +195,7 @@ class StreamableHttpServer:
 
 class _Handler(BaseHTTPRequestHandler):
     server: Any
+    protocol_version = "HTTP/1.1"  # keep-alive
 
     @property
     def app(self) -> StreamableHttpServer:
@@ -204,7 +209,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.app.record("POST", body.get("method"), {k.lower(): v for k, v in self.headers.items()})
+        self.record("POST", body.get("method"))
         accept = self.headers.get("Accept", "")
         if "application/json" not in accept or "text/event-stream" not in accept:
             return self.send_plain(406, "Accept must list application/json and text/event-stream")
@@ -228,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.answer_request(body)
 
     def do_GET(self) -> None:
-        self.app.record("GET", None, {k.lower(): v for k, v in self.headers.items()})
+        self.record("GET", None)
         if not self.app.get_stream:
             return self.send_plain(405, "no GET stream here")
         session = self.session_or_error()
@@ -244,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.stream_log(session, log, start=int(index) + 1, live=log is session.get_log)
 
     def do_DELETE(self) -> None:
-        self.app.record("DELETE", None, {k.lower(): v for k, v in self.headers.items()})
+        self.record("DELETE", None)
         session = self.session_or_error()
         if session is not None:
             with self.app.changed:
@@ -304,7 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.send_response(200 if tool == "huge-json" else 500)
         self.send_header("Content-Type", "application/json")
-        self.end_headers()  # no Content-Length: the body ends when the connection closes
+        self.send_header("Connection", "close")  # no Content-Length: the body ends when the connection closes
+        self.close_connection = True
+        self.end_headers()
         rpc_id = json.dumps(request_id)
         start = '{"jsonrpc": "2.0", ' + ("" if arguments.get("id_last") else f'"id": {rpc_id}, ')
         end = '"}]}' + (f', "id": {rpc_id}' if arguments.get("id_last") else "") + "}"
@@ -365,6 +372,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- wire helpers --------------------------------------------------------
 
+    def record(self, verb: str, rpc_method: str | None) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.app.record(verb, rpc_method, headers, self.client_address[1])
+
     def session_or_error(self) -> McpSession | None:
         session_id = self.headers.get("Mcp-Session-Id")
         if session_id is None:
@@ -397,6 +408,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")  # the stream's end is the connection's
+        self.close_connection = True
         self.end_headers()
         self.wfile.flush()
 
