@@ -134,16 +134,13 @@ def cli_result(finished: subprocess.CompletedProcess[bytes], seconds: float) -> 
     return {"results": {"process_ms": seconds * 1e3}}
 
 
-async def run_label(label: str, size: str, workdir: Path) -> dict[str, Any]:
-    """One client on both transports: ``{"results": {transport: ...}}``, ``failure`` if one failed."""
-    run: dict[str, Any] = {"results": {}}
-    for transport in TRANSPORTS:
-        result = await run_client(label, transport, size, workdir)
-        if "results" in result:
-            run["results"][transport] = result["results"]
-        if "failure" in result:
-            run.setdefault("failure", f"{transport}: {result['failure']}")
-    return run
+async def run_into(run: dict[str, Any], label: str, transport: str, size: str, workdir: Path) -> None:
+    """Run one client on one transport into its run of a round (the first failure stands)."""
+    result = await run_client(label, transport, size, workdir)
+    if "results" in result:
+        run["results"][transport] = result["results"]
+    if "failure" in result:
+        run.setdefault("failure", f"{transport}: {result['failure']}")
 
 
 async def run_mrtr(
@@ -151,8 +148,12 @@ async def run_mrtr(
 ) -> dict[str, list[dict[str, Any]]]:
     """Every client chosen by ``receivers`` on both transports, ``rounds`` times, interleaved.
 
-    Returns each label's rounds. ``embedded+auto`` and ``cli-process`` run in
-    the first round only: they are reported, not compared.
+    Within a round the clients take turns on one transport, then on the
+    other, so that the runs compared are close in time (round k starts k
+    clients further on). Returns each label's rounds, each round
+    ``{"results": {transport: ...}}`` with ``failure`` if a transport failed.
+    ``embedded+auto`` and ``cli-process`` run in the first round only: they
+    are reported, not compared.
     """
     done: dict[str, list[dict[str, Any]]] = {}
     timed: list[str] = [label for label in ("embedded", "py") if label in receivers]
@@ -161,15 +162,15 @@ async def run_mrtr(
     for k in range(rounds):
         order = timed[k % len(timed) :] + timed[: k % len(timed)] if timed else []
         order += extras if k == 0 else []
-        if concurrently:
-            async with anyio.create_task_group() as group:
+        runs: dict[str, dict[str, Any]] = {label: {"results": {}} for label in order}
+        for transport in TRANSPORTS:
+            if concurrently:
+                async with anyio.create_task_group() as group:
+                    for label in order:
+                        group.start_soon(run_into, runs[label], label, transport, size, workdir)
+            else:
                 for label in order:
-                    group.start_soon(record, done, label, size, workdir)
-        else:
-            for label in order:
-                await record(done, label, size, workdir)
+                    await run_into(runs[label], label, transport, size, workdir)
+        for label, run in runs.items():
+            done.setdefault(label, []).append(run)
     return done
-
-
-async def record(done: dict[str, list[dict[str, Any]]], label: str, size: str, workdir: Path) -> None:
-    done.setdefault(label, []).append(await run_label(label, size, workdir))

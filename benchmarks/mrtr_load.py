@@ -58,7 +58,7 @@ class Sizes:
     concurrency: int
 
 
-SIZES = {"full": Sizes(warmup=50, calls=400, bursts=7, concurrency=50), "smoke": Sizes(2, 5, 1, 5)}
+SIZES = {"full": Sizes(warmup=30, calls=200, bursts=5, concurrency=50), "smoke": Sizes(2, 5, 1, 5)}
 
 
 def run_queue_wait() -> float:
