@@ -278,6 +278,11 @@ def mrtr_figures() -> list[Figure]:
                     check=at_most_peer("py", 1.0),
                 ),
                 Figure(
+                    f"{title}: the client process's CPU per call (µs)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "sequential", "client_cpu_us_per_call"),
+                ),
+                Figure(
                     f"{title}: 50 concurrent calls, wall (ms)",
                     "mrtr",
                     mrtr_value(transport, tool, "concurrent", "wall_ms"),
