@@ -21,7 +21,7 @@ For each tool (``form``, then ``sample``):
 
 The client's own CPU time (``time.process_time()``) is recorded beside the
 server's, per call and per burst, to show which side a burst waited for; so is
-each side's run-queue wait (:func:`run_queue_wait`): time it was ready to run
+each side's run-queue wait (:class:`RunQueueWait`): time it was ready to run
 but another process had the CPU, which on a shared machine is most of what
 separates a burst's wall time from the work done in it.
 
@@ -61,16 +61,31 @@ class Sizes:
 SIZES = {"full": Sizes(warmup=30, calls=200, bursts=5, concurrency=50), "smoke": Sizes(2, 5, 1, 5)}
 
 
-def run_queue_wait() -> float:
-    """Seconds this process's threads spent runnable but waiting for a CPU (Linux schedstat; 0 elsewhere)."""
-    waited = 0
-    for path in glob.glob("/proc/self/task/*/schedstat"):
-        try:
-            with open(path) as stat:
-                waited += int(stat.read().split()[1])
-        except (OSError, IndexError, ValueError):  # a thread that ended, or no schedstat
-            continue
-    return waited / 1e9
+class RunQueueWait:
+    """Seconds this process's threads spent runnable but waiting for a CPU, so far (Linux schedstat).
+
+    Summed thread by thread from the first reading on: a thread's growth since
+    the previous reading, a new thread's whole wait. A thread that ended
+    between two readings takes its last part with it (the sum never goes
+    back). Always 0 without ``/proc``.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+        self._total = 0
+
+    def seconds(self) -> float:
+        seen: dict[str, int] = {}
+        for path in glob.glob("/proc/self/task/*/schedstat"):
+            try:
+                with open(path) as stat:
+                    waited = int(stat.read().split()[1])
+            except (OSError, IndexError, ValueError):  # a thread that ended, or no schedstat
+                continue
+            seen[path] = waited
+            self._total += max(0, waited - self._seen.get(path, 0))
+        self._seen = seen
+        return self._total / 1e9
 
 
 #: Calls a tool by name and returns the text of its result.
@@ -122,18 +137,20 @@ def work(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, f
     }
 
 
-async def sequential(call: Call, tool: str, sizes: Sizes, checked: Checked) -> dict[str, Any]:
+async def sequential(
+    call: Call, tool: str, sizes: Sizes, checked: Checked, waits: RunQueueWait
+) -> dict[str, Any]:
     for _ in range(sizes.warmup):
         await checked.call(call, tool)
     before = await stats(call)
-    client_before = time.process_time(), run_queue_wait()
+    client_before = time.process_time(), waits.seconds()
     times = []
     for _ in range(sizes.calls):
         started = time.perf_counter()
         await checked.call(call, tool)
         times.append(time.perf_counter() - started)
     client_cpu = time.process_time() - client_before[0]
-    client_wait = run_queue_wait() - client_before[1]
+    client_wait = waits.seconds() - client_before[1]
     spent = work(before, await stats(call))
     times.sort()
     return {
@@ -149,16 +166,18 @@ async def sequential(call: Call, tool: str, sizes: Sizes, checked: Checked) -> d
     }
 
 
-async def burst(call: Call, tool: str, one_call_s: float, sizes: Sizes, checked: Checked) -> dict[str, float]:
+async def burst(
+    call: Call, tool: str, one_call_s: float, sizes: Sizes, checked: Checked, waits: RunQueueWait
+) -> dict[str, float]:
     before = await stats(call)
-    client_before = time.process_time(), run_queue_wait()
+    client_before = time.process_time(), waits.seconds()
     started = time.perf_counter()
     async with anyio.create_task_group() as group:
         for _ in range(sizes.concurrency):
             group.start_soon(checked.call, call, tool)
     wall = time.perf_counter() - started
     client_cpu = time.process_time() - client_before[0]
-    client_wait = run_queue_wait() - client_before[1]
+    client_wait = waits.seconds() - client_before[1]
     spent = work(before, await stats(call))
     bound = one_call_s + spent["cpu_s"]
     return {
@@ -177,10 +196,13 @@ async def measure(call: Call, expected: Mapping[str, str], size: str) -> dict[st
     """Every tool's sequential and concurrent figures (module docstring); ``errors`` counts failures."""
     sizes = SIZES[size]
     checked = Checked(expected)
+    waits = RunQueueWait()
     measured: dict[str, Any] = {}
     for tool in TOOLS:
-        one = await sequential(call, tool, sizes, checked)
-        bursts = [await burst(call, tool, one["p50_us"] / 1e6, sizes, checked) for _ in range(sizes.bursts)]
+        one = await sequential(call, tool, sizes, checked, waits)
+        bursts = [
+            await burst(call, tool, one["p50_us"] / 1e6, sizes, checked, waits) for _ in range(sizes.bursts)
+        ]
         ranked = sorted(bursts, key=lambda b: b["ratio"])
         measured[tool] = {
             "sequential": one,

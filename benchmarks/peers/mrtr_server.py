@@ -55,9 +55,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "interop" / "peers")]
 from _loopback import serve_on_loopback  # noqa: E402  (the interop peers' loopback server)
 
-from benchmarks.mrtr_load import run_queue_wait  # noqa: E402
+from benchmarks.mrtr_load import RunQueueWait  # noqa: E402
 
 TIMED_TOOLS = frozenset({"form", "sample"})
+WAITS = RunQueueWait()
 
 mcp = MCPServer("mrtr-bench", version="1", log_level="WARNING")
 tool = mcp.tool(structured_output=False)
@@ -117,7 +118,7 @@ async def sample(reply: Annotated[types.CreateMessageResult, Resolve(ask_llm)]) 
 @tool
 async def stats() -> str:
     """This process's CPU time and the timed requests' handling so far."""
-    work = {"cpu_s": time.process_time(), "wait_s": run_queue_wait()}
+    work = {"cpu_s": time.process_time(), "wait_s": WAITS.seconds()}
     return json.dumps({**work, "handled": Work.handled, "handler_s": Work.handler_s})
 
 
