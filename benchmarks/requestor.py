@@ -613,15 +613,20 @@ async def memory(req: Requestor, size: Sizes, args: argparse.Namespace) -> Resul
 
 
 async def slow(req: Requestor, size: Sizes, args: argparse.Namespace) -> Results:
-    """``slow_tasks`` tasks on a slow provider: wall time from the first create to the last result."""
-    started = time.perf_counter()
+    """``slow_tasks`` tasks on a slow provider: wall time from the first create to the last result.
+
+    Also the receiver's CPU over that time (``cpu_s``).
+    """
+    cpu_before, started = cpu_seconds(req.receiver_pid), time.perf_counter()
     created_s, answers = await req.pipeline(creates(size.slow_tasks), 256)
     ids = task_ids(answers)
     refused, first = errors_of(answers)
     _, results = await req.pipeline([("tasks/result", {"taskId": t}) for t in ids], None)
     wall = time.perf_counter() - started
+    cpu = cpu_seconds(req.receiver_pid) - cpu_before
     failed, first_failure = errors_of(results)
     out: Results = {"tasks": size.slow_tasks, "created": len(ids), "create_s": created_s, "wall_s": wall}
+    out["cpu_s"] = cpu
     out |= {"refused": refused, "result_errors": failed}
     if first is not None:
         out["first_refusal"] = first

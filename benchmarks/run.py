@@ -19,6 +19,11 @@ The slow scenarios give host-receiver an OpenAI-compatible provider entry (a
 temporary config file) that points at ``tests/fake_openai.py`` serving on
 127.0.0.1 with a fixed delay; the others use the offline echo provider. Every
 run is bounded by the requestor's ``--deadline`` and by a kill here.
+
+The ``slow`` scenario also runs the CLI once more with the same provider on
+httpx's own HTTP pool (``http_transport = "httpx"``, run ``cli+httpx``), and
+sends the same requests straight to the fake provider with a bare client (the
+floor), so one run compares both pools and the floor.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,7 +46,7 @@ import anyio
 
 from benchmarks.mrtr import run_mrtr
 from benchmarks.requestor import SIZES
-from benchmarks.table import PROVIDER_FLOOR, render
+from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, render
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
@@ -69,7 +74,7 @@ def scenarios(smoke: bool) -> list[Scenario]:
         Scenario("latency", deadline=120, repeated=True),
         Scenario("scale", deadline=200, repeated=True),
         Scenario("memory", deadline=120, traced=True),
-        Scenario("slow", delay=1.0, deadline=60),
+        Scenario("slow", delay=1.0, deadline=180),  # httpx's pool takes about a minute (cli+httpx)
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
         # Multi-round-trip input against the mcp 2.3.0 Client: its own server and clients
         # (benchmarks/mrtr.py), not the requestor.
@@ -137,9 +142,11 @@ def receiver_command(receiver: str, ctx: Context, requestor: list[str], probe: P
     raise ValueError(f"unknown receiver {receiver!r}")
 
 
-async def run_one(receiver: str, ctx: Context, *, traced: bool = False) -> dict[str, Any]:
+async def run_one(
+    receiver: str, ctx: Context, *, traced: bool = False, label: str | None = None
+) -> dict[str, Any]:
     """Start one receiver on one scenario; return the requestor's measurements."""
-    label = f"{receiver}+tracemalloc" if traced else receiver
+    label = label or (f"{receiver}+tracemalloc" if traced else receiver)
     out = ctx.workdir / f"{ctx.scenario.name}-{label}.json"
     probe: Path | None = None
     if traced:
@@ -226,7 +233,8 @@ async def run_jobs(jobs: list[tuple[str, bool]], ctx: Context, *, concurrently: 
 
 
 async def with_fake_openai(delay: float, workdir: Path) -> tuple[Path, anyio.abc.Process, str]:
-    """Start tests/fake_openai.py with ``delay``; a config file naming it as provider ``fake``."""
+    """Start tests/fake_openai.py with ``delay``; a config file naming it as provider ``fake``
+    (and as ``fake-httpx``, on httpx's own HTTP pool)."""
     process = await anyio.open_process(
         [str(VENV_PYTHON), str(ROOT / "tests" / "fake_openai.py"), "--port", "0", "--delay", str(delay)],
         stderr=subprocess.DEVNULL,
@@ -238,16 +246,13 @@ async def with_fake_openai(delay: float, workdir: Path) -> tuple[Path, anyio.abc
             line += await process.stdout.receive(1)
     url = line.decode().strip()
     config = workdir / f"fake-{delay}.toml"
-    config.write_text(
-        "[providers.fake]\n"
-        'type = "openai"\n'
-        f'base_url = "{url}"\n'
-        "api_key_required = false\n"
-        "max_retries = 0\n"
-        "timeout = 120.0\n"
-        "[[providers.fake.models]]\n"
-        'id = "fake-model"\n'
-    )
+    entries = [
+        f'[providers.{name}]\ntype = "openai"\nbase_url = "{url}"\napi_key_required = false\n'
+        f'max_retries = 0\ntimeout = 120.0\n{extra}[[providers.{name}.models]]\nid = "fake-model"\n'
+        # "fake-httpx": the same provider on httpx's own HTTP pool (the cli+httpx run)
+        for name, extra in (("fake", ""), ("fake-httpx", 'http_transport = "httpx"\n'))
+    ]
+    config.write_text("".join(entries))
     return config, process, url
 
 
@@ -313,6 +318,9 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 else:
                     runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
                 if scenario.name == "slow" and fake is not None:
+                    if "cli" in args.receivers:
+                        on_httpx = replace(ctx, provider="fake-httpx")
+                        runs[CLI_HTTPX] = await run_one("cli", on_httpx, label=CLI_HTTPX)
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
             finally:
                 if fake is not None:

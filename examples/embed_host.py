@@ -1,13 +1,13 @@
 """Embed host-receiver with your own approval callbacks. Run: .venv/bin/python examples/embed_host.py"""
 
-# It connects to examples/slow_summary_server.py (run on the Python that has
-# mcp, by default .peers/py/bin/python, or $HOST_RECEIVER_DEMO_PYTHON) and asks
-# it for a summary; the server's sampling task comes back to the callbacks
-# below, behind a rate limit, and is served by the offline echo provider.
+# It connects to examples/slow_summary_server.py and asks it for a summary; the
+# server's sampling task comes back to the callbacks below, behind a rate limit,
+# and is served by the offline echo provider. The server needs a Python with
+# mcp 1.x: the one the demo uses ($HOST_RECEIVER_DEMO_PYTHON, else what
+# `bash .ci/setup` wrote into this venv's host-receiver.toml, else this Python).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -29,10 +29,10 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.cli.demo import server_python
 from providers import EchoProvider, ProviderRegistry
 
 HERE = Path(__file__).resolve().parent
-PYTHON = os.environ.get("HOST_RECEIVER_DEMO_PYTHON", str(HERE.parent / ".peers" / "py" / "bin" / "python"))
 
 
 class MyApprover:
@@ -66,7 +66,8 @@ async def main() -> None:
         sampling=SamplingService(registry, approver), elicitation=ElicitationService(MyForms())
     )
     async with registry, Host(receiver) as host:
-        server = await host.connect_stdio("summaries", PYTHON, [str(HERE / "slow_summary_server.py")])
+        script = str(HERE / "slow_summary_server.py")
+        server = await host.connect_stdio("summaries", server_python(), [script])
         result = await server.call_tool("summarise", {"text": "Tasks let a host answer long requests later."})
         print("summary:", result["content"][0]["text"])
 

@@ -48,6 +48,7 @@ from host_receiver.connection import (
     RemoteTask,
     RemoteTaskCancelled,
     RemoteTaskLost,
+    TaskHandle,
     UnsupportedProtocolVersion,
     default_client_info,
 )
@@ -59,11 +60,23 @@ from host_receiver.handlers import (
     GenerationObserver,
     ModelRouter,
     SamplingService,
+    open_receiver,
 )
 from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
 from host_receiver.peer import Peer
 from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
-from host_receiver.protocol.errors import RpcError, invalid_params, user_rejected
+from host_receiver.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    URL_ELICITATION_REQUIRED,
+    USER_REJECTED,
+    RpcError,
+    invalid_params,
+    user_rejected,
+)
 from host_receiver.protocol.jsonrpc import InvalidMessage
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
@@ -92,6 +105,7 @@ from host_receiver.transports import (
     Transport,
     TransportError,
     create_memory_pair,
+    safe_environment,
 )
 from host_receiver.work import (
     ElicitationFunction,
@@ -105,8 +119,15 @@ from host_receiver.work import (
 from providers import safe_text
 
 __all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
     "LATEST_PROTOCOL_VERSION",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "URL_ELICITATION_REQUIRED",
+    "USER_REJECTED",
     "Approve",
     "AuthError",
     "AutoApprove",
@@ -185,6 +206,7 @@ __all__ = [
     "SessionExpired",
     "StdioTransport",
     "SystemBrowser",
+    "TaskHandle",
     "TaskRecord",
     "TaskStatus",
     "TaskStore",
@@ -199,7 +221,9 @@ __all__ = [
     "create_memory_pair",
     "default_client_info",
     "invalid_params",
+    "open_receiver",
     "parse_form_schema",
+    "safe_environment",
     "safe_text",
     "tune_gc_for_serving",
     "url_warnings",

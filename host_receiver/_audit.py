@@ -4,7 +4,9 @@ Everything goes to the ``host_receiver.audit`` logger at INFO, one line per
 event, ``key=value`` pairs after a fixed phrase, so the lines can be grepped
 and parsed: a task created, finished, expired; its result retrieved; a lookup
 refused (wrong owner, unknown or expired id); a sampling request whose
-``maxTokens`` the host lowered.
+``maxTokens`` the host lowered (logged when the request is accepted, before
+any task exists: for a task-augmented request the ``task created`` line of
+the same requestor follows).
 
 Every line is made safe by the logger's filter (:func:`providers.safe_logger`:
 controls escaped, one line per record); a task id a server sent (a refused
@@ -40,11 +42,10 @@ def lookup_refused(server: str, task_id: str, reason: str) -> None:
     audit.info("task lookup refused requestor=%s task=%s reason=%s", server, safe_id(task_id), reason)
 
 
-def max_tokens_clamped(server: str, task_id: str | None, model: str, requested: int, granted: int) -> None:
+def max_tokens_clamped(server: str, model: str, requested: int, granted: int) -> None:
     audit.info(
-        "sampling maxTokens clamped requestor=%s task=%s model=%s requested=%d granted=%d",
+        "sampling maxTokens clamped requestor=%s model=%s requested=%d granted=%d",
         server,
-        task_id or "-",
         model,
         requested,
         granted,

@@ -107,8 +107,9 @@ async def with_input_rounds(
             attempt["inputResponses"] = await fulfil_all(asked.requests, fulfil)
         if asked.request_state is not None:
             attempt["requestState"] = asked.request_state
+    times = "time" if max_rounds == 1 else "times"
     raise InputRoundsExceeded(
-        f"the server asked for input on {method} more than {max_rounds} times in a row "
+        f"the server asked for input on {method} more than {max_rounds} {times} in a row "
         f"(the limit of input rounds for one request is {max_rounds})"
     )
 

@@ -16,12 +16,23 @@ Compatibility"):
   (-32020, -32021, -32022), identifies a modern server, which is never
   answered with ``initialize`` unless it names a legacy version as one it
   supports. Any other error (whatever its code: legacy servers answer -32601,
-  -32602, -32600, or HTTP 400 without a modern error body), a result that is
-  no ``DiscoverResult``, or silence until ``discover_timeout``, identifies a
-  legacy server: the ``initialize``
-  handshake follows on the same connection.
+  -32602, -32600, or HTTP 400 without a modern error body), or a result that
+  is no ``DiscoverResult``, identifies a legacy server: the ``initialize``
+  handshake follows on the same connection. So does silence until
+  ``discover_timeout`` on stdio (counted from the probe, which is sent as
+  the process starts); on HTTP a legacy server answers with a status, so
+  silence (until ``init_timeout``) is a ``TimeoutError``, not a legacy server
+  (:meth:`MessageStream.silence_means_legacy`).
+- A timeout is a guess: a modern server that starts slowly may miss it. In
+  ``auto`` mode an ``initialize`` refused with -32022 whose ``supported``
+  names a modern version this client speaks identifies a modern server
+  (basic-versioning.mdx: a modern error identifies a modern server): it is
+  probed again with ``server/discover`` at that version, never falling back.
 - A version nobody shares, and a capability the server requires but this
-  client did not declare (-32021), end in an error naming what is missing.
+  client did not declare (-32021), end in an error naming what is missing
+  (in ``auto`` mode, every version this client speaks).
+- The reason for a fallback is logged at DEBUG: the connection's one INFO
+  line names the era.
 - The agreement is a property of the connection, found once (the spec's
   cache "for the lifetime of the server process or origin").
 """
@@ -118,61 +129,105 @@ async def agree(
     client_info: Implementation,
     discover_timeout: float | None,
     init_timeout: float | None,
+    silence_means_legacy: bool = True,
 ) -> Agreement:
     """Find the era and version to speak (rules in the module docstring)."""
     if protocol != AUTO and protocol not in LEGACY_VERSIONS and protocol not in MODERN_VERSIONS:
         known = ", ".join((AUTO, *MODERN_VERSIONS, *LEGACY_VERSIONS))
         raise ValueError(f"unknown protocol choice {protocol!r} (one of {known})")
+    talk = _Talk(session, capabilities_for, client_info, discover_timeout, init_timeout, silence_means_legacy)
     if protocol in LEGACY_VERSIONS:
-        return await _initialize(session, protocol, capabilities_for(protocol), client_info, init_timeout)
-    modern_only = protocol != AUTO
-    offered = protocol if modern_only else LATEST_MODERN_VERSION
-    tried: set[str] = set()
-    while True:
-        tried.add(offered)
+        return await talk.initialize(protocol, auto=False)
+    auto = protocol == AUTO
+    found = await talk.probe(LATEST_MODERN_VERSION if auto else protocol, auto=auto, fallback=auto)
+    if isinstance(found, Agreement):
+        return found
+    return await talk.initialize(found, auto=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Talk:
+    """The probe and the handshake of one agreement, with what they need."""
+
+    session: Session
+    capabilities_for: CapabilitiesFor
+    client_info: Implementation
+    discover_timeout: float | None
+    init_timeout: float | None
+    silence_means_legacy: bool
+
+    async def probe(self, offered: str, *, auto: bool, fallback: bool) -> Agreement | str:
+        """``server/discover`` until an agreement, or (with ``fallback``) the legacy version to
+        initialize with when the answer identifies a legacy server."""
+        name = self.session.name
+        ours = _ours(auto, offered)
+        waited = self.discover_timeout if self.silence_means_legacy else self.init_timeout
+
+        def legacy(answer: str) -> str:
+            if fallback:
+                return _legacy(name, answer)
+            if auto:  # probing again after initialize was refused as by a modern server
+                raise ProtocolError(
+                    f"{name} refused initialize naming MCP {offered}, yet server/discover got {answer}"
+                )
+            raise _not_modern(name, offered, answer)
+
+        tried: set[str] = set()
+        while True:
+            tried.add(offered)
+            try:
+                capabilities = self.capabilities_for(offered)
+                return await _discover(self.session, offered, capabilities, self.client_info, waited, ours)
+            except RpcError as exc:
+                if exc.code not in MODERN_ERROR_CODES:
+                    return legacy(f"JSON-RPC error {exc.code}: {exc.message}")
+                if exc.code == MISSING_CAPABILITY:
+                    raise _missing(name, "server/discover", exc) from None
+                if exc.code == HEADER_MISMATCH:
+                    raise ProtocolError(f"{name} refused this client's headers: {exc.message}") from None
+                supported = _versions(exc.data)
+                mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
+                if mutual:
+                    offered = mutual[0]
+                    continue
+                handshake = [v for v in LEGACY_VERSIONS if v in supported]
+                if handshake and fallback:
+                    return handshake[0]
+                raise _no_mutual_version(name, supported, ours=ours) from None
+            except HttpStatusError as exc:
+                if exc.status >= 500 and fallback:
+                    raise
+                return legacy(str(exc))
+            except _NotDiscovered as exc:
+                return legacy(str(exc))
+            except TimeoutError:
+                if not self.silence_means_legacy:
+                    raise TimeoutError(
+                        f"{name} did not answer server/discover within {waited} s (on this transport "
+                        "a legacy server answers with an error, so silence is not taken for one)"
+                    ) from None
+                return legacy(f"no answer within {waited} s")
+
+    async def initialize(self, version: str, *, auto: bool) -> Agreement:
+        """The ``initialize`` handshake offering ``version``. In ``auto`` mode, a -32022 naming a
+        modern version this client speaks identifies a modern server: probed again at that version."""
         try:
-            return await _discover(session, offered, capabilities_for(offered), client_info, discover_timeout)
+            return await _initialize(
+                self.session, version, self.capabilities_for(version), self.client_info, self.init_timeout
+            )
         except RpcError as exc:
-            if exc.code not in MODERN_ERROR_CODES:
-                if modern_only:
-                    answer = f"JSON-RPC error {exc.code}: {exc.message}"
-                    raise _not_modern(session.name, offered, answer) from None
-                _legacy(session.name, f"error {exc.code}")
-                break
-            if exc.code == MISSING_CAPABILITY:
-                raise _missing(session.name, "server/discover", exc) from None
-            if exc.code == HEADER_MISMATCH:
-                raise ProtocolError(f"{session.name} refused this client's headers: {exc.message}") from None
-            supported = _versions(exc.data)
-            mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
-            if mutual:
-                offered = mutual[0]
-                continue
-            legacy = [v for v in LEGACY_VERSIONS if v in supported]
-            if legacy and not modern_only:
-                caps = capabilities_for(legacy[0])
-                return await _initialize(session, legacy[0], caps, client_info, init_timeout)
-            raise _no_mutual_version(session.name, supported) from None
-        except HttpStatusError as exc:
-            if modern_only:
-                raise _not_modern(session.name, offered, str(exc)) from None
-            if exc.status >= 500:
+            if exc.code != UNSUPPORTED_VERSION:
                 raise
-            _legacy(session.name, f"HTTP {exc.status}")
-            break
-        except _NotDiscovered as exc:
-            if modern_only:
-                raise _not_modern(session.name, offered, str(exc)) from None
-            _legacy(session.name, "not a DiscoverResult")
-            break
-        except TimeoutError:
-            if modern_only:
-                raise _not_modern(session.name, offered, f"no answer within {discover_timeout} s") from None
-            _legacy(session.name, "no answer")
-            break
-    return await _initialize(
-        session, LATEST_LEGACY_VERSION, capabilities_for(LATEST_LEGACY_VERSION), client_info, init_timeout
-    )
+            supported = _versions(exc.data)
+            modern = [v for v in MODERN_VERSIONS if v in supported]
+            if not (auto and modern):
+                raise _no_mutual_version(self.session.name, supported, ours=_ours(auto, version)) from None
+        logger.debug(
+            "%s refused initialize as a modern server; probing with %s", self.session.name, modern[0]
+        )
+        found = await self.probe(modern[0], auto=True, fallback=False)
+        assert isinstance(found, Agreement)  # without fallback: an agreement or an error
+        return found
 
 
 async def _discover(
@@ -181,6 +236,7 @@ async def _discover(
     capabilities: dict[str, Any],
     client_info: Implementation,
     timeout: float | None,
+    ours: tuple[str, ...],
 ) -> Agreement:
     params = {"_meta": envelope(version, dump(client_info), capabilities)}
     result = await session.request("server/discover", params, timeout=timeout)
@@ -190,7 +246,7 @@ async def _discover(
     if version not in supported:
         mutual = [v for v in MODERN_VERSIONS if v in supported]
         if not mutual:
-            raise _no_mutual_version(session.name, supported)
+            raise _no_mutual_version(session.name, supported, ours=ours)
         version = mutual[0]
     meta = result.get("_meta")
     raw_info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
@@ -217,12 +273,7 @@ async def _initialize(
     timeout: float | None,
 ) -> Agreement:
     params = {"protocolVersion": version, "capabilities": capabilities, "clientInfo": dump(client_info)}
-    try:
-        result = await session.request("initialize", params, timeout=timeout)
-    except RpcError as exc:
-        if exc.code != UNSUPPORTED_VERSION:
-            raise
-        raise _no_mutual_version(session.name, _versions(exc.data), asked=version) from None
+    result = await session.request("initialize", params, timeout=timeout)
     try:
         init = InitializeResult.model_validate(result)
     except ValidationError as exc:
@@ -254,6 +305,15 @@ def missing_capability(server: str, method: str, error: RpcError) -> MissingCapa
     return _missing(server, method, error)
 
 
+def version_refused(server: str, method: str, version: str, error: RpcError) -> UnsupportedProtocolVersion:
+    """The clear error for a -32022 answer to ``method`` once ``version`` was agreed."""
+    theirs = ", ".join(_versions(error.data)) or "none it would name"
+    return UnsupportedProtocolVersion(
+        f"{server} refused {method} in MCP {version}, the version agreed (it supports {theirs}); "
+        "a new connection agrees on a version afresh"
+    )
+
+
 def _missing(server: str, method: str, error: RpcError) -> MissingCapability:
     required = error.data.get("requiredCapabilities") if isinstance(error.data, dict) else None
     required = required if isinstance(required, dict) else {}
@@ -264,8 +324,11 @@ def _missing(server: str, method: str, error: RpcError) -> MissingCapability:
     )
 
 
-def _legacy(server: str, answer: str) -> None:
-    logger.info("%s is a legacy server (server/discover: %s); initializing", server, answer)
+def _legacy(server: str, answer: str) -> str:
+    """The legacy version to initialize with; the reason is logged at DEBUG (the era's INFO line
+    is the connection's own)."""
+    logger.debug("%s is a legacy server (server/discover: %s); initializing", server, answer)
+    return LATEST_LEGACY_VERSION
 
 
 def _versions(data: object) -> tuple[str, ...]:
@@ -276,13 +339,18 @@ def _versions(data: object) -> tuple[str, ...]:
     return tuple(v for v in raw if isinstance(v, str)) if isinstance(raw, list) else ()
 
 
+def _ours(auto: bool, version: str) -> tuple[str, ...]:
+    """The versions this connection speaks: every one in ``auto`` mode, else the one chosen."""
+    return (*MODERN_VERSIONS, *LEGACY_VERSIONS) if auto else (version,)
+
+
 def _no_mutual_version(
-    server: str, supported: tuple[str, ...], *, asked: str | None = None
+    server: str, supported: tuple[str, ...], *, ours: tuple[str, ...]
 ) -> UnsupportedProtocolVersion:
     theirs = ", ".join(supported) or "none it would name"
-    ours = asked or ", ".join((*MODERN_VERSIONS, *LEGACY_VERSIONS))
     return UnsupportedProtocolVersion(
-        f"{server} and this client share no MCP protocol version: it supports {theirs}; this client {ours}"
+        f"{server} and this client share no MCP protocol version: it supports {theirs}; "
+        f"this client {', '.join(ours)}"
     )
 
 

@@ -18,14 +18,19 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
 - Cancelling the call sends ``tasks/cancel`` (shielded, bounded) before the
   cancellation goes on: cancellation is cooperative, the answer is an ack.
 - A ``tasks/get`` for our task that the server refuses (-32602), or that
-  describes another task, ends the call with :class:`RemoteTaskLost`.
+  describes another task, ends the call with :class:`RemoteTaskLost`; a
+  task the server denied is not cancelled (it knows no such task).
 - The ``ttlMs`` is a backstop: a task not terminal ``ttlMs`` after it was
   created (by our clock, from the creation answer) is given up.
+- A :class:`TaskHandle` is the same call seen from a host that shows its
+  progress (``ClientConnection.watch_tool``): the latest state, its changes
+  as they come, ``cancel()``, and the final result. Task ids are kept in
+  memory only: a host that restarts does not resume polling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -36,7 +41,7 @@ from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.modern import RemoteTask, remote_task
 from providers import safe_logger
 
-__all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskObserver", "follow_task"]
+__all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskHandle", "TaskObserver", "follow_task"]
 
 logger = safe_logger("host_receiver.connection")
 
@@ -54,11 +59,16 @@ TaskObserver = Callable[[RemoteTask], Awaitable[None]]
 
 
 class RemoteTaskCancelled(HostReceiverError):
-    """The server's task for our request ended ``cancelled``."""
+    """The task for our request was cancelled: the server ended it ``cancelled``, or this host
+    cancelled the call (:meth:`TaskHandle.cancel`)."""
 
 
 class RemoteTaskLost(HostReceiverError):
     """The server no longer knows our task, or answered about another one."""
+
+
+class _Denied(RemoteTaskLost):
+    """The server denied our task id: there is nothing to cancel."""
 
 
 async def follow_task(
@@ -91,8 +101,8 @@ async def follow_task(
                     raise RemoteTaskLost(late)
                 await anyio.sleep(_poll_interval(task))
             task = await _poll(request, task.task_id)
-    except BaseException:
-        if not task.is_terminal:
+    except BaseException as exc:
+        if not task.is_terminal and not isinstance(exc, _Denied):
             await _cancel(request, task.task_id)
         raise
 
@@ -102,7 +112,7 @@ async def _poll(request: Request, task_id: str) -> RemoteTask:
         raw = await request("tasks/get", {"taskId": task_id})
     except RpcError as exc:
         if exc.code == INVALID_PARAMS:
-            raise RemoteTaskLost(f"the server no longer knows task {task_id}: {exc.message}") from None
+            raise _Denied(f"the server no longer knows task {task_id}: {exc.message}") from None
         raise
     task = remote_task(raw)
     if task.task_id != task_id:
@@ -122,3 +132,97 @@ async def _cancel(request: Request, task_id: str) -> None:
             await request("tasks/cancel", {"taskId": task_id})
         except (HostReceiverError, OSError) as exc:
             logger.debug("tasks/cancel of %s failed: %s", task_id, exc)
+
+
+class TaskHandle:
+    """A ``tools/call`` in flight and the server's task for it, for a host that shows its progress.
+
+    Made by ``ClientConnection.watch_tool``, which runs the call as
+    ``call_tool`` does (input rounds answered, the task followed to its end).
+    A server that answers at once makes no task: ``task`` stays None,
+    :meth:`updates` yields nothing, and :meth:`result` is the answer.
+    """
+
+    def __init__(self) -> None:
+        self._task: RemoteTask | None = None
+        self._changed = anyio.Event()
+        self._done = anyio.Event()
+        self._result: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+        self._scope = anyio.CancelScope()
+
+    @property
+    def task(self) -> RemoteTask | None:
+        """The server's task as last seen (None until the server answers with one, or never)."""
+        return self._task
+
+    @property
+    def task_id(self) -> str | None:
+        return self._task.task_id if self._task is not None else None
+
+    @property
+    def status(self) -> str | None:
+        """The task's status (``working``, ``input_required`` or a terminal one); None without a task."""
+        return self._task.status if self._task is not None else None
+
+    @property
+    def status_message(self) -> str | None:
+        """The server's words about the task's state, if it gave any (server text: show it escaped)."""
+        return self._task.status_message if self._task is not None else None
+
+    @property
+    def done(self) -> bool:
+        """Whether the call has ended (with a result or an error)."""
+        return self._done.is_set()
+
+    async def updates(self) -> AsyncIterator[RemoteTask]:
+        """Each new state of the task, in order, until the call ends.
+
+        A state equal to the last one yielded (a poll that saw no change) is
+        not repeated; a reader slower than the polls gets the newest state.
+        """
+        shown: RemoteTask | None = None
+        while True:
+            task, changed = self._task, self._changed
+            if task is not None and task != shown:
+                shown = task
+                yield task
+            elif self._done.is_set():
+                return
+            else:
+                await changed.wait()
+
+    def cancel(self) -> None:
+        """Cancel the call: the server's task gets ``tasks/cancel``; :meth:`result` then raises
+        :class:`RemoteTaskCancelled`. Does nothing once the call has ended."""
+        self._scope.cancel()
+
+    async def result(self) -> dict[str, Any]:
+        """Wait for the end of the call: its final ``CallToolResult``, or the error that ended it."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    async def _observe(self, task: RemoteTask) -> None:
+        """A :data:`TaskObserver`: take the task's newest state."""
+        self._task = task
+        self._wake()
+
+    async def _run(self, call: Callable[[TaskObserver], Awaitable[dict[str, Any]]]) -> None:
+        """Run ``call`` (given :meth:`_observe`) to its end, keeping its result or error."""
+        try:
+            with self._scope:
+                self._result = await call(self._observe)
+            if self._scope.cancelled_caught:
+                self._error = RemoteTaskCancelled("the call was cancelled by this host")
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+            self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()

@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 510 lines, one idea: the connection's own state, its agreement and
+(About 530 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -24,8 +24,10 @@ Rules:
   -32601), and input requests cannot be answered.
 - Modern requests carry the envelope in ``_meta`` (protocol version, client
   info, this request's capabilities: the receiver's, plus the tasks
-  extension unless it is turned off). A -32022 answer that names a version
-  both sides speak is answered by switching to it and sending again.
+  extension unless it is turned off). A -32022 answer to a request of an
+  agreed connection is an :class:`UnsupportedProtocolVersion` naming both
+  sides' versions (2026-07-28 is the only modern version: there is none to
+  switch to; a new connection agrees afresh).
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
@@ -43,6 +45,8 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from importlib import metadata
 from typing import Any, Protocol, Self
 
+import anyio
+
 from host_receiver._input_rounds import InputRequestFailed, InputRoundsExceeded, with_input_rounds
 from host_receiver._negotiation import (
     AUTO,
@@ -52,8 +56,15 @@ from host_receiver._negotiation import (
     UnsupportedProtocolVersion,
     agree,
     missing_capability,
+    version_refused,
 )
-from host_receiver._remote_tasks import RemoteTaskCancelled, RemoteTaskLost, TaskObserver, follow_task
+from host_receiver._remote_tasks import (
+    RemoteTaskCancelled,
+    RemoteTaskLost,
+    TaskHandle,
+    TaskObserver,
+    follow_task,
+)
 from host_receiver.peer import Peer
 from host_receiver.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, method_not_found
 from host_receiver.protocol.modern import (
@@ -67,7 +78,7 @@ from host_receiver.protocol.modern import (
     result_type,
 )
 from host_receiver.protocol.types import Implementation, dump
-from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS, Era, rules_of
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -90,6 +101,7 @@ __all__ = [
     "RemoteTaskLost",
     "ServerHandler",
     "ServesServers",
+    "TaskHandle",
     "UnsupportedProtocolVersion",
     "default_client_info",
 ]
@@ -229,6 +241,7 @@ class ClientConnection:
                 client_info=connection._client_info,
                 discover_timeout=discover_timeout,
                 init_timeout=init_timeout,
+                silence_means_legacy=stream.silence_means_legacy(),
             )
             # Known before notifications/initialized: the server may send requests right after it.
             connection._agreement = agreement
@@ -365,25 +378,31 @@ class ClientConnection:
     ) -> dict[str, Any]:
         """Send any request once and return its raw result (see :meth:`Session.request`).
 
-        On a modern connection the envelope is added to ``_meta``, and a
-        -32022 naming another version both sides speak is answered by
-        switching to it. An ``input_required`` or task result comes back as
-        it is: :meth:`call_tool` and its kin follow them.
+        On a modern connection the envelope is added to ``_meta``. An
+        ``input_required`` or task result comes back as it is: :meth:`call_tool`
+        and its kin follow them; ``input_required`` to any other method is a
+        :class:`BadResult`. A -32022 (the server no longer takes the agreed
+        version: there is no other modern version to switch to) is an
+        :class:`UnsupportedProtocolVersion`, a -32021 a :class:`MissingCapability`.
         """
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         try:
-            return await self._session.request(
+            result = await self._session.request(
                 method, self._stamped(params), timeout=timeout, on_progress=on_progress
             )
         except RpcError as exc:
-            if exc.code == UNSUPPORTED_VERSION and self._switch_version(exc.data):
-                return await self._session.request(
-                    method, self._stamped(params), timeout=timeout, on_progress=on_progress
-                )
+            if exc.code == UNSUPPORTED_VERSION:
+                raise version_refused(self.name, method, self.protocol_version, exc) from None
             if exc.code == MISSING_CAPABILITY:
                 raise missing_capability(self.name, method, exc) from None
             raise
+        if method not in _ROUND_METHODS and result.get("resultType") == "input_required":
+            raise BadResult(
+                f"{self.name} answered {method} with input_required, which only "
+                f"{', '.join(sorted(_ROUND_METHODS))} may be answered with"
+            )
+        return result
 
     def _stamped(self, params: dict[str, Any] | None) -> dict[str, Any]:
         """``params`` with the modern envelope in ``_meta`` (the caller's other keys kept)."""
@@ -395,25 +414,6 @@ class ClientConnection:
             **envelope(version, dump(self._client_info), self.capabilities_for(version)),
         }
         return stamped
-
-    def _switch_version(self, data: object) -> bool:
-        """Speak another modern version the server names, if there is one; whether it switched."""
-        supported = data.get("supported") if isinstance(data, dict) else None
-        if not isinstance(supported, list) or self._agreement is None:
-            return False
-        mutual = [v for v in MODERN_VERSIONS if v in supported and v != self._agreement.version]
-        if not mutual:
-            return False
-        logger.info("%s no longer speaks %s; switching to %s", self.name, self._agreement.version, mutual[0])
-        agreement = self._agreement
-        self._agreement = Agreement(
-            version=mutual[0],
-            server_info=agreement.server_info,
-            server_capabilities=agreement.server_capabilities,
-            instructions=agreement.instructions,
-            server_versions=tuple(v for v in supported if isinstance(v, str)),
-        )
-        return True
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send any notification."""
@@ -479,6 +479,37 @@ class ClientConnection:
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
             return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+
+    @asynccontextmanager
+    async def watch_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> AsyncIterator[TaskHandle]:
+        """Call a tool as :meth:`call_tool` does, and yield a :class:`TaskHandle` to watch it.
+
+            async with server.watch_tool("deploy", {"env": "prod"}) as call:
+                async for task in call.updates():
+                    show(task.status, task.status_message)
+                result = await call.result()
+
+        The call runs while the block does; leaving the block before it ends
+        cancels it (the server's task gets ``tasks/cancel``).
+        """
+
+        def call(observer: TaskObserver) -> Awaitable[dict[str, Any]]:
+            return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
+
+        handle = TaskHandle()
+        async with anyio.create_task_group() as group:
+            group.start_soon(handle._run, call)
+            try:
+                yield handle
+            finally:
+                handle.cancel()
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None

@@ -2,10 +2,12 @@
 
 Sampling: before a task exists, the router plans the request (chooses the
 model and bounds the request by the host's :class:`SamplingLimits`: too big
-is -32602 naming the field, a lowered ``maxTokens`` is shown to the person
-and written to the audit log) -> the person reviews the request (approve,
+is -32602 naming the field; a lowered ``maxTokens`` is written to the audit
+log then, once, and shown to the person) -> the person reviews the request (approve,
 edit, refuse; edits are planned again) -> the provider generates, reporting
-progress -> the person reviews the result (send, edit, refuse). A refusal at
+progress when someone watches it (the requestor sent a progress token, or the
+host has an observer; otherwise the call is not streamed) -> the person
+reviews the result (send, edit, refuse). A refusal at
 either stage is JSON-RPC error -1; a provider failure is -32603 with the
 provider's safe message.
 
@@ -15,15 +17,25 @@ shown with its domain and warnings and opened in the system browser only
 after consent, never fetched by the host.
 
 While a hook waits for the person, the task's ``statusMessage`` says so.
+
+:func:`open_receiver` is the one-call default: a receiver with both services,
+sampling through the configured providers.
+
+Deprecated until 0.3 (docs/changelog.md): a 0.1 router, with ``choose``
+(returning a provider and a model) and no ``plan``, still works: its choice
+goes through the one limits check (``providers.bound_request``, default
+:class:`~providers.SamplingLimits`), with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -47,8 +59,19 @@ from host_receiver.protocol.types import (
     ElicitRequestParams,
     ElicitResult,
 )
+from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.sampling import limit_error
 from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
-from providers import LimitExceeded, ProviderError, SamplingPlan, SamplingProgress, SamplingRequest
+from providers import (
+    LimitExceeded,
+    ProviderError,
+    SamplingLimits,
+    SamplingPlan,
+    SamplingProgress,
+    SamplingRequest,
+    bound_request,
+    build_registry,
+)
 
 #: Seconds between statusMessage updates while a model generates.
 STATUS_REFRESH = 0.5
@@ -96,13 +119,29 @@ class SamplingService:
     def __init__(
         self, router: ModelRouter, approver: SamplingApprover, *, observer: GenerationObserver | None = None
     ) -> None:
+        if not hasattr(router, "plan") and hasattr(router, "choose"):
+            warnings.warn(
+                "a ModelRouter with choose() and no plan() is deprecated and goes in host-receiver 0.3: "
+                "implement plan(params, server, model) -> SamplingPlan; see docs/changelog.md",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            router = _ChoosingRouter(router)
         self.router = router
         self.approver = approver
         self.observer = observer
 
     def accept(self, params: CreateMessageRequestParams, server: str) -> SamplingWork:
-        """Plan ``params`` now (before a task exists); the work reviews, samples, reviews."""
-        return functools.partial(self._serve, self._plan(params, server, None))
+        """Plan ``params`` now (before a task exists); the work reviews, samples, reviews.
+
+        A lowered ``maxTokens`` is audited here, where it is decided: once per
+        request, whether or not its work ever starts.
+        """
+        plan = self._plan(params, server, None)
+        if plan.clamped:
+            requested, granted = plan.requested_max_tokens, plan.params.max_tokens
+            _audit.max_tokens_clamped(server, plan.model.id, requested, granted)
+        return functools.partial(self._serve, plan)
 
     async def __call__(self, params: CreateMessageRequestParams, context: WorkContext) -> CreateMessageResult:
         """Accept and serve ``params`` in one step."""
@@ -110,10 +149,6 @@ class SamplingService:
 
     async def _serve(self, plan: SamplingPlan, context: WorkContext) -> CreateMessageResult:
         server = context.requestor_name
-        if plan.clamped:
-            _audit.max_tokens_clamped(
-                server, context.task_id, plan.model.id, plan.requested_max_tokens, plan.params.max_tokens
-            )
         view = SamplingRequestView(
             server=server,
             task_id=context.task_id,
@@ -165,8 +200,13 @@ class SamplingService:
 
         if observer is not None:
             observer.generation_started(generation)
+        # Progress is asked for by the requestor (a progress token) or shown by the host (an
+        # observer). With neither, the call is not streamed: a stream costs the provider about
+        # 10 % more CPU per call (docs/performance.md), and pollers see "Generating with ..."
+        # without a token count.
+        watched = context.progress_token is not None or observer is not None
         try:
-            result = await plan.sample(progress)
+            result = await plan.sample(progress if watched else None)
         except ProviderError as exc:
             raise RpcError(INTERNAL_ERROR, f"The model call failed: {exc}") from None
         finally:
@@ -186,9 +226,28 @@ class SamplingService:
         try:
             return self.router.plan(params, server, model)
         except LimitExceeded as exc:
-            raise invalid_params(f"Invalid params: {exc.field}: {exc}", {"field": exc.field}) from None
+            raise limit_error(exc) from None
         except ProviderError as exc:
             raise invalid_params(str(exc)) from None
+
+
+class _ChoosingRouter:
+    """A 0.1 router (``choose`` returns a provider and a model) as a :class:`ModelRouter` (goes in 0.3).
+
+    Its choice is bounded by the one limits check, with the default :class:`SamplingLimits`.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.limits = SamplingLimits()
+
+    def plan(self, params: SamplingRequest, server: str, model: str | None = None) -> SamplingPlan:
+        provider, chosen = self._inner.choose(params, server, model)
+        bounded = bound_request(params, chosen, self.limits)
+        return SamplingPlan(provider, chosen, bounded, params.max_tokens, self.limits)
+
+    def allowed_models(self, server: str) -> Sequence[str]:
+        return tuple(self._inner.allowed_models(server))
 
 
 def open_in_browser(url: str) -> bool:
@@ -254,3 +313,20 @@ class ElicitationService:
                 return ElicitResult(action="accept", content=content)
             values = {**values, **content}
         return ElicitResult(action="cancel")
+
+
+@asynccontextmanager
+async def open_receiver(
+    approver: SamplingApprover, forms: ElicitationUI, *, config: ReceiverConfig | None = None
+) -> AsyncIterator[Receiver]:
+    """A :class:`Receiver`: sampling through the configured providers behind ``approver``, forms by ``forms``.
+
+    The providers are :func:`providers.build_registry`'s: the config file with its
+    keys, or the offline echo provider when none is configured; they are closed
+    when the block ends. For your own registry, roots or task store, build the
+    ``Receiver`` from :class:`SamplingService` and :class:`ElicitationService`.
+    """
+    async with build_registry() as registry:
+        yield Receiver(
+            sampling=SamplingService(registry, approver), elicitation=ElicitationService(forms), config=config
+        )

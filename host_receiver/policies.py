@@ -22,7 +22,8 @@ Rules:
 
   A remembered approval also sends results without review; a remembered
   refusal answers -1 at once. Saved decisions live in ``decisions.json`` in
-  the platform's user config directory, or where ``$HOST_RECEIVER_DECISIONS``
+  host-receiver's directory of the user's config directory
+  (:func:`providers.user_config_dir`), or where ``$HOST_RECEIVER_DECISIONS``
   or the ``path`` argument says. Servers are known by their name.
 - :class:`ModelAllowList` refuses (-1) a request whose chosen or edited model
   is not on the server's allow-list (by default the one the router reports).
@@ -49,7 +50,6 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
-import platformdirs
 
 from host_receiver.approval import (
     Approve,
@@ -62,7 +62,7 @@ from host_receiver.approval import (
     Send,
 )
 from host_receiver.protocol.errors import INVALID_REQUEST, RpcError
-from providers import estimate_input_tokens, safe_logger
+from providers import estimate_input_tokens, safe_logger, user_config_dir
 
 logger = safe_logger("host_receiver.policies")
 
@@ -76,7 +76,7 @@ def decisions_path(path: str | os.PathLike[str] | None = None) -> Path:
         return Path(path)
     if os.environ.get(DECISIONS_ENV):
         return Path(os.environ[DECISIONS_ENV])
-    return platformdirs.user_config_path("host-receiver", appauthor=False) / "decisions.json"
+    return user_config_dir() / "decisions.json"
 
 
 class DecisionStore:

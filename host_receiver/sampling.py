@@ -12,10 +12,19 @@ its error directly instead of becoming a failed task:
 
 How much a request may ask for (tokens, messages, tool rounds) is not a
 protocol rule but the host's policy: :class:`SamplingLimits`, applied once by
-the model router when it plans the request (``providers.bound_request``).
+the model router when it plans the request (``providers.bound_request``); a
+request beyond them is -32602 naming the field (:func:`limit_error`).
+
+Deprecated until 0.3 (docs/changelog.md): ``check_request(..., limits=...)``,
+0.1's call, still checks the limits after the rules, refusing (it cannot
+clamp) a ``maxTokens`` above ``limits.max_tokens`` as 0.1 did.
 """
 
 from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import replace
 
 from host_receiver.protocol.errors import RpcError, invalid_params
 from host_receiver.protocol.types import (
@@ -23,13 +32,28 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from providers import SamplingLimits
+from providers import LimitExceeded, ModelInfo, SamplingLimits, bound_request
 
-__all__ = ["SamplingLimits", "check_request", "failure_message"]
+__all__ = ["SamplingLimits", "check_request", "failure_message", "limit_error"]
+
+#: A model that bounds nothing, for checking the host's limits alone.
+_ANY_MODEL = ModelInfo(id="any", provider="any", context_tokens=sys.maxsize)
 
 
-def check_request(params: SamplingRequest, *, tools_declared: bool) -> None:
-    """Raise -32602 if ``params`` break a sampling rule; return None otherwise."""
+def check_request(
+    params: SamplingRequest, *, tools_declared: bool, limits: SamplingLimits | None = None
+) -> None:
+    """Raise -32602 if ``params`` break a sampling rule; return None otherwise.
+
+    ``limits`` is deprecated (module docstring).
+    """
+    if limits is not None:
+        warnings.warn(
+            "host_receiver.sampling.check_request(..., limits=...) is deprecated and goes in host-receiver "
+            "0.3: the model router applies the limits when it plans a request (ProviderRegistry.plan)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     if (params.tools is not None or params.tool_choice is not None) and not tools_declared:
         raise invalid_params(
             "tools and toolChoice need the sampling.tools capability, which this client "
@@ -40,6 +64,16 @@ def check_request(params: SamplingRequest, *, tools_declared: bool) -> None:
     if not params.messages:
         raise invalid_params("messages must not be empty")
     _check_tool_turns(params)
+    if limits is not None:
+        try:
+            bound_request(params, _ANY_MODEL, replace(limits, over_max_tokens="refuse"))
+        except LimitExceeded as exc:
+            raise limit_error(exc) from None
+
+
+def limit_error(exc: LimitExceeded) -> RpcError:
+    """-32602 for a request beyond the host's limits, naming the field in the message and ``data``."""
+    return invalid_params(f"Invalid params: {exc.field}: {exc}", {"field": exc.field})
 
 
 _LIST_OR_TOOL_BLOCK = (list, ToolUseContent, ToolResultContent)

@@ -1,6 +1,6 @@
 """A JSON-RPC session: one peer, one message stream, traffic both ways.
 
-(About 500 lines, one idea: both directions share the id space, the closing
+(About 570 lines, one idea: both directions share the id space, the closing
 and the stream, and splitting them would put the closing rules in two
 places. Sending without waiting is its own module, :mod:`host_receiver._outbox`.)
 
@@ -61,6 +61,7 @@ import orjson
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from host_receiver._concurrency import background_task_group
 from host_receiver._outbox import Outbox
 from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError, method_not_found
 from host_receiver.protocol.jsonrpc import (
@@ -74,7 +75,7 @@ from host_receiver.protocol.jsonrpc import (
 )
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
-from host_receiver.transports.base import MessageStream, TransportError, background_task_group
+from host_receiver.transports.base import MessageStream, TransportError
 from providers import HostReceiverError, bounded, safe_id, safe_logger, safe_text
 
 __all__ = [

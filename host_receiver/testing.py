@@ -27,7 +27,10 @@ Rules:
   ``call.request_state`` on the retry.
 - Both answer ``tools/list`` (their tools, one page) and ``tools/call`` (the
   tool's async function; an unknown tool is -32602), and any method in
-  ``methods`` by its handler (``tasks/get`` of a tasks-extension fake, say);
+  ``methods`` by its handler, which wins over the built-in answers
+  (``tasks/get`` of a tasks-extension fake, a legacy fake's ``initialize``,
+  or a modern fake's ``server/discover``, which may return
+  :meth:`FakeServer.discover_result`);
   anything else is -32601. A tool returns a result dict or a string (one
   text block); an ``RpcError`` it raises is the call's error response.
 - ``server.request(...)`` sends a request to the host (legacy) and returns
@@ -189,27 +192,31 @@ class FakeServer:
         params = request.params or {}
         if self.modern:
             self._check_envelope(request)
-            if request.method == "server/discover":
-                return {
-                    "resultType": "complete",
-                    "supportedVersions": [self.protocol_version],
-                    "capabilities": self.capabilities,
-                    "_meta": {SERVER_INFO_KEY: {"name": self.name, "version": "0"}},
-                }
-        elif request.method == "initialize":
+        if request.method in self.methods:
+            return await self.methods[request.method](request)
+        if self.modern and request.method == "server/discover":
+            return self.discover_result()
+        if not self.modern and request.method == "initialize":
             self.initialize_params = params
             return {
                 "protocolVersion": self.protocol_version,
                 "capabilities": self.capabilities,
                 "serverInfo": {"name": self.name, "version": "0"},
             }
-        if request.method in self.methods:
-            return await self.methods[request.method](request)
         if request.method == "tools/list":
             return {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in self.tools]}
         if request.method == "tools/call":
             return await self._call(request, params)
         raise method_not_found(request.method)
+
+    def discover_result(self) -> dict[str, Any]:
+        """What a modern fake answers ``server/discover`` (unless ``methods`` serves it)."""
+        return {
+            "resultType": "complete",
+            "supportedVersions": [self.protocol_version],
+            "capabilities": self.capabilities,
+            "_meta": {SERVER_INFO_KEY: {"name": self.name, "version": "0"}},
+        }
 
     def _check_envelope(self, request: Request) -> None:
         if request.method == "initialize":

@@ -77,7 +77,9 @@ from ._messages import (
     WireModel,
     dump,
 )
+from ._paths import user_config_dir
 from ._plan import ReplyTooLong, SamplingPlan
+from ._redact import safe_url
 from ._registry import ProviderRegistry
 from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
@@ -147,9 +149,11 @@ __all__ = [
     "safe_id",
     "safe_logger",
     "safe_text",
+    "safe_url",
     "save_config",
     "select_model",
     "store_key",
+    "user_config_dir",
 ]
 
 

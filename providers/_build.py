@@ -92,6 +92,7 @@ def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider
         stream=entry.stream,
         forward_metadata=entry.forward_metadata,
         max_tokens_param=entry.max_tokens_param,
+        http_transport=entry.http_transport,
     )
 
 

@@ -3,7 +3,8 @@
 Rules:
 
 * Location: the ``path`` argument, else ``$HOST_RECEIVER_CONFIG``, else
-  ``config.toml`` in the platform's user config directory (``platformdirs``).
+  ``config.toml`` in host-receiver's directory of the user's config directory
+  (:func:`~providers._paths.user_config_dir`).
   A missing file is an empty configuration.
 * API keys are never read from or written to this file: a key-like entry
   (``api_key``, ``key``, ``token``, ``secret``, ``password``) is an error that
@@ -35,6 +36,7 @@ Layout::
     stream = true                  # stream to report progress
     forward_metadata = false
     max_tokens_param = "max_completion_tokens"   # or "max_tokens"; absent: by host
+    http_transport = "lean"        # or "httpx": the HTTP pool for a plain-http base URL
 
     [[providers.openai.models]]
     id = "gpt-4o-mini"
@@ -64,11 +66,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import platformdirs
-
 from ._contract import ModelInfo
 from ._errors import ConfigError
 from ._limits import SamplingLimits
+from ._paths import user_config_dir
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -85,6 +86,7 @@ __all__ = [
 
 CONFIG_ENV = "HOST_RECEIVER_CONFIG"
 ProviderType = Literal["openai", "echo"]
+HttpTransport = Literal["lean", "httpx"]
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
 
@@ -102,6 +104,7 @@ class ProviderEntry:
     stream: bool = True
     forward_metadata: bool = False
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    http_transport: HttpTransport = "lean"
     delay: float = 0.0  # echo only: seconds per answer
     models: tuple[ModelInfo, ...] = ()
 
@@ -140,7 +143,7 @@ def config_path(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     env = os.environ if environ is None else environ
     if env.get(CONFIG_ENV):
         return Path(env[CONFIG_ENV])
-    return platformdirs.user_config_path("host-receiver", appauthor=False) / "config.toml"
+    return user_config_dir() / "config.toml"
 
 
 def load_config(path: Path) -> Config:
@@ -234,6 +237,9 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
     param = table.get("max_tokens_param")
     if param not in (None, "max_tokens", "max_completion_tokens"):
         raise r.error(f"{where}.max_tokens_param", 'must be "max_tokens" or "max_completion_tokens"')
+    transport = table.get("http_transport", default.http_transport)
+    if transport not in ("lean", "httpx"):
+        raise r.error(f"{where}.http_transport", 'must be "lean" or "httpx"')
     models_raw = table.get("models", [])
     if not isinstance(models_raw, list):
         raise r.error(f"{where}.models", "must be an array of tables ([[...models]])")
@@ -256,6 +262,7 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
         stream=r.boolean(table.get("stream", True), f"{where}.stream"),
         forward_metadata=r.boolean(table.get("forward_metadata", False), f"{where}.forward_metadata"),
         max_tokens_param=param,
+        http_transport=cast(HttpTransport, transport),
         delay=r.number(table.get("delay", 0.0), f"{where}.delay"),
         models=models,
     )

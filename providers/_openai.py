@@ -10,16 +10,24 @@ Rules:
   streaming and the error mapping.
 * The body built by ``_openai_wire`` is already in wire form, so it is posted
   as it is with the client's ``post`` (what ``chat.completions.create`` does
-  after converting its arguments, with the same bearer auth), and the reply
-  comes back as parsed JSON (``cast_to=object``): the client's argument
-  conversion and response models cost more CPU than the HTTP exchange. Its
-  retries, error classes and auth apply unchanged.
+  after converting its arguments, with the same bearer auth) to the endpoint's
+  full URL, made once, and the reply comes back as the raw HTTP response
+  (``cast_to=httpx.Response``), read by :mod:`providers._openai_json` with
+  orjson: the client's argument conversion, response models and stream
+  decoder cost more CPU than the HTTP exchange. Its retries, error classes
+  and auth apply unchanged: a failure while the body is read is the client's
+  ``APITimeoutError`` or ``APIConnectionError``, and an error event in a
+  stream its ``APIError``, as the client's own stream would raise them.
 * The ``openai`` client gets an httpx client of ours (:class:`_OneReadTimeout`,
   with the environment's proxies): a plain ``http://`` base URL (the local
   backends, where a thousand calls run at once) has the connection pool of
-  :mod:`providers._http` unless the environment configures an http proxy;
-  other backends have httpx's own pool. :meth:`OpenAIProvider.aclose` closes
-  it.
+  :mod:`providers._http` unless the environment configures an http proxy or
+  ``http_transport`` is ``"httpx"``; other backends have httpx's own pool, with
+  the same limits (1,000 connections, all kept alive for 5 s). httpx's pool
+  walks every connection on every request, which costs milliseconds per call
+  at a thousand connections (docs/performance.md, "The provider call and the
+  HTTP pool").
+  :meth:`OpenAIProvider.aclose` closes it.
 * With a progress sink (and ``stream`` enabled) the request is streamed with
   ``stream_options.include_usage``; each chunk that adds output is reported.
   Without a sink the request is a plain JSON call.
@@ -32,10 +40,13 @@ Rules:
   (our httpx client cancels the call; the ``openai`` client would retry).
   ``timeout`` bounds connecting and every read (the wait for each streamed
   chunk); the whole call is bounded by the plan's deadline (:mod:`providers._plan`).
-* A reply or a streamed event that is not JSON, and a stream with no choices,
-  are failures that say so (where the JSON breaks, in bytes).
-* Cancellation closes the HTTP request before it propagates (the client's
-  stream is an async context manager; cancelling a plain call aborts it).
+* A reply or a streamed event that is not JSON (whatever its content type),
+  and a stream with no choices, are failures that say so (where the JSON
+  breaks, in bytes). A stream ends at ``data: [DONE]``; what follows it is
+  read (for at most 0.1 s, as the client does) so the connection can serve
+  the next call.
+* Cancellation closes the HTTP request before it propagates (a streamed
+  response is closed on the way out; cancelling a plain call aborts it).
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
   the provider, the base URL (no credentials) and the cause, with the backend's
   own message redacted. The key is never formatted into anything.
@@ -45,16 +56,20 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from contextvars import ContextVar
+from http.cookiejar import CookieJar
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
 import httpx
 import openai
+import orjson
+from httpx_sse import EventSource, SSEError
 
-from ._config import DEFAULT_BASE_URL
+from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
     ModelInfo,
@@ -63,7 +78,7 @@ from ._contract import (
     progress_text,
 )
 from ._errors import ProviderError
-from ._http import LeanTransport
+from ._http import DEFAULT_LIMITS, LeanTransport
 from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
@@ -90,6 +105,8 @@ _STATUS_HINTS = {
 
 #: What ``chat.completions.create`` passes: the API key as a bearer token (and no admin key).
 _CHAT_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
+#: How long the rest of a stream is read after ``[DONE]`` (the ``openai`` client's own drain time).
+_DRAIN_SECONDS = 0.1
 
 
 def default_max_tokens_param(base_url: str) -> MaxTokensParam:
@@ -108,8 +125,21 @@ def default_max_tokens_param(base_url: str) -> MaxTokensParam:
 _CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_openai_call", default=None)
 
 
+class _Cookies(httpx.Cookies):
+    """httpx's cookie jar, which skips the jar's work for a response that sets no cookie.
+
+    httpx hands every response to the jar, which wraps it and its request in
+    ``urllib`` objects first: about 6 % of a provider call's CPU, for backends
+    that set no cookies.
+    """
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        if "set-cookie" in response.headers:
+            super().extract_cookies(response)
+
+
 class _OneReadTimeout(httpx.AsyncClient):
-    """An httpx client on which a read timeout ends the whole call.
+    """An httpx client on which a read timeout ends the whole call (and cookies cost nothing unless set).
 
     The ``openai`` client retries every timeout from inside its own loop; this
     cancels the scope of the call that is running (``_CALL``) before the
@@ -117,6 +147,74 @@ class _OneReadTimeout(httpx.AsyncClient):
     the backend did not answer. Connect timeouts and other errors are left to
     its retries.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._jar = _Cookies(kwargs.get("cookies"))
+
+    def build_request(
+        self,
+        method: str,
+        url: httpx.URL | str,
+        *,
+        content: Any = None,
+        data: Any = None,
+        files: Any = None,
+        json: Any = None,
+        params: Any = None,
+        headers: Any = None,
+        cookies: Any = None,
+        timeout: Any = httpx.USE_CLIENT_DEFAULT,
+        extensions: Any = None,
+    ) -> httpx.Request:
+        """httpx's own, made without its merging when there is nothing to merge.
+
+        That is how the ``openai`` client calls it: an absolute URL, its headers as a
+        list of pairs, a body, and no query, cookies, form, files or extensions. The
+        client's default headers are merged here in one pass (a request header
+        replaces the default of the same name, as in httpx); anything else goes
+        through httpx. httpx's merging is about a fifth of the request building's CPU.
+        """
+        simple = data is None and files is None and json is None and not params and cookies is None
+        if (
+            simple
+            and extensions is None
+            and isinstance(url, str)
+            and url.startswith(("http://", "https://"))  # absolute: httpx would not join it to base_url
+            and isinstance(headers, list)
+            and not self.params
+            and not self._jar
+        ):
+            given = {name.lower().encode("latin-1") for name, _ in headers}
+            merged: list[Any] = [(key, value) for key, value in self.headers.raw if key.lower() not in given]
+            merged += headers
+            chosen = self.timeout if timeout is httpx.USE_CLIENT_DEFAULT else httpx.Timeout(timeout)
+            return httpx.Request(
+                method, url, content=content, headers=merged, extensions={"timeout": chosen.as_dict()}
+            )
+        return super().build_request(
+            method,
+            url,
+            content=content,
+            data=data,
+            files=files,
+            json=json,
+            params=params,
+            headers=headers,
+            cookies=cookies,
+            timeout=timeout,
+            extensions=extensions,
+        )
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._jar
+
+    @cookies.setter
+    def cookies(
+        self, cookies: httpx.Cookies | CookieJar | dict[str, str] | list[tuple[str, str]] | None
+    ) -> None:
+        self._jar = _Cookies(cookies)
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         try:
@@ -128,17 +226,18 @@ class _OneReadTimeout(httpx.AsyncClient):
             raise
 
 
-def _http_client(base_url: str) -> httpx.AsyncClient:
-    """Our pool (:mod:`providers._http`) for a plain-http backend that no proxy stands in front of;
-    httpx's own, with the environment's proxies, otherwise (httpx ignores proxy variables for a
-    client with a custom transport). Either way a read timeout is not retried."""
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    if urlsplit(base_url).scheme.lower() != "http":
-        return _OneReadTimeout(follow_redirects=True, limits=limits)
-    proxies = urllib.request.getproxies()
-    if proxies.get("http") or proxies.get("all"):
-        return _OneReadTimeout(follow_redirects=True, limits=limits)
-    return _OneReadTimeout(transport=LeanTransport(), follow_redirects=True)
+def _http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:
+    """The httpx client under the ``openai`` client; a read timeout is not retried on either.
+
+    ``lean``: our pool (:mod:`providers._http`) for a plain-http backend that no proxy
+    stands in front of, httpx's own otherwise (httpx ignores proxy variables for a client
+    with a custom transport). ``httpx``: httpx's own pool always. Both have the same limits.
+    """
+    if transport == "lean" and urlsplit(base_url).scheme.lower() == "http":
+        proxies = urllib.request.getproxies()
+        if not (proxies.get("http") or proxies.get("all")):
+            return _OneReadTimeout(transport=LeanTransport(limits=DEFAULT_LIMITS), follow_redirects=True)
+    return _OneReadTimeout(follow_redirects=True, limits=DEFAULT_LIMITS)
 
 
 class OpenAIProvider:
@@ -157,6 +256,7 @@ class OpenAIProvider:
         forward_metadata: bool = False,
         max_tokens_param: MaxTokensParam | None = None,
         default_headers: Mapping[str, str] | None = None,
+        http_transport: HttpTransport = "lean",
     ) -> None:
         if not api_key:
             raise ValueError("api_key must not be empty")
@@ -173,6 +273,7 @@ class OpenAIProvider:
         self.stream = stream
         self.forward_metadata = forward_metadata
         self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
+        self.http_transport = http_transport
         self._redactor = Redactor([api_key])
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
@@ -182,8 +283,10 @@ class OpenAIProvider:
             default_headers=dict(default_headers or {}),
             # Newer openai releases are typed for httpx2 but take an httpx client too
             # ("legacy httpx"); 1.x takes only httpx. The project depends on httpx.
-            http_client=cast(Any, _http_client(self.base_url)),
+            http_client=cast(Any, _http_client(self.base_url, http_transport)),
         )
+        # The client joins a relative path to its base URL on every call; this is the same URL, once.
+        self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
 
     @property
     def name(self) -> str:
@@ -239,30 +342,37 @@ class OpenAIProvider:
     # --- calls -------------------------------------------------------------
 
     async def _plain(self, body: dict[str, Any]) -> Reply:
-        data = await self._client.post("/chat/completions", body=body, cast_to=object, options=_CHAT_OPTIONS)
-        return completion_reply(data)
+        response: httpx.Response = await self._client.post(
+            self._url, body=body, cast_to=httpx.Response, options=_CHAT_OPTIONS
+        )
+        return completion_reply(orjson.loads(response.content))
 
     async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> Reply:
         fold = StreamFold()
         pieces = 0
         reported = (0, 0)
-        stream = await self._client.post(
-            "/chat/completions",
+        response: httpx.Response = await self._client.post(
+            self._url,
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
-            cast_to=object,
+            cast_to=httpx.Response,
             options=_CHAT_OPTIONS,
             stream=True,
-            stream_cls=openai.AsyncStream[object],
         )
-        async with stream:
-            async for chunk in stream:
-                grew = fold.add(chunk)
-                if grew:
-                    pieces += 1
-                count = fold.usage if fold.usage is not None else pieces
-                if (grew or fold.usage is not None) and (count, fold.characters) != reported:
-                    reported = (count, fold.characters)
-                    await progress(SamplingProgress(count, _tail(fold.parts), fold.characters))
+        try:
+            async with aclosing(_event_data(response)) as events:
+                async for data in events:
+                    chunk = orjson.loads(data)
+                    if isinstance(chunk, dict) and chunk.get("error"):
+                        raise _stream_error(chunk["error"], response.request)
+                    grew = fold.add(chunk)
+                    if grew:
+                        pieces += 1
+                    count = fold.usage if fold.usage is not None else pieces
+                    if (grew or fold.usage is not None) and (count, fold.characters) != reported:
+                        reported = (count, fold.characters)
+                        await progress(SamplingProgress(count, _tail(fold.parts), fold.characters))
+        finally:
+            await response.aclose()
         return fold.reply()
 
     # --- failures ----------------------------------------------------------
@@ -290,6 +400,41 @@ class OpenAIProvider:
             detail = self._redactor.text(exc.message, limit=_MESSAGE_LIMIT)
             return ProviderError(f"{who}: the backend reported an error: {detail}")
         return ProviderError(f"{who}: {type(exc).__name__}")
+
+
+async def _event_data(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """The data of each event of a streamed response up to ``[DONE]``, then the rest of the body.
+
+    The events are read by ``httpx-sse``; a body that is not ``text/event-stream``
+    is a :class:`ProviderError`, and a transport failure is the ``openai``
+    client's error, as its own stream raises it.
+    """
+    events = EventSource(response).aiter_sse()
+    try:
+        async for event in events:
+            if event.data.startswith("[DONE]"):
+                with anyio.move_on_after(_DRAIN_SECONDS):  # the rest of the body, to keep the connection
+                    async for _ in events:
+                        pass
+                return
+            if event.data:
+                yield event.data
+    except SSEError as exc:
+        raise ProviderError(f"the backend's stream is not an event stream ({exc})") from None
+    except httpx.TimeoutException as exc:
+        raise openai.APITimeoutError(request=cast(Any, response.request)) from exc
+    except httpx.RequestError as exc:
+        raise openai.APIConnectionError(request=cast(Any, response.request)) from exc
+    finally:
+        await events.aclose()
+
+
+def _stream_error(error: object, request: httpx.Request) -> openai.APIError:
+    """An error event, as the ``openai`` client's stream raises it."""
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message:
+        message = "An error occurred during streaming"
+    return openai.APIError(message, cast(Any, request), body=error)
 
 
 def _server_message(body: object) -> str:

@@ -1,8 +1,9 @@
-"""The chat-completions reply read from its raw JSON, without the ``openai`` response models (pure, no I/O).
+"""The chat-completions reply read from its raw bytes, without the ``openai`` response models (pure, no I/O).
 
-The provider asks the ``openai`` client for the parsed JSON (``cast_to=object``,
-``AsyncStream[object]``): building the client's pydantic models for every reply
-and every streamed chunk costs more CPU than the HTTP exchange itself.
+The provider asks the ``openai`` client for the raw HTTP response
+(``cast_to=httpx.Response``) and reads it here: the client's response models,
+its ``AsyncStream`` and its event decoder cost more CPU per call than the HTTP
+exchange itself (docs/performance.md, "The provider call, stage by stage").
 
 Rules:
 
@@ -12,16 +13,18 @@ Rules:
 * Reading is as lenient as the models' construction: a field that is missing,
   ``null`` or of another type reads as absent. A tool call without a ``type``
   is taken as a function call; one of another type (``custom``) is skipped.
-* A reply with no choices, or that is not JSON, is a :class:`ProviderError`
-  (JSON sent as another content type is still read); so is a stream in which
+* A reply with no choices is a :class:`ProviderError`; so is a stream in which
   no chunk had the choice of index 0 (it is not an empty answer). Streamed
-  choices other than index 0 are ignored.
-* In-stream error events never reach this module: the client raises them.
+  choices other than index 0 are ignored. A body is JSON whatever its content
+  type says; one that is not raises ``json.JSONDecodeError`` (orjson's, which
+  says where).
+* A stream's events are split by ``httpx-sse`` (in the provider); the
+  provider stops at ``[DONE]`` and raises an event whose JSON has an
+  ``error`` as the client would (``openai.APIError``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._errors import ProviderError
@@ -31,15 +34,7 @@ __all__ = ["StreamFold", "completion_reply"]
 
 
 def completion_reply(data: object) -> Reply:
-    """The :class:`Reply` of a non-streamed completion.
-
-    The client hands over JSON sent with another content type as text; it is parsed here.
-    """
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            raise ProviderError("the backend's reply is not JSON") from None
+    """The :class:`Reply` of a non-streamed completion (its parsed JSON)."""
     choices = _list(_get(data, "choices"))
     if not choices:
         raise ProviderError("the backend returned no choices")

@@ -38,11 +38,18 @@ class Redactor:
 
 
 def safe_url(url: str) -> str:
-    """``url`` without credentials, query string or fragment."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    """``url`` without credentials, query string or fragment; ``(an invalid URL)`` if it does not parse.
+
+    Not escaped: text from a server still goes through :func:`safe_text` (or
+    ``host_receiver.auth``'s own ``safe_url``, which does both).
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if parts.port is not None:  # raises ValueError for a port out of range
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "(an invalid URL)"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -1,7 +1,10 @@
 """Validation of every message the project emits against the official schema of its era.
 
 Legacy messages (2025-11-25) against ``schema-2025-11-25.json``; modern ones
-(a request whose ``_meta`` names 2026-07-28) against ``schema-2026-07-28.json``.
+against ``schema-2026-07-28.json``: a request whose ``_meta`` names 2026-07-28,
+and every message of a connection that agreed on the modern era (``era``),
+notifications included (a modern client sends only ``notifications/cancelled``,
+the schema's ``ClientNotification``).
 The tasks extension's methods (``tasks/get|update|cancel`` of 2026-07-28) are
 not in the core schema: their envelope, ``_meta`` and ``inputResponses`` are
 checked against the core definitions, their other params by hand.
@@ -50,8 +53,11 @@ NOTIFICATION_OF = {
 
 
 def _find_schema(version: str) -> Path:
+    """``shared/spec/schema-VERSION.json`` beside the checkout, or beside a folder above it (a
+    git worktree under ``wt/``)."""
     name = f"schema-{version}.json"
-    for candidate in (SPEC_DIR / name, Path.cwd().parent / "shared" / "spec" / name):
+    for folder in Path(__file__).resolve().parents[1:]:
+        candidate = folder / "shared" / "spec" / name
         if candidate.exists():
             return candidate
     raise FileNotFoundError(f"official schema not found at {SPEC_DIR / name}")
@@ -91,8 +97,10 @@ def is_modern(message: dict[str, Any]) -> bool:
 def validate_modern_request(message: dict[str, Any]) -> None:
     """Validate a request a modern client sends, by the 2026-07-28 schema (rules above)."""
     validate("JSONRPCRequest", message, version=MODERN)
-    params = message["params"]
+    params = message.get("params")
+    assert isinstance(params, dict) and isinstance(params.get("_meta"), dict), "a modern request needs _meta"
     validate("RequestMetaObject", params["_meta"], version=MODERN)
+    assert is_modern(message), f"a modern request must name {MODERN} in _meta"
     method = message["method"]
     if method in MODERN_REQUEST_OF:
         validate(MODERN_REQUEST_OF[method], message, version=MODERN)
@@ -106,6 +114,17 @@ def validate_modern_request(message: dict[str, Any]) -> None:
         validate("InputResponses", params["inputResponses"], version=MODERN)
     if "requestState" in params:
         assert isinstance(params["requestState"], str)
+
+
+def validate_modern_message(message: dict[str, Any]) -> None:
+    """Validate any message a client sends on a 2026-07-28 connection, by that schema."""
+    if "method" in message and "id" in message:
+        validate_modern_request(message)
+    elif "method" in message:
+        validate("JSONRPCNotification", message, version=MODERN)
+        validate("ClientNotification", message, version=MODERN)
+    else:
+        validate("JSONRPCMessage", message, version=MODERN)
 
 
 def validate_result(method: str, result: dict[str, Any], *, task: bool = False) -> None:
@@ -125,10 +144,11 @@ def validate_notification(method: str, params: dict[str, Any] | None) -> None:
     validate(NOTIFICATION_OF.get(method, "JSONRPCNotification"), message)
 
 
-def validate_message(message: dict[str, Any]) -> None:
-    """Validate any JSON-RPC message a client sends (by its era's schema)."""
-    if is_modern(message):
-        validate_modern_request(message)
+def validate_message(message: dict[str, Any], *, era: str | None = None) -> None:
+    """Validate any JSON-RPC message a client sends: by the 2026-07-28 schema on a connection
+    whose ``era`` is ``"modern"`` or when the message names that version, else by 2025-11-25."""
+    if era == "modern" or is_modern(message):
+        validate_modern_message(message)
         return
     validate("JSONRPCMessage", message)
     if "method" in message and "id" not in message and message["method"] in NOTIFICATION_OF:

@@ -30,17 +30,10 @@ import pytest
 from host_receiver.cli import build_parser
 from host_receiver.protocol.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
+from tests.cli_command import CLI, LIMIT_S
 from tests.fake_openai import Completion, FakeOpenAI
 from tests.interop import RAW_SERVER, HttpPeer, peer_command
 
-_SCRIPT = Path(sys.executable).with_name("host-receiver")
-CLI = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
-)
-#: A safety net against a hung command, never a measure of speed.
-LIMIT_S = 60
 FORM = {
     "type": "object",
     "properties": {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from host_receiver.cli.demo import SETTINGS_FILE, configured_python
+from host_receiver.cli.demo import PYTHON_ENV, SETTINGS_FILE, configured_python, server_python
 from tests.test_terminal import CLEAR_LINE, HOST, PEER_PYTHON, ROOT, Terminal
 
 EXAMPLES = ROOT / "examples"
@@ -154,3 +154,16 @@ def test_the_readme_demo_needs_no_environment_variable(env: dict[str, str]) -> N
     done = host(without, "demo", "--llm-delay", "0")
     assert done.returncode == 0, done.stderr
     assert "outcome: Saved as a draft" in done.stdout
+
+
+def test_the_example_servers_python_is_the_option_then_the_variable_then_the_settings_then_this_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo and examples/embed_host.py look for it in this order, never at a fixed path."""
+    (tmp_path / SETTINGS_FILE).write_text('[demo]\npython = "/opt/mcp/bin/python"\n')
+    monkeypatch.setenv(PYTHON_ENV, "/from/variable/python")
+    assert server_python("/given/python", str(tmp_path)) == "/given/python"
+    assert server_python(None, str(tmp_path)) == "/from/variable/python"
+    monkeypatch.delenv(PYTHON_ENV)
+    assert server_python(None, str(tmp_path)) == "/opt/mcp/bin/python"
+    assert server_python(None, str(tmp_path / "elsewhere")) == sys.executable

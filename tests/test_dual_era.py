@@ -8,12 +8,15 @@ SDK peers are in tests/interop/test_modern_era.py.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from trio.testing import MockClock
 
 from host_receiver import (
     AutoApprove,
@@ -30,21 +33,24 @@ from host_receiver import (
     MissingCapability,
     Receiver,
     RemoteTask,
+    RemoteTaskCancelled,
     RemoteTaskLost,
     RpcError,
     SamplingService,
     ServerConnection,
+    TaskHandle,
     UnsupportedProtocolVersion,
     UrlAnswer,
     UrlView,
 )
-from host_receiver.protocol.errors import INVALID_PARAMS, USER_REJECTED
+from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
+from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
-from host_receiver.testing import FakeServer, ToolCall
+from host_receiver.testing import FakeServer, ToolCall, ToolFunction
 from providers import EchoProvider, ProviderRegistry
 from tests.receiver_harness import form_params, sampling_params
-from tests.schema import validate_modern_request
+from tests.schema import validate_message
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -63,11 +69,25 @@ async def connected(
 ) -> AsyncIterator[ServerConnection]:
     async with server, Host(host_receiver or receiver(), **options) as host:
         yield await host.connect("fake", server.transport)
+    check_wire(server)
+
+
+def check_wire(server: FakeServer, *, fallback: bool = False) -> None:
+    """Every request and notification the host sent, by the schema of the server's era (with
+    ``fallback``, an ``initialize`` the host tried on a modern server by the legacy one)."""
+    era = "modern" if server.modern else "legacy"
     for request in server.requests:
-        if server.modern:
-            validate_modern_request(
-                {"jsonrpc": "2.0", "id": 1, "method": request.method, "params": request.params}
-            )
+        message = {"jsonrpc": "2.0", "id": request.id, "method": request.method}
+        validate_message(
+            {**message, "params": request.params} if request.params is not None else message,
+            era="legacy" if fallback and request.method == "initialize" else era,
+        )
+    for method, params in server.notifications:
+        message = {"jsonrpc": "2.0", "method": method}
+        validate_message({**message, "params": params} if params is not None else message, era=era)
+    assert not (server.modern and server.initialized.is_set()), (
+        "notifications/initialized on a modern connection"
+    )
 
 
 class StuckForms:
@@ -131,6 +151,21 @@ async def test_auto_falls_back_to_initialize_when_discover_is_not_understood() -
     assert server.initialized.is_set()
 
 
+@pytest.mark.parametrize("protocol_version", [LEGACY, MODERN])
+async def test_a_connection_logs_one_info_line_naming_its_era(
+    protocol_version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="host_receiver")
+    async with connected(FakeServer(protocol_version=protocol_version)) as connection:
+        era = connection.era.value
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) == 1, lines
+    assert (
+        lines[0].startswith("connected to fake-server")
+        and f"(protocol {protocol_version}, {era})" in lines[0]
+    )
+
+
 async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -> None:
     abandoned = anyio.Event()
 
@@ -150,6 +185,49 @@ async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -
             assert connection.era is Era.LEGACY
     with anyio.fail_after(5):
         await abandoned.wait()  # the silent probe was abandoned, and the server told
+
+
+async def test_a_modern_server_that_misses_the_probe_is_found_modern_by_its_answer_to_initialize() -> None:
+    """A slow start can outlast ``discover_timeout``: the fallback's initialize then gets -32022
+    naming a modern version, which identifies a modern server, probed again at that version."""
+    probes: list[Request] = []
+
+    async def discover(request: Request) -> dict[str, Any]:
+        probes.append(request)
+        if len(probes) == 1:
+            await anyio.sleep_forever()  # still starting up
+        return server.discover_result()
+
+    async def whoami(call: ToolCall) -> str:
+        return "hi"
+
+    server = FakeServer(
+        protocol_version=MODERN, tools={"whoami": whoami}, methods={"server/discover": discover}
+    )
+    async with server, Host(receiver()) as host:
+        opened = ServerConnection.connect(
+            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+        )
+        async with opened as connection:
+            assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
+            assert text(await connection.call_tool("whoami")) == "hi"
+    methods = [r.method for r in server.requests]
+    assert methods == ["server/discover", "initialize", "server/discover", "tools/call"]
+    assert server.initialize_params is None  # refused: never answered as a legacy server
+    check_wire(server, fallback=True)
+
+
+async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_client_speaks() -> None:
+    async def refuse(request: Request) -> dict[str, Any]:
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": ["2024-11-05"]})
+
+    server = FakeServer(protocol_version=LEGACY, methods={"initialize": refuse})
+    async with server, Host(receiver()) as host:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            await host.connect("fake", server.transport)
+    assert str(raised.value).endswith(
+        "it supports 2024-11-05; this client 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26"
+    )
 
 
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])
@@ -190,6 +268,22 @@ async def test_a_version_nobody_shares_names_both_sides() -> None:
         ):
             await host.connect("fake", server.transport)
     assert [r.method for r in server.requests] == ["server/discover"]  # a modern server: no initialize
+
+
+async def test_a_version_refused_after_the_agreement_is_a_clear_error_naming_both_sides() -> None:
+    """-32022 to a request of an agreed modern connection: 2026-07-28 is the only modern version,
+    so there is none to switch to; the error names both sides' versions."""
+
+    async def refused(call: ToolCall) -> str:
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": ["2099-01-01"]})
+
+    server = FakeServer(protocol_version=MODERN, tools={"refused": refused})
+    async with connected(server) as connection:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            await connection.call_tool("refused")
+    assert "refused tools/call in MCP 2026-07-28" in str(raised.value)
+    assert "it supports 2099-01-01" in str(raised.value)
+    assert len(server.requests_of("tools/call")) == 1
 
 
 async def test_a_missing_capability_names_what_is_missing() -> None:
@@ -328,6 +422,70 @@ async def test_a_server_that_never_stops_asking_is_stopped_at_the_round_cap() ->
             await connection.call_tool("forever")
 
 
+async def test_the_default_round_cap_is_ten() -> None:
+    async def forever(call: ToolCall) -> dict[str, Any]:
+        return {"resultType": "input_required", "requestState": "again"}
+
+    assert DEFAULT_MAX_INPUT_ROUNDS == 10
+    server = FakeServer(protocol_version=MODERN, tools={"forever": forever})
+    async with connected(server) as connection:
+        assert connection.max_input_rounds == 10
+        with pytest.raises(InputRoundsExceeded, match="more than 10 times"):
+            await connection.call_tool("forever")
+    assert len(server.requests_of("tools/call")) == 11  # the call and ten retries
+
+
+async def test_a_cancelled_elicitation_is_sent_back_as_such() -> None:
+    class Dismissing:
+        async def fill_form(self, view: FormView) -> ElicitResult:
+            return ElicitResult(action="cancel")
+
+        async def consent_url(self, view: UrlView) -> UrlAnswer:
+            return "decline"
+
+    async def ask(call: ToolCall) -> dict[str, Any] | str:
+        if call.input_responses is None:
+            return asks("form", "elicitation/create", form_params())
+        return str(call.input_responses)
+
+    server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
+    async with connected(server, receiver(elicitation=ElicitationService(Dismissing()))) as connection:
+        assert text(await connection.call_tool("ask")) == "{'form': {'action': 'cancel'}}"
+
+
+async def test_an_input_request_the_client_did_not_declare_ends_the_call_and_sends_nothing() -> None:
+    """roots/list with no roots configured: the client declared no ``roots``, which a server MUST
+    NOT ask for; the entry gets what a pushed roots/list gets (-32601), so the call ends."""
+
+    async def ask(call: ToolCall) -> dict[str, Any]:
+        return asks("where", "roots/list", None)
+
+    server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
+    async with connected(server) as connection:  # no roots=...
+        capabilities = (server.requests[0].meta or {})["io.modelcontextprotocol/clientCapabilities"]
+        assert "roots" not in capabilities
+        with pytest.raises(InputRequestFailed) as raised:
+            await connection.call_tool("ask")
+    assert raised.value.code == METHOD_NOT_FOUND
+    assert "input request 'where' (roots/list) failed: Method not found" in raised.value.message
+    assert len(server.requests_of("tools/call")) == 1  # no retry
+
+
+async def test_input_required_to_a_request_that_may_not_take_it_fails_clearly() -> None:
+    async def tools(request: Request) -> dict[str, Any]:
+        return asks("k", "elicitation/create", form_params())
+
+    async def ok(call: ToolCall) -> str:
+        return "fine"
+
+    server = FakeServer(protocol_version=MODERN, tools={"ok": ok}, methods={"tools/list": tools})
+    async with connected(server) as connection:
+        with pytest.raises(BadResult, match="answered tools/list with input_required, which only"):
+            await connection.list_tools()
+        assert text(await connection.call_tool("ok")) == "fine"
+    assert len(server.requests_of("tools/list")) == 1  # nothing answered, nothing retried
+
+
 async def test_cancelling_the_call_cancels_the_work_of_its_round() -> None:
     forms = StuckForms()
 
@@ -441,7 +599,27 @@ BAD_RESULTS = [
         "inputRequests['k'].params must be an object",
     ),
     ("requestState not a string", {**IR, "requestState": 7}, "requestState must be a string"),
+    (
+        "inputRequests null",
+        {**IR, "inputRequests": None, "requestState": "s"},
+        "inputRequests must be an object, not null",
+    ),
+    (
+        "inputRequests a string",
+        {**IR, "inputRequests": "ask me", "requestState": "s"},
+        "inputRequests must be an object, not str",
+    ),
+    (
+        "requestState null",
+        {**asks("k", "roots/list", None), "requestState": None},
+        "requestState must be a string, not null",
+    ),
     ("neither requests nor state", IR, "needs inputRequests or requestState"),
+    (
+        "empty inputRequests and no state",
+        {**IR, "inputRequests": {}},
+        "needs inputRequests or requestState; it has neither (its inputRequests is empty)",
+    ),
     ("an unknown resultType", {"resultType": "maybe", "content": []}, "resultType 'maybe' is not one this"),
 ]
 
@@ -458,7 +636,7 @@ async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_ser
 
     server = FakeServer(protocol_version=MODERN, tools={"bad": bad, "good": good})
     async with connected(server) as connection:
-        with pytest.raises(BadResult, match=words.replace("[", r"\[").replace("(", r"\(")):
+        with pytest.raises(BadResult, match=re.escape(words)):
             await connection.call_tool("bad")
         assert text(await connection.call_tool("good")) == "fine"
     assert len(server.requests_of("tools/call")) == 2  # nothing was answered that was not asked
@@ -494,42 +672,53 @@ def task(task_id: str, status: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tasks_update() -> None:
-    updates: list[dict[str, Any]] = []
-    wanted = {"k1": {"method": "sampling/createMessage", "params": sampling_params("hi")}}
-    done = {"content": [{"type": "text", "text": "done"}], "isError": False}
-    states = iter(
-        [
-            task("t1", "working"),
-            task("t1", "input_required", inputRequests=wanted),
-            task("t1", "input_required", inputRequests=wanted),
-            task("t1", "completed", result=done),
-        ]
-    )
+def task_server(*states: dict[str, Any], tools: dict[str, ToolFunction] | None = None) -> FakeServer:
+    """A modern fake of the tasks extension: ``tools/call`` of ``long`` creates a task in the
+    first of ``states``; each ``tasks/get`` answers the next one (the last one for ever after);
+    ``tasks/update`` and ``tasks/cancel`` are acknowledged (the fake records them)."""
+    created, *polled = states
+    later = iter(polled)
+    last = [created]
 
     async def start(call: ToolCall) -> dict[str, Any]:
-        return {"resultType": "task", **task("t1", "working")}
+        return {"resultType": "task", **created}
 
     async def get(request: Request) -> dict[str, Any]:
-        return {"resultType": "complete", **next(states)}
+        last[0] = next(later, last[0])
+        return {"resultType": "complete", **last[0]}
 
-    async def update(request: Request) -> dict[str, Any]:
-        updates.append(request.params or {})
+    async def ack(request: Request) -> dict[str, Any]:
         return {"resultType": "complete"}
 
+    return FakeServer(
+        protocol_version=MODERN,
+        tools={"long": start, **(tools or {})},
+        methods={"tasks/get": get, "tasks/update": ack, "tasks/cancel": ack},
+    )
+
+
+async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tasks_update() -> None:
+    wanted = {"k1": {"method": "sampling/createMessage", "params": sampling_params("hi")}}
+    done = {"content": [{"type": "text", "text": "done"}], "isError": False}
+    server = task_server(
+        task("t1", "working"),
+        task("t1", "working"),
+        task("t1", "input_required", inputRequests=wanted),
+        task("t1", "input_required", inputRequests=wanted),
+        task("t1", "completed", result=done),
+    )
     seen: list[str] = []
 
     async def observe(remote: RemoteTask) -> None:
         seen.append(remote.status)
 
-    server = FakeServer(
-        protocol_version=MODERN, tools={"long": start}, methods={"tasks/get": get, "tasks/update": update}
-    )
     async with connected(server) as connection:
         result = await connection.call_tool("long", on_task=observe)
     assert result == {"content": [{"type": "text", "text": "done"}], "isError": False}
     assert seen == ["working", "working", "input_required", "input_required", "completed"]
-    (update,) = updates  # the repeated input request (same key) was not answered twice
+    (update,) = server.requests_of(
+        "tasks/update"
+    )  # the repeated input request (same key) was not answered twice
     assert update["taskId"] == "t1" and update["inputResponses"]["k1"]["content"]["text"] == "echo: hi"
 
 
@@ -568,14 +757,129 @@ async def test_a_failed_task_raises_its_error_and_a_denied_task_id_is_lost() -> 
     async def get(request: Request) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "Task t4 not found")
 
+    async def quick(call: ToolCall) -> str:
+        return "fine"
+
     server = FakeServer(
-        protocol_version=MODERN, tools={"fails": fails, "vanishes": vanishes}, methods={"tasks/get": get}
+        protocol_version=MODERN,
+        tools={"fails": fails, "vanishes": vanishes, "quick": quick},
+        methods={"tasks/get": get},
     )
     async with connected(server) as connection:
         with pytest.raises(RpcError, match="boom"):
             await connection.call_tool("fails")
         with pytest.raises(RemoteTaskLost, match="no longer knows task t4"):
             await connection.call_tool("vanishes")
+        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
+    assert server.requests_of("tasks/cancel") == []  # a task the server denied is not cancelled
+
+
+@pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio-virtual-time")],
+)
+async def test_tasks_get_is_paced_at_the_servers_poll_interval() -> None:
+    """In virtual time (trio's MockClock jumps to the next deadline whenever every task waits),
+    the polls in a 10 s window follow pollIntervalMs 250: about 40 (the 1 s default would make
+    10, the 10 ms floor 1,000). No real clock is read."""
+    server = task_server(task("t6", "working", pollIntervalMs=250))
+    async with connected(server) as connection:
+        with anyio.move_on_after(10):
+            await connection.call_tool("long")
+    polls = len(server.requests_of("tasks/get"))
+    assert 30 <= polls <= 50, polls
+
+
+async def test_a_task_the_server_cancelled_raises_remote_task_cancelled() -> None:
+    server = task_server(
+        task("t7", "working"), task("t7", "cancelled", statusMessage="stopped by the operator")
+    )
+    async with connected(server) as connection:
+        with pytest.raises(RemoteTaskCancelled, match="the server cancelled task t7"):
+            await connection.call_tool("long")
+    assert server.requests_of("tasks/cancel") == []  # terminal already: nothing to cancel
+
+
+async def test_a_task_past_its_ttl_is_given_up_and_the_connection_serves_on() -> None:
+    async def quick(call: ToolCall) -> str:
+        return "fine"
+
+    server = task_server(task("t8", "working", ttlMs=300, pollIntervalMs=20), tools={"quick": quick})
+    async with connected(server) as connection:
+        lost = pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms")
+        with anyio.fail_after(10), lost:
+            await connection.call_tool("long")
+        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
+    assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["t8"]  # it may still run
+
+
+async def test_a_task_answer_to_prompts_get_is_a_bad_result() -> None:
+    async def prompt(request: Request) -> dict[str, Any]:
+        return {"resultType": "task", **task("t9", "working")}
+
+    server = FakeServer(protocol_version=MODERN, methods={"prompts/get": prompt})
+    async with connected(server) as connection:
+        with pytest.raises(
+            BadResult, match="answered prompts/get with a task, which this request did not allow"
+        ):
+            await connection.get_prompt("p")
+    assert server.requests_of("tasks/get") == []
+
+
+# --- the task handle: a host that shows a task's progress itself ---------------------------
+
+
+async def test_a_task_handle_shows_each_change_of_the_task_and_gives_the_final_result() -> None:
+    wanted = {"k1": {"method": "elicitation/create", "params": form_params()}}
+    done = {"content": [{"type": "text", "text": "deployed"}], "isError": False}
+    server = task_server(
+        task("t10", "working"),
+        task("t10", "working", statusMessage="building"),
+        task("t10", "working", statusMessage="building"),  # a poll that saw no change
+        task("t10", "input_required", statusMessage="confirm?", inputRequests=wanted),
+        task("t10", "working", statusMessage="rolling out"),
+        task("t10", "completed", result=done),
+    )
+    async with connected(server) as connection, connection.watch_tool("long", {"env": "prod"}) as call:
+        assert isinstance(call, TaskHandle)
+        seen = [(t.status, t.status_message) async for t in call.updates()]
+        result = await call.result()
+        assert (call.done, call.task_id, call.status) == (True, "t10", "completed")
+    assert seen == [
+        ("working", None),
+        ("working", "building"),
+        ("input_required", "confirm?"),
+        ("working", "rolling out"),
+        ("completed", None),
+    ]
+    assert result == done
+    assert server.requests_of("tools/call")[0]["arguments"] == {"env": "prod"}
+
+
+async def test_a_task_handle_cancels_its_call_and_the_servers_task() -> None:
+    server = task_server(task("t11", "working"))
+    async with connected(server) as connection:
+        async with connection.watch_tool("long") as call:
+            async for state in call.updates():
+                assert state.task_id == "t11"
+                call.cancel()
+            with pytest.raises(RemoteTaskCancelled, match="cancelled by this host"):
+                await call.result()
+        assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["t11"]
+        async with connection.watch_tool("long") as left, aclosing(left.updates()) as updates:
+            await anext(updates)  # the task exists; the block ends before the call
+        assert left.done and len(server.requests_of("tasks/cancel")) == 2
+
+
+async def test_a_task_handle_of_a_direct_answer_has_no_task_and_the_result() -> None:
+    async def quick(call: ToolCall) -> str:
+        return "at once"
+
+    server = FakeServer(protocol_version=MODERN, tools={"quick": quick})
+    async with connected(server) as connection, connection.watch_tool("quick") as call:
+        assert [t async for t in call.updates()] == []
+        assert text(await call.result()) == "at once"
+        assert (call.task, call.task_id, call.status, call.status_message) == (None, None, None, None)
 
 
 async def test_without_the_extension_a_task_answer_is_invalid() -> None:

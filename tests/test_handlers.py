@@ -25,14 +25,14 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.handlers import ElicitationService, Generation, SamplingService
+from host_receiver.handlers import ElicitationService, Generation, SamplingService, open_receiver
 from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,
     TextContent,
 )
-from host_receiver.receiver import Receiver
+from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.work import PROGRESS_INTERVAL
 from providers import (
     EchoProvider,
@@ -359,3 +359,18 @@ async def test_observer_sees_each_generation_start_progress_and_end(fail: str | 
         ("progressed", "small", 20),
         ("ended", "small", 20),
     ]
+
+
+async def test_open_receiver_samples_through_the_configured_providers_behind_the_given_hooks(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOST_RECEIVER_CONFIG", str(tmp_path / "none.toml"))  # none: the offline echo provider
+    person = ScriptedPerson(request=Approve())
+    async with open_receiver(person, FillDefaults(), config=ReceiverConfig(page_size=3)) as receiver:
+        assert receiver.config.page_size == 3
+        async with connect(receiver) as server:
+            sampled = await server.request(SAMPLING, sampling_params("hi there"))
+            form = await server.request(ELICIT, form_params())
+    assert (sampled["model"], sampled["content"]["text"]) == ("echo-offline", "echo: hi there")
+    assert [type(view).__name__ for view in person.views] == ["SamplingRequestView", "SamplingResultView"]
+    assert form == {"action": "accept", "content": {"name": "Ada"}}

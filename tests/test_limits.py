@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from host_receiver import (
+    INVALID_PARAMS,
     Approve,
     AutoApprove,
     Receiver,
@@ -20,7 +21,6 @@ from host_receiver import (
     SamplingService,
     Send,
 )
-from host_receiver.protocol.errors import INVALID_PARAMS
 from providers import EchoProvider, ProviderRegistry, SamplingLimits
 from tests.receiver_harness import connect, sampling_params
 
@@ -41,6 +41,9 @@ class Watching:
 
     async def review_result(self, view: SamplingResultView) -> ResultDecision:
         return Send()
+
+
+CLAMPED_3_OF_500 = "sampling maxTokens clamped requestor=notes model=echo-offline requested=500 granted=3"
 
 
 def receiver(limits: SamplingLimits, approver: Any = None) -> Receiver:
@@ -87,8 +90,27 @@ async def test_a_clamped_max_tokens_is_shown_to_the_person_and_in_the_audit_log(
     (view,) = person.views
     assert (view.max_tokens, view.requested_max_tokens, view.clamped) == (3, 500, True)
     assert result["stopReason"] == "maxTokens"  # the provider got 3, not 500
-    audited = f"sampling maxTokens clamped requestor=notes task={task_id} model=echo-offline"
-    assert f"{audited} requested=500 granted=3" in caplog.messages
+    # Audited once, where it was decided; the task created right after it is this one.
+    clamped = [m for m in caplog.messages if "clamped" in m]
+    assert clamped == [CLAMPED_3_OF_500]
+    assert caplog.messages[caplog.messages.index(CLAMPED_3_OF_500) + 1].startswith(
+        f"task created requestor=notes task={task_id} "
+    )
+
+
+async def test_a_clamp_is_audited_even_when_its_task_is_cancelled_before_it_starts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    person = Watching()
+    caplog.set_level(logging.INFO, logger="host_receiver.audit")
+    async with connect(receiver(SamplingLimits(max_tokens=3), person), name="notes") as server:
+        # Both in one turn of the event loop: the work has not started when the cancel comes.
+        created = server.requestor.dispatch(SAMPLING, sampling_params(maxTokens=500, task={}))
+        assert isinstance(created, dict)
+        cancelled = server.requestor.dispatch("tasks/cancel", {"taskId": created["task"]["taskId"]})
+        assert isinstance(cancelled, dict) and cancelled["status"] == "cancelled"
+    assert person.views == []  # nobody was asked: the work never ran
+    assert [m for m in caplog.messages if "clamped" in m] == [CLAMPED_3_OF_500]
 
 
 async def test_a_request_within_the_limits_is_not_marked_clamped(caplog: pytest.LogCaptureFixture) -> None:
@@ -101,10 +123,12 @@ async def test_a_request_within_the_limits_is_not_marked_clamped(caplog: pytest.
     assert not [m for m in caplog.messages if "clamped" in m]
 
 
-async def test_a_persons_edit_is_bounded_by_the_same_limits() -> None:
+async def test_a_persons_edit_is_bounded_by_the_same_limits(caplog: pytest.LogCaptureFixture) -> None:
     """Edited messages go through the one check again: the clamp still applies to the edit."""
     edited = SamplingMessage.model_validate({"role": "user", "content": {"type": "text", "text": "x y z w"}})
     person = Watching(edit=Approve(messages=[edited]))
+    caplog.set_level(logging.INFO, logger="host_receiver.audit")
     async with connect(receiver(SamplingLimits(max_tokens=2), person)) as server:
         result = await server.request(SAMPLING, sampling_params(maxTokens=50))
     assert result["content"]["text"] == "echo: x"  # two words: the edit was sampled with maxTokens 2
+    assert len([m for m in caplog.messages if "clamped" in m]) == 1  # the server's request, once

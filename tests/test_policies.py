@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from host_receiver.protocol.errors import INVALID_REQUEST, USER_REJECTED, RpcErr
 from host_receiver.protocol.types import CreateMessageRequestParams
 from host_receiver.receiver import Receiver
 from providers import EchoProvider, ProviderRegistry
+from tests.cli_command import CLI
 from tests.receiver_harness import connect, sampling_params
 
 pytestmark = pytest.mark.anyio
@@ -290,7 +290,7 @@ def peer_command() -> Sequence[str]:
 def test_without_a_terminal_or_a_policy_the_cli_refuses_sampling(tmp_path: Path) -> None:
     env = {**os.environ, "HOST_RECEIVER_CONFIG": str(tmp_path / "none.toml")}
     env["HOST_RECEIVER_DECISIONS"] = str(tmp_path / "decisions.json")
-    command = [str(Path(sys.executable).parent / "host-receiver"), "run", "--call", "sample_plain"]
+    command = [*CLI, "run", "--call", "sample_plain"]
     command += ["--args", '{"prompt": "hi"}', "--", *peer_command()]
     done = subprocess.run(
         command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60

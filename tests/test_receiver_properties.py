@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,9 +165,10 @@ async def run(ops: list[tuple[str, int, Any]]) -> None:
             assert error.code == INVALID_PARAMS
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
 def test_random_operation_sequences_keep_lifecycle_isolation_and_paging(
-    ops: list[tuple[str, int, Any]],
+    backend: str, ops: list[tuple[str, int, Any]]
 ) -> None:
-    anyio.run(run, ops)
+    anyio.run(run, ops, backend=backend)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import warnings
@@ -76,6 +77,25 @@ def graph() -> dict[str, set[str]]:
     return {name: imports_of(name, path) for name, path in modules()}
 
 
+#: Modules over about 400 lines whose reason is not written yet: providers/_http.py may
+#: be replaced by another pool (docs/performance.md); whichever stays says why at its top.
+SIZE_PENDING = {"providers._http"}
+
+
+def test_a_module_over_about_400_lines_says_why_at_its_top_and_its_size_is_right() -> None:
+    problems = []
+    for name, path in modules():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) <= 420 or name in SIZE_PENDING:
+            continue
+        said = re.search(r"\(About (\d+) lines, one idea: ", "\n".join(lines[:6]))
+        if said is None:
+            problems.append(f"{name}: {len(lines)} lines and no '(About N lines, one idea: ...)' at its top")
+        elif abs(int(said[1]) - len(lines)) > len(lines) // 10:
+            problems.append(f"{name}: says about {said[1]} lines, has {len(lines)}")
+    assert problems == []
+
+
 def test_providers_never_import_host_receiver() -> None:
     upward = {
         (module, target)
@@ -111,6 +131,33 @@ def test_no_module_imports_itself_through_others() -> None:
     assert circles == []
 
 
+def architecture_layers() -> list[str]:
+    """The modules and folders of ``host_receiver`` in docs/architecture.md's table, top first."""
+    table = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("```")[1]
+    names = []
+    for line in table.splitlines():
+        if line[:1] not in ("", " ", "-"):  # a row, not a continuation line
+            names += [t for t in line[:28].split() if t.endswith((".py", "/"))]
+    return names
+
+
+def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
+    layers = architecture_layers()
+
+    def layer(module: str) -> int | None:
+        first = module.split(".")[1] if module.count(".") else ""
+        return next((i for i, n in enumerate(layers) if n in (f"{first}.py", f"{first}/")), None)
+
+    upward = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("host_receiver.") and (here := layer(module)) is not None
+        for target in targets
+        if (there := layer(target)) is not None and there < here
+    }
+    assert upward == set()
+
+
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
@@ -130,7 +177,10 @@ def test_importing_providers_loads_nothing_of_the_receiver() -> None:
 
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
-    unwanted = {"host_receiver.cli", "prompt_toolkit", "tomli_w", "openai", "authlib", "joserfc"}
+    unwanted = {
+        *("host_receiver.cli", "prompt_toolkit", "tomli_w", "platformdirs"),  # the [cli] extra
+        *("openai", "authlib", "joserfc", "cryptography"),  # only when an OpenAI provider or OAuth is used
+    }
     assert {m for m in loaded if m.split(".")[0] in unwanted or m.startswith("host_receiver.cli")} == set()
     assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
 
@@ -144,7 +194,7 @@ def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    [host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS],
+    [host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters, *ADAPTERS],
     ids=lambda p: p.__name__,
 )
 def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
@@ -160,13 +210,28 @@ def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(packag
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    for package in (host_receiver, host_receiver.auth, host_receiver.testing, providers, *ADAPTERS):
+    packages = (host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters)
+    for package in (*packages, *ADAPTERS):
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):
                 assert issubclass(value, host_receiver.HostReceiverError), name
     assert host_receiver.HostReceiverError is providers.HostReceiverError
     assert host_receiver.RpcError(-32602, "x").code == -32602
+
+
+def test_the_error_codes_a_host_compares_are_public() -> None:
+    codes = {
+        "PARSE_ERROR": -32700,
+        "INVALID_REQUEST": -32600,
+        "METHOD_NOT_FOUND": -32601,
+        "INVALID_PARAMS": -32602,
+        "INTERNAL_ERROR": -32603,
+        "URL_ELICITATION_REQUIRED": -32042,
+        "USER_REJECTED": -1,
+    }
+    assert {name: getattr(host_receiver, name, None) for name in codes} == codes
+    assert set(codes) <= set(host_receiver.__all__)
 
 
 @pytest.mark.parametrize(
@@ -185,3 +250,18 @@ def test_moved_modules_keep_their_old_path_for_one_release(old: str, new: str, n
     target = importlib.import_module(new)
     for name in names:
         assert getattr(moved, name) is getattr(target, name)
+
+
+#: What marks a line of an adapter example as host-receiver's, not the client's own code.
+HOST_RECEIVER_WORDS = ("host_receiver", "providers", "receiver", "registry", "_options(")
+
+
+@pytest.mark.parametrize("adapter", ["mcp1", "mcp2", "fastmcp"])
+def test_each_adapter_example_adds_at_most_five_lines_to_the_clients_code(adapter: str) -> None:
+    # The issue's bound: "at most about five lines beyond the client's own code".
+    path = ROOT / "examples" / f"adapter_{adapter}.py"
+    source = path.read_text(encoding="utf-8")
+    docstring = ast.parse(source).body[0]
+    code = [line.split("#")[0] for line in source.splitlines()[docstring.end_lineno :]]
+    ours = [line.strip() for line in code if any(word in line for word in HOST_RECEIVER_WORDS)]
+    assert 3 <= len(ours) <= 5, ours

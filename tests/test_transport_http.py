@@ -12,7 +12,7 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from host_receiver.connection import ClientConnection
+from host_receiver.connection import ClientConnection, MissingCapability, UnsupportedProtocolVersion
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
@@ -96,6 +96,48 @@ async def test_headers_session_id_and_order_of_the_handshake(server: StreamableH
         assert recorded.headers["authorization"] == "Bearer t0ken"
         expected = "text/event-stream" if recorded.verb == "GET" else "application/json, text/event-stream"
         assert recorded.headers["accept"] == expected
+
+
+MODERN_ERRORS = [
+    pytest.param(
+        {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2099-01-01"]}},
+        UnsupportedProtocolVersion,
+        "it supports 2099-01-01",
+        id="unsupported-version",
+    ),
+    pytest.param(
+        {
+            "code": -32021,
+            "message": "Missing required client capability",
+            "data": {"requiredCapabilities": {"elicitation": {"url": {}}}},
+        },
+        MissingCapability,
+        r"elicitation\.url",
+        id="missing-capability",
+    ),
+]
+
+
+@pytest.mark.parametrize(("error", "raised", "words"), MODERN_ERRORS)
+async def test_a_400_whose_body_is_a_modern_error_identifies_a_modern_server(
+    error: dict[str, Any], raised: type[Exception], words: str
+) -> None:
+    """The HTTP binding's backward compatibility: inspect a 400's body before falling back."""
+    with StreamableHttpServer(discover_error=error) as server, pytest.raises(raised, match=words):
+        async with connect(server.url):
+            pass
+    assert [r.rpc_method for r in server.requests] == ["server/discover"]  # no initialize followed
+
+
+async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -> None:
+    """On HTTP a legacy server answers with a status: silence is no sign of one."""
+    with StreamableHttpServer(discover_silent=True) as server:
+        transport = HttpTransport(server.url)
+        opened = ClientConnection.connect(transport, capabilities={}, discover_timeout=0.1, init_timeout=1.0)
+        with pytest.raises(TimeoutError, match="did not answer server/discover"):
+            async with opened:
+                pass
+    assert [r.rpc_method for r in server.requests] == ["server/discover"]
 
 
 async def test_an_sse_answer_carries_progress_and_a_server_request(server: StreamableHttpServer) -> None:

@@ -14,7 +14,82 @@ providers, limits, forms and audit log:
 
 Rules: the adapters are optional. ``import host_receiver`` imports none of
 them, and importing one imports nothing of its library: the library is
-imported when its options function is first called. docs/adapters.md says
-which versions each supports, what it covers and where it departs from
-host-receiver's own connection.
+imported when its options function is first called. That call first checks
+(:func:`require`) that each library the adapter needs is importable and its
+installed version within the adapter's extra (:data:`REQUIREMENTS`, which are
+pyproject.toml's extras); otherwise it raises :class:`AdapterUnavailable`
+naming the range, what was found and the install command. Versions compare by
+their release numbers. docs/adapters.md says which versions each supports,
+what it covers and where it departs from host-receiver's own connection.
 """
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+from dataclasses import dataclass
+
+from host_receiver.errors import HostReceiverError
+
+__all__ = ["AdapterUnavailable"]
+
+
+class AdapterUnavailable(HostReceiverError, ImportError):
+    """An adapter's client library is missing, or installed in a version outside its extra's range."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One library an adapter needs: ``module``, from one of ``distributions``, version in [low, high)."""
+
+    module: str
+    distributions: tuple[str, ...]
+    low: str
+    high: str
+
+    def __str__(self) -> str:
+        return f"{self.distributions[0]}>={self.low},<{self.high}"
+
+    def unmet(self) -> str | None:
+        """What is installed, if it does not meet this requirement (None when it does)."""
+        if importlib.util.find_spec(self.module) is None:
+            return "not installed"
+        for distribution in self.distributions:
+            try:
+                version = importlib.metadata.version(distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            inside = _release(self.low) <= _release(version) < _release(self.high)
+            return None if inside else f"found {version}"
+        return f"found {self.module} without version metadata"
+
+
+#: What each adapter needs: its extra in pyproject.toml, requirement by requirement
+#: (tests/test_adapters_bridge.py checks that they agree). fastmcp's client also
+#: comes as the ``fastmcp-slim`` distribution, which is accepted alike.
+REQUIREMENTS: dict[str, tuple[Requirement, ...]] = {
+    "mcp1": (Requirement("mcp", ("mcp",), "1.23", "2"),),
+    "mcp2": (Requirement("mcp", ("mcp",), "2.3", "3"),),
+    "fastmcp": (
+        Requirement("fastmcp", ("fastmcp", "fastmcp-slim"), "4.0", "5"),
+        Requirement("mcp", ("mcp",), "2.3", "3"),
+    ),
+}
+
+
+def require(adapter: str) -> None:
+    """Raise :class:`AdapterUnavailable` unless every library ``adapter`` needs is there (rules above)."""
+    for requirement in REQUIREMENTS[adapter]:
+        found = requirement.unmet()
+        if found is not None:
+            raise AdapterUnavailable(
+                f"host_receiver.adapters.{adapter} needs {requirement} ({found}): "
+                f"pip install 'host-receiver[{adapter}]'"
+            )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The release numbers a version starts with: ``"2.3.0rc1"`` -> ``(2, 3, 0)``."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match.group().split(".")) if match else ()

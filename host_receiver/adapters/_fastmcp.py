@@ -1,6 +1,6 @@
 """host-receiver inside ``fastmcp.Client`` 4.x: its sampling and elicitation handlers.
 
-Imports ``fastmcp``'s libraries (mcp 2.x underneath) at once: only
+Imports ``fastmcp`` (and mcp 2.x underneath) at once: only
 :func:`host_receiver.adapters.fastmcp.client_options` imports this module, when
 called. Rules:
 
@@ -10,6 +10,9 @@ called. Rules:
   and era rules. The handlers also answer what the tasks extension
   (``fastmcp_tasks``, when imported) asks inside a task: fastmcp hands that
   input to the same elicitation callback.
+- A form's answer is fastmcp's own ``ElicitResult``, which every fastmcp 4.x
+  sends as it is: fastmcp before 4.1 takes any other object, mcp's
+  ``ElicitResult`` included, for the accepted content and wraps it again.
 - Refusals keep their code for sampling (fastmcp passes an ``ErrorData``
   through). An elicitation handler cannot return an error in fastmcp: a
   refused elicitation is raised as the ``RpcError``, which fastmcp answers as
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
+from fastmcp.client.elicitation import ElicitResult
 
 from host_receiver.adapters._mcp2 import Callbacks
 from host_receiver.protocol.errors import RpcError
@@ -46,11 +50,11 @@ def client_options(receiver: Receiver, server: str) -> dict[str, Any]:
 
         async def elicitation_handler(
             message: str, response_type: Any, params: types.ElicitRequestParams, context: Any
-        ) -> types.ElicitResult:
+        ) -> ElicitResult[dict[str, Any]]:
             result = await callbacks.elicitation(context, params)
             if isinstance(result, types.ErrorData):
                 raise RpcError(result.code, result.message, result.data)
-            return result
+            return ElicitResult[dict[str, Any]].model_validate(result.model_dump(by_alias=True))
 
         options["elicitation_handler"] = elicitation_handler
     # roots/list: fastmcp takes its own roots= list or handler, reshaped; the receiver's roots

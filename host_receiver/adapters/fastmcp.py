@@ -17,24 +17,30 @@ Rules:
 - Each session is its own requestor scope under ``server``, started by its
   first request in the session's own task group, ending with the session.
 - Importing this module imports nothing of ``fastmcp``; calling
-  :func:`client_options` does.
+  :func:`client_options` does, once it has checked that the extra's libraries
+  are installed in its range: if not, it raises :class:`AdapterUnavailable`
+  (an ``ImportError``) with the install command.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from host_receiver.adapters import AdapterUnavailable, require
+
 if TYPE_CHECKING:
     from host_receiver.receiver import Receiver
 
-__all__ = ["client_options"]
+__all__ = ["AdapterUnavailable", "client_options"]
 
 
 def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
     """``fastmcp.Client`` keyword arguments that serve the server's requests through ``receiver``.
 
-    ``server`` names the server in approval views, prompts and the audit log.
+    ``server`` names the server in approval views, prompts and the audit log. Raises
+    :class:`AdapterUnavailable` when the library is missing or outside the extra's range.
     """
+    require("fastmcp")
     from host_receiver.adapters import _fastmcp
 
     return _fastmcp.client_options(receiver, server)

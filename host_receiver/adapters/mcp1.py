@@ -19,24 +19,30 @@ Rules:
   first request in the session's own task group, ending with the session.
   One options mapping may serve several sessions; each still gets its own.
 - Importing this module imports nothing of ``mcp``; calling
-  :func:`session_options` does.
+  :func:`session_options` does, once it has checked that the extra's libraries
+  are installed in its range: if not, it raises :class:`AdapterUnavailable`
+  (an ``ImportError``) with the install command.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from host_receiver.adapters import AdapterUnavailable, require
+
 if TYPE_CHECKING:
     from host_receiver.receiver import Receiver
 
-__all__ = ["session_options"]
+__all__ = ["AdapterUnavailable", "session_options"]
 
 
 def session_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
     """``ClientSession`` keyword arguments that serve the server's requests through ``receiver``.
 
-    ``server`` names the server in approval views, prompts and the audit log.
+    ``server`` names the server in approval views, prompts and the audit log. Raises
+    :class:`AdapterUnavailable` when the library is missing or outside the extra's range.
     """
+    require("mcp1")
     from host_receiver.adapters import _mcp1
 
     return _mcp1.session_options(receiver, server)

@@ -16,8 +16,7 @@ Rules:
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
+import providers
 from providers import HostReceiverError, safe_text
 
 __all__ = [
@@ -78,14 +77,5 @@ def quote(text: object, limit: int = _LIMIT) -> str:
 
 
 def safe_url(url: str) -> str:
-    """``url`` without user info, query or fragment, escaped (for messages)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        return quote(urlunsplit((parts.scheme, host, parts.path, "", "")))
-    except ValueError:
-        return quote("(an invalid URL)")
+    """``url`` without user info, query or fragment (:func:`providers.safe_url`), escaped (for messages)."""
+    return quote(providers.safe_url(url))

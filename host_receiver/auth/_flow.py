@@ -42,7 +42,8 @@ Rules:
 - A token response must be a JSON object with an ``access_token`` of type
   Bearer (case-insensitive; absent counts as Bearer). Error answers become
   :class:`TokenRequestError` naming the server's ``error`` code; the
-  server's text is escaped and any secret of the request is masked in it.
+  server's text is escaped and any secret the request carried is masked in
+  it (secret parameters, client assertion, Authorization credentials).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import parse_qsl, quote_plus
 
 import httpx
 
@@ -86,7 +87,17 @@ _MAX_ANSWER = 64 * 1024
 _FORM = "application/x-www-form-urlencoded"
 _SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 #: Request parameters whose values must never show up, even echoed back in a server's error text.
-_SECRET_PARAMS = frozenset({"code", "code_verifier", "refresh_token", "assertion", "subject_token"})
+_SECRET_PARAMS = frozenset(
+    {
+        "code",
+        "code_verifier",
+        "refresh_token",
+        "assertion",
+        "subject_token",
+        "client_secret",
+        "client_assertion",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -216,6 +227,13 @@ def _mask(text: str, hidden: Sequence[str]) -> str:
     return text
 
 
+def _sent_secrets(headers: Mapping[str, str], body: str) -> list[str]:
+    """The secrets a token request carries: its secret parameters and its Authorization credentials."""
+    values = [value for name, value in parse_qsl(body) if name in _SECRET_PARAMS]
+    credentials = headers.get("Authorization", "").partition(" ")[2].strip()
+    return [*values, credentials] if credentials else values
+
+
 async def _post_token(
     http: httpx.AsyncClient,
     endpoint: str,
@@ -225,7 +243,11 @@ async def _post_token(
     what: str,
     hidden: Sequence[str],
 ) -> dict[str, Any]:
-    """POST a token request; its JSON answer (an error answer raises)."""
+    """POST a token request; its JSON answer (an error answer raises).
+
+    In an error answer, ``hidden`` and every secret the request carried are masked.
+    """
+    hidden = [*hidden, *_sent_secrets(headers, body)]
     try:
         async with http.stream("POST", endpoint, headers=dict(headers), content=body.encode()) as response:
             raw = await read_limited(response, _MAX_ANSWER)
@@ -236,13 +258,13 @@ async def _post_token(
     if not isinstance(data, dict):
         raise TokenRequestError(f"the {what} to {safe_url(endpoint)} got HTTP {status} without a JSON object")
     if status != 200 or "error" in data:
-        code = data.get("error")
-        code_text = quote(_mask(str(code), hidden), 60) if code is not None else f"HTTP {status}"
+        code = _mask(str(data["error"]), hidden) if data.get("error") is not None else None
+        code_text = quote(code, 60) if code is not None else f"HTTP {status}"
         detail = data.get("error_description")
         detail_text = f" ({quote(_mask(str(detail), hidden))})" if detail else ""
         raise TokenRequestError(
             f"the authorization server at {safe_url(endpoint)} refused the {what}: {code_text}{detail_text}",
-            error=str(code) if code is not None else None,
+            error=code,
         )
     return data
 
@@ -294,11 +316,7 @@ async def token_grant(
     require_secure(endpoint, "token endpoint")
     method = choose_auth_method(client, server)
     headers, body = _authenticate(client, method, server, endpoint, _form(grant_type, params))
-    hidden = [
-        *client.secrets(),
-        *(v for k, v in params.items() if k in _SECRET_PARAMS and isinstance(v, str)),
-    ]
-    data = await _post_token(http, endpoint, headers, body, what=what, hidden=hidden)
+    data = await _post_token(http, endpoint, headers, body, what=what, hidden=client.secrets())
     tokens = _token_set(data, endpoint, requested, previous_refresh)
     logger.info(
         "%s at %s succeeded (client authentication %s)%s",

@@ -15,9 +15,15 @@ Rules:
   the keys, because keyrings cannot enumerate.
 - :func:`default_token_store` is the keyring when a backend works; when none
   does (a headless machine) it logs one warning per process and keeps
-  entries in memory for the run. A keyring that fails later (locked) warns
-  once likewise and keeps that entry in memory. Nothing is ever written to a
-  plain file unless the user chose :class:`FileTokenStore`.
+  entries in memory for the run. A backend that would not keep secrets safe
+  counts as none (:func:`keyring_problem`): keyring's null backend (it drops
+  them) and plain-text ones (keyrings.alt's ``PlaintextKeyring`` writes them
+  to a file in clear text); for a chain of backends, the first one, where
+  writes go. keyring's ``priority`` does not tell them apart (keyrings.alt's
+  ``EncryptedKeyring``, which encrypts, ranks below 1 too). A keyring that
+  fails later (locked) warns once likewise and keeps that entry in memory.
+  Nothing is ever written to a plain file unless the user chose
+  :class:`FileTokenStore`.
 - :class:`FileTokenStore` writes a JSON file with mode 0600 (atomically:
   a 0600 temporary file, then a rename) and refuses to read or write one
   that is not the user's or that group or others may read.
@@ -346,29 +352,51 @@ def _name(key: tuple[str, str]) -> str:
     return f"{key[0]} {key[1]}"  # neither a URL nor an issuer holds a space
 
 
-def keyring_works() -> bool:
-    """Whether the OS keyring has a backend that answers (a read, nothing written)."""
-    import keyring
+_NO_KEYRING = "no OS keyring is available"
+
+
+def _unfit(backend: Any) -> str | None:
+    """Why ``backend`` cannot hold tokens (it has none, drops or exposes them), or None."""
+    import keyring.backends.chainer
     import keyring.backends.fail
+    import keyring.backends.null
+
+    if isinstance(backend, keyring.backends.chainer.ChainerBackend):
+        chain = list(backend.backends)
+        return _unfit(chain[0]) if chain else _NO_KEYRING  # writes go to the first that takes them
+    name = f"{type(backend).__module__}.{type(backend).__qualname__}"
+    if isinstance(backend, keyring.backends.fail.Keyring):
+        return _NO_KEYRING
+    if isinstance(backend, keyring.backends.null.Keyring):
+        return f"the keyring backend {name} keeps nothing"
+    if "plaintext" in type(backend).__name__.lower() or getattr(backend, "scheme", None) == "no encryption":
+        return f"the keyring backend {name} stores secrets unencrypted"
+    return None
+
+
+def keyring_problem() -> str | None:
+    """Why the OS keyring cannot hold tokens, or None when its backend is fit and answers a read."""
+    import keyring
     import keyring.errors
 
-    backend = keyring.get_keyring()
-    if isinstance(backend, keyring.backends.fail.Keyring):
-        return False
+    problem = _unfit(keyring.get_keyring())
+    if problem is not None:
+        return problem
     try:
         keyring.get_password(KEYRING_SERVICE, _INDEX)
     except keyring.errors.KeyringError:
-        return False
-    return True
+        return _NO_KEYRING
+    return None
 
 
 async def default_token_store() -> TokenStore:
-    """The OS keyring when it works, else memory for this run (with one warning)."""
-    if await anyio.to_thread.run_sync(keyring_works):
+    """The OS keyring when it is fit and works, else memory for this run (with one warning)."""
+    problem = await anyio.to_thread.run_sync(keyring_problem)
+    if problem is None:
         return KeyringTokenStore()
     _warn_once(
         "no-keyring",
-        "no OS keyring is available: OAuth tokens are kept in memory for this run only "
+        f"{problem}: OAuth tokens are kept in memory for this run only "
         "(pass --auth-token-file PATH to keep them in a file only you can read)",
     )
     return MemoryTokenStore()

@@ -12,7 +12,10 @@ The names here are a public contract (docs/authorization.md):
   fixed loopback redirect URI, for a pre-registered client).
 - :func:`build_auth` turns them into the :class:`~host_receiver.auth.OAuth` of
   ``run --url``; it starts by itself on the server's first 401. Inconsistent
-  options raise :class:`AuthOptionsError` (a usage error).
+  options raise :class:`AuthOptionsError` (a usage error). They go with
+  ``--url`` only: :func:`auth_options_given` names those on a command line
+  (each defaults to None, so an option given with its default value counts),
+  and ``run`` refuses them for a stdio server.
 - ``host-receiver auth list`` shows what is stored (never a token or secret);
   ``host-receiver auth logout [SERVER]`` removes it, for one server or all.
 """
@@ -52,6 +55,7 @@ __all__ = [
     "AuthOptionsError",
     "add_auth_command",
     "add_auth_options",
+    "auth_options_given",
     "build_auth",
 ]
 
@@ -79,7 +83,6 @@ def add_auth_options(run_parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--auth-browser",
         choices=["system", "none"],
-        default="system",
         help="'system' opens your browser and takes the code on a loopback redirect; 'none' fetches "
         "the authorization URL itself (headless: for servers that grant without a person) "
         "(default: system)",
@@ -100,7 +103,6 @@ def add_auth_options(run_parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--auth-grant",
         choices=["code", "client-credentials", "id-jag"],
-        default="code",
         help="'code': a person authorizes in a browser; 'client-credentials': the client acts for "
         "itself (secret or --auth-client-key); 'id-jag': enterprise-managed authorization with "
         "an ID token from your identity provider (default: code)",
@@ -132,6 +134,15 @@ def add_auth_options(run_parser: argparse.ArgumentParser) -> None:
     _add_store_option(group)
 
 
+def auth_options_given(args: argparse.Namespace) -> list[str]:
+    """The ``--auth-*`` options of ``run`` on the command line, in the order of ``--help``."""
+    return [
+        f"--{name.replace('_', '-')}"
+        for name, value in vars(args).items()
+        if name.startswith("auth_") and value is not None
+    ]
+
+
 def _store(args: argparse.Namespace) -> TokenStore | None:
     path = getattr(args, "auth_token_file", None)
     return FileTokenStore(path) if path else None
@@ -155,7 +166,7 @@ def build_auth(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
     elif args.auth_client_secret or args.auth_client_key:
         raise AuthOptionsError("--auth-client-secret and --auth-client-key go with --auth-client-id")
     grant: Grant
-    if args.auth_grant == "code":
+    if args.auth_grant in (None, "code"):
         browser: Browser
         if args.auth_browser == "none":
             browser = HeadlessBrowser(args.auth_redirect_uri)

@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 
 from host_receiver._negotiation import AUTO
-from host_receiver.cli._auth import AuthOptionsError, add_auth_options, build_auth
+from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_options_given, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -202,6 +202,12 @@ def run_command(args: argparse.Namespace) -> int:
         transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
+        given = auth_options_given(args)
+        if given:
+            return _usage_error(
+                f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
+                "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment"
+            )
         name = args.name or server_name(command)
         transport = StdioTransport(command[0], command[1:], env=environment, name=name)
     return anyio.run(_run, args, transport, name, arguments)

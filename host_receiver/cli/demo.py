@@ -11,7 +11,8 @@ Rules:
 - The server runs on ``--python``, else ``$HOST_RECEIVER_DEMO_PYTHON``, else
   the ``python`` of the ``[demo]`` table in this environment's settings file,
   ``<sys.prefix>/host-receiver.toml`` (``bash .ci/setup`` writes it, naming
-  the MCP SDK's venv it installs), else this Python. One without ``mcp`` 1.x
+  the MCP SDK's venv it installs), else this Python (:func:`server_python`,
+  which ``examples/embed_host.py`` uses too). One without ``mcp`` 1.x
   is a clear error (exit 2), checked first.
 - The LLM is the configured provider, or the offline echo provider (slowed
   down by ``--llm-delay`` so that the progress shows) when none is configured.
@@ -118,7 +119,7 @@ def demo_command(args: argparse.Namespace) -> int:
     server = find_server_script()
     if server is None:
         return _fail("the demo server (examples/demo_server.py) is not installed with this copy")
-    python = args.python or os.environ.get(PYTHON_ENV) or configured_python() or sys.executable
+    python = server_python(args.python)
     version = mcp_version(python)
     if version is None:
         return _fail(
@@ -145,6 +146,11 @@ def find_server_script() -> Path | None:
 
 #: The environment's own settings (like pip's ``<venv>/pip.conf``): ``[demo] python = "..."``.
 SETTINGS_FILE = "host-receiver.toml"
+
+
+def server_python(explicit: str | None = None, prefix: str = sys.prefix) -> str:
+    """The Python the example servers run on (the order in the module rules; ``explicit`` is ``--python``)."""
+    return explicit or os.environ.get(PYTHON_ENV) or configured_python(prefix) or sys.executable
 
 
 def configured_python(prefix: str = sys.prefix) -> str | None:

@@ -11,8 +11,10 @@ Rules (basic-versioning.mdx, basic-patterns-mrtr.mdx, the tasks extension):
   is a :class:`BadResult` naming the value.
 - An ``input_required`` result carries ``inputRequests`` (a map of
   server-chosen keys to ``{method, params}``), ``requestState`` (an opaque
-  string, kept byte for byte), or both; neither, or anything malformed, is a
-  :class:`BadResult` naming the key or field. Methods an input request may
+  string, kept byte for byte), or both; neither (an empty ``inputRequests``
+  counts as none), or anything malformed (``inputRequests`` or
+  ``requestState`` present but null included), is a :class:`BadResult`
+  naming the key or field. Methods an input request may
   use: ``sampling/createMessage``, ``elicitation/create``, ``roots/list``.
 - A task of the extension is flat: ``taskId``, ``status``, ``ttlMs``,
   ``pollIntervalMs`` and, by status, ``inputRequests``, ``result`` or
@@ -100,12 +102,15 @@ class InputRound:
 
 def input_round(result: dict[str, Any]) -> InputRound:
     """The :class:`InputRound` of an ``input_required`` result (rules above)."""
-    requests = input_requests(result.get("inputRequests"), required=False)
+    requests = input_requests(result["inputRequests"], required=True) if "inputRequests" in result else {}
     state = result.get("requestState")
-    if state is not None and type(state) is not str:
+    if "requestState" in result and type(state) is not str:
         raise BadResult(f"requestState must be a string, not {_kind(state)}")
-    if not requests and state is None and "inputRequests" not in result:
-        raise BadResult("an input_required result needs inputRequests or requestState; it has neither")
+    if not requests and state is None:
+        empty = " (its inputRequests is empty)" if "inputRequests" in result else ""
+        raise BadResult(
+            f"an input_required result needs inputRequests or requestState; it has neither{empty}"
+        )
     return InputRound(requests, state)
 
 

@@ -9,7 +9,7 @@ in-memory pair for tests.
 from host_receiver.transports.base import MessageStream, Transport, TransportError
 from host_receiver.transports.http import HttpTransport, SessionExpired
 from host_receiver.transports.memory import MemoryStream, MemoryTransport, create_memory_pair
-from host_receiver.transports.stdio import StdioTransport
+from host_receiver.transports.stdio import StdioTransport, safe_environment
 
 __all__ = [
     "HttpTransport",
@@ -21,4 +21,5 @@ __all__ = [
     "Transport",
     "TransportError",
     "create_memory_pair",
+    "safe_environment",
 ]

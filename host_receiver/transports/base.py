@@ -24,18 +24,20 @@ Rules every message stream follows:
   :meth:`MessageStream.open_listener`, :meth:`MessageStream.abandon` and
   :meth:`MessageStream.accept_tools` are how the MCP layer tells a stream
   what it needs to know; they do nothing where nothing needs doing.
+  :meth:`MessageStream.silence_means_legacy` is what the MCP layer asks of
+  the stream's binding when it probes the server's era.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
+# Re-exported: its old home (host_receiver._concurrency is where it lives now).
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol.jsonrpc import InvalidMessage, Message
 from host_receiver.protocol.types import RequestId
 from providers import HostReceiverError
@@ -87,6 +89,15 @@ class MessageStream(ABC):
         """The tools of a ``tools/list`` page this stream can call (all, unless its binding says)."""
         return tools
 
+    def silence_means_legacy(self) -> bool:
+        """Whether a server silent on ``server/discover`` may be taken for a legacy one.
+
+        True by default (stdio: legacy servers may leave a request before
+        ``initialize`` unanswered); False on HTTP, where a legacy server
+        answers with an error status.
+        """
+        return True
+
 
 class Transport(ABC):
     """How to reach one peer."""
@@ -94,21 +105,3 @@ class Transport(ABC):
     @abstractmethod
     def connect(self) -> AbstractAsyncContextManager[MessageStream]:
         """Open a connection; the stream is closed when the context exits."""
-
-
-@asynccontextmanager
-async def background_task_group() -> AsyncIterator[TaskGroup]:
-    """A task group for helper tasks that is cancelled when the block ends.
-
-    Unlike ``async with create_task_group()``, an exception raised by the
-    block itself propagates unchanged instead of inside an ExceptionGroup:
-    the helpers here are plumbing, and the caller's errors are the caller's.
-    A helper that crashes still cancels the block and surfaces as a group.
-    """
-    group = anyio.create_task_group()
-    await group.__aenter__()
-    try:
-        yield group
-    finally:
-        group.cancel_scope.cancel()
-        await group.__aexit__(None, None, None)

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28), client side, on httpx.
 
-(About 500 lines, one idea: the POST answers, the GET stream and their
+(About 550 lines, one idea: the POST answers, the GET stream and their
 resumption share one cursor and failure model.)
 
 A request whose ``_meta`` carries a protocol version is a 2026-07-28
@@ -55,6 +55,7 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 from httpx_sse import EventSource
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
@@ -74,12 +75,7 @@ from host_receiver.transports._mirror import (
     request_headers,
     tool_header_paths,
 )
-from host_receiver.transports.base import (
-    MessageStream,
-    Transport,
-    TransportError,
-    background_task_group,
-)
+from host_receiver.transports.base import MessageStream, Transport, TransportError
 from providers import safe_logger
 
 __all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
@@ -249,6 +245,10 @@ class _HttpStream(MessageStream):
                     self._tool_headers.pop(name, None)
             accepted.append(tool)
         return accepted
+
+    def silence_means_legacy(self) -> bool:
+        """No: a legacy server answers a request it does not take with an error status."""
+        return False
 
     # --- POST ------------------------------------------------------------------
 

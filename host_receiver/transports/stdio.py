@@ -11,10 +11,6 @@ Rules:
   once, and judged by that head (:func:`~host_receiver.protocol.jsonrpc.unreadable`):
   a request gets an error reply with its id, and the stream goes on. A
   server's garbage never ends the stream.
-- The child's stderr lines are made safe by the logger (controls escaped,
-  :func:`providers.safe_logger`) and cut to 8 KiB.
-- The child's stderr is forwarded line by line to this module's logger
-  (``stderr_level``, INFO by default: MCP says stderr is not an error channel).
 - The server closing its stdout, usually by exiting, ends the stream cleanly:
   ``receive`` raises ``anyio.EndOfStream``.
 - We own the write end of the child's stdin pipe, non-blocking. A message is
@@ -27,36 +23,26 @@ Rules:
   handle, writes are held and then made together (one system call per read).
   Notifications sent without waiting are always held for the writer task, so
   the task status notifications of one turn of the event loop share a write.
-- Shutdown, shielded from cancellation (the MCP stdio lifecycle): finish
-  queued writes, close stdin, wait ``terminate_grace`` seconds, SIGTERM, wait
-  again, SIGKILL. On POSIX the child gets its own session, so the signals
-  reach the helpers it started (``npx``, ``uv run``) and a Ctrl-C meant for the
-  host does not hit it first; and once the child is gone, helpers it left
-  behind in its session get SIGTERM, then (after the grace, if they still
-  hold its stderr or live) SIGKILL: no process of the server outlives the
-  connection.
-- Environment (a security property, docs/security.md): by default the child
-  sees only :func:`safe_environment` (the variables a process needs to run:
-  what the official MCP SDKs pass, plus the locale and the temporary
-  directory) and then ``env``, which wins. Provider keys and every other
-  secret of the host's environment do not reach a server unless named in
-  ``env``. ``inherit_env=True`` passes everything (unsafe; for tests).
+- The child process itself (its environment, its stderr, its shutdown) is
+  :mod:`host_receiver.transports._process`, whose rules hold here: by
+  default the child sees only :func:`safe_environment` plus ``env``; on
+  leaving, queued writes are finished, stdin closed, and the child and any
+  helper it left behind are stopped, shielded from cancellation.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import (
@@ -67,12 +53,14 @@ from host_receiver.protocol.jsonrpc import (
     dumps_message,
     unreadable,
 )
-from host_receiver.transports.base import (
-    MessageStream,
-    Transport,
-    TransportError,
-    background_task_group,
+from host_receiver.transports._process import (
+    POSIX,
+    forward_stderr,
+    safe_environment,
+    start_process,
+    stop_process,
 )
+from host_receiver.transports.base import MessageStream, Transport, TransportError
 from providers import safe_logger
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
@@ -82,36 +70,6 @@ logger = safe_logger(__name__)
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
 _HIGH_WATER = 1024 * 1024
-_MAX_LOGGED_LINE = 8 * 1024
-
-#: What the official SDKs pass (mcp's ``get_default_environment``, the TypeScript SDK's
-#: ``getDefaultEnvironment``: HOME, LOGNAME, PATH, SHELL, TERM, USER on POSIX), plus the
-#: locale and the temporary directory.
-_SAFE_VARIABLES_POSIX = (
-    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
-)  # fmt: skip
-#: The SDKs' Windows lists together (APPDATA ... USERPROFILE, PATHEXT, PROGRAMFILES), plus
-#: COMSPEC and TMP.
-_SAFE_VARIABLES_WINDOWS = (
-    "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT",
-    "PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP",
-    "USERNAME", "USERPROFILE",
-)  # fmt: skip
-_POSIX = sys.platform != "win32"
-
-
-def safe_environment() -> dict[str, str]:
-    """The part of our environment a server needs to start, and nothing secret.
-
-    A value starting with ``()`` (an exported shell function) is left out, as
-    the SDKs do.
-    """
-    names = _SAFE_VARIABLES_POSIX if _POSIX else _SAFE_VARIABLES_WINDOWS
-    return {
-        name: value
-        for name in names
-        if (value := os.environ.get(name)) is not None and not value.startswith("()")
-    }
 
 
 class StdioTransport(Transport):
@@ -147,107 +105,22 @@ class StdioTransport(Transport):
     async def connect(self) -> AsyncIterator[MessageStream]:
         environment = dict(os.environ) if self.inherit_env else safe_environment()
         environment.update(self.env)
-        child_stdin, stdin = os.pipe()
-        try:
-            process = await anyio.open_process(
-                [self.command, *self.args],
-                stdin=child_stdin,
-                env=environment,
-                cwd=self.cwd,
-                start_new_session=_POSIX,
-            )
-        except OSError as exc:
-            os.close(stdin)
-            raise TransportError(f"cannot start {self.name}: {exc}") from exc
-        finally:
-            os.close(child_stdin)
-        logger.debug("started %s (pid %d)", self.name, process.pid)
+        process, stdin = await start_process([self.command, *self.args], environment, self.cwd, self.name)
         assert process.stdout and process.stderr
         writer = _PipeWriter(self.name, stdin)
         stream = _StdioStream(self.name, process.stdout, writer, self.max_message_size)
         writer_done, stderr_done = anyio.Event(), anyio.Event()
         async with process, background_task_group() as tasks:
             tasks.start_soon(writer.run, writer_done)
-            tasks.start_soon(self._forward_stderr, process.stderr, stderr_done)
+            tasks.start_soon(forward_stderr, process.stderr, self.name, self.stderr_level, stderr_done)
             try:
                 yield stream
             finally:
                 with anyio.CancelScope(shield=True):
                     writer.close()
-                    await self._stop(process, writer_done, stderr_done)
-
-    async def _stop(self, process: Process, writer_done: anyio.Event, stderr_done: anyio.Event) -> None:
-        """Close stdin, then escalate until the process is gone."""
-        grace = self.terminate_grace
-        with anyio.move_on_after(grace):
-            await writer_done.wait()  # queued messages written, stdin closed
-        signalled = None
-        for signum in (signal.SIGTERM, signal.SIGKILL if _POSIX else signal.SIGTERM):
-            with anyio.move_on_after(grace):
-                await process.wait()
-            if process.returncode is not None:
-                break
-            logger.info("%s did not exit; sending %s", self.name, signal.Signals(signum).name)
-            _signal_group(process, signum)
-            signalled = signum
-        await process.wait()
-        if _POSIX and _group_alive(process.pid):
-            logger.info("%s left processes behind; sending them SIGTERM", self.name)
-            _signal_group(process, signal.SIGTERM)
-            with anyio.move_on_after(grace):
-                await stderr_done.wait()  # the helpers holding its stderr are gone
-            if _group_alive(process.pid):
-                logger.info("processes of %s did not exit; sending SIGKILL", self.name)
-                _signal_group(process, signal.SIGKILL)
-        with anyio.move_on_after(grace):
-            await stderr_done.wait()
-        code = process.returncode
-        if signalled is None and code:
-            logger.warning("%s exited with status %s", self.name, code)
-        else:
-            logger.debug("%s exited with status %s", self.name, code)
-
-    async def _forward_stderr(self, stderr: ByteReceiveStream, done: anyio.Event) -> None:
-        partial = b""
-        try:
-            async for chunk in stderr:
-                *lines, partial = (partial + chunk).split(b"\n")
-                for line in lines:
-                    self._log_stderr(line)
-                if len(partial) > _MAX_LOGGED_LINE:
-                    self._log_stderr(partial)
-                    partial = b""
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-        finally:
-            if partial:
-                self._log_stderr(partial)
-            done.set()
-
-    def _log_stderr(self, line: bytes) -> None:
-        text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
-        logger.log(self.stderr_level, "[%s] %s", self.name, text)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of the group (the child's session) is still there."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a process we cannot signal: not ours
-        return False
-    return True
-
-
-def _signal_group(process: Process, signum: int) -> None:
-    try:
-        if _POSIX:
-            os.killpg(process.pid, signum)
-        else:  # pragma: no cover - Windows
-            process.terminate()
-    except ProcessLookupError:
-        pass
+                    with anyio.move_on_after(self.terminate_grace):
+                        await writer_done.wait()  # queued messages written, stdin closed
+                    await stop_process(process, self.name, self.terminate_grace, stderr_done)
 
 
 class _PipeWriter:
@@ -269,7 +142,7 @@ class _PipeWriter:
         self._drained.set()
         self._closing = False
         self._broken: str | None = None
-        if _POSIX:
+        if POSIX:
             os.set_blocking(fd, False)
 
     def write_nowait(self, data: bytes, *, hold: bool = False) -> None:
@@ -279,7 +152,7 @@ class _PipeWriter:
         pending = self._pending
         if len(pending) > _HIGH_WATER:
             raise anyio.WouldBlock
-        if pending or hold or not _POSIX:
+        if pending or hold or not POSIX:
             pending += data
             self._wake()
             return
@@ -299,7 +172,7 @@ class _PipeWriter:
     def flush(self) -> None:
         """Write what is pending now, as far as the pipe takes it."""
         pending = self._pending
-        if pending and _POSIX and self._broken is None:
+        if pending and POSIX and self._broken is None:
             del pending[: self._write(pending)]
             if len(pending) <= _HIGH_WATER:
                 self._drained.set()
@@ -332,7 +205,7 @@ class _PipeWriter:
                 await self._more.wait()
                 self._more = anyio.Event()
                 while pending and self._broken is None:
-                    if _POSIX:
+                    if POSIX:
                         self.flush()
                         if pending:
                             await anyio.wait_writable(self._fd)

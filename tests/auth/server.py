@@ -42,6 +42,18 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
+#: Request parameters whose values are secrets: credentials, grants, codes.
+SECRET_PARAMS = (
+    "client_secret",
+    "client_assertion",
+    "code",
+    "code_verifier",
+    "refresh_token",
+    "assertion",
+    "subject_token",
+)
+
+
 @dataclass
 class Seen:
     """One request as the server saw it."""
@@ -50,6 +62,15 @@ class Seen:
     path: str
     params: dict[str, str]  # query or form parameters (or JSON for /register)
     headers: dict[str, str]
+
+
+def sent_secrets(seen: Seen) -> list[str]:
+    """The secret values one request carried: its secret parameters and its Basic credentials."""
+    values = [seen.params[name] for name in SECRET_PARAMS if seen.params.get(name)]
+    header = seen.headers.get("authorization", "")
+    if header.startswith("Basic "):
+        values += [header, unquote_plus(base64.b64decode(header[6:]).decode().partition(":")[2])]
+    return values
 
 
 @dataclass
@@ -83,6 +104,7 @@ class OAuthServer:
     wrong_state: bool = False
     authorization_endpoint: str | None = None  # None: ours
     token_endpoint: str | None = None
+    registration_endpoint: str | None = None  # None: ours (when registration is on)
     call_scopes: tuple[str, ...] = ()
     token_lifetime: int = 3600
     issue_refresh: bool = True
@@ -91,6 +113,7 @@ class OAuthServer:
     idp_id_token: str | None = None
     withhold_scopes: frozenset[str] = frozenset()  # never granted, though asked for
     login_page: bool = False  # /authorize answers 200 (a sign-in page) instead of redirecting
+    echo_refusal: str | None = None  # a grant_type refused with everything the request sent echoed back
     # --- records -------------------------------------------------------------------------
     log: list[Seen] = field(default_factory=list)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -150,7 +173,9 @@ class OAuthServer:
             "response_types_supported": ["code"],
         }
         optional = {
-            "registration_endpoint": f"{self.base}/register" if self.registration else None,
+            "registration_endpoint": (self.registration_endpoint or f"{self.base}/register")
+            if self.registration
+            else None,
             "code_challenge_methods_supported": self.code_challenge_methods,
             "token_endpoint_auth_methods_supported": self.auth_methods,
             "token_endpoint_auth_signing_alg_values_supported": self.signing_algs,
@@ -212,7 +237,8 @@ class OAuthServer:
         from joserfc import jwt
 
         try:
-            token = jwt.decode(params["client_assertion"], self.client_public_key)
+            assertion = params["client_assertion"]
+            token = jwt.decode(assertion, self.client_public_key, algorithms=self.signing_algs)
         except Exception as exc:
             self.errors.append(f"bad client assertion: {type(exc).__name__}")
             return None
@@ -245,7 +271,17 @@ class OAuthServer:
             answer["refresh_token"] = refresh
         return answer
 
+    def _echoed_refusal(self, seen: Seen) -> tuple[int, dict[str, Any]] | None:
+        """A refusal whose text repeats the credentials and grants the request sent (a careless server's)."""
+        if seen.params.get("grant_type") != self.echo_refusal:
+            return None
+        sent = " ".join(sent_secrets(seen))
+        return 400, {"error": f"invalid_grant {sent}", "error_description": f"rejected: {sent}"}
+
     def token(self, seen: Seen) -> tuple[int, dict[str, Any]]:
+        echoed = self._echoed_refusal(seen)
+        if echoed is not None:
+            return echoed
         params = seen.params
         client = self._client_of(seen)
         if client is None:
@@ -288,6 +324,9 @@ class OAuthServer:
         return 400, {"error": "unsupported_grant_type"}
 
     def idp_token(self, seen: Seen) -> tuple[int, dict[str, Any]]:
+        echoed = self._echoed_refusal(seen)
+        if echoed is not None:
+            return echoed
         params = seen.params
         expected = {
             "grant_type": TOKEN_EXCHANGE,

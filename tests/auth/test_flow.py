@@ -7,14 +7,16 @@ on asyncio and on trio (the server is a thread, so nothing here depends on the e
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from host_receiver.auth import (
     DEFAULT_HEADLESS_REDIRECT_URI,
@@ -34,8 +36,9 @@ from host_receiver.auth import (
     RegistrationError,
     ResourceMismatch,
     SystemBrowser,
+    TokenRequestError,
 )
-from tests.auth.server import JWT_BEARER, OAuthServer
+from tests.auth.server import JWT_BEARER, TOKEN_EXCHANGE, OAuthServer, sent_secrets
 
 pytestmark = pytest.mark.anyio
 
@@ -149,12 +152,28 @@ async def test_a_non_loopback_redirect_uri_is_refused(server: OAuthServer) -> No
     assert server.seen("/register") == [] and server.seen("/authorize") == []
 
 
-@pytest.mark.parametrize("endpoint", ["authorization_endpoint", "token_endpoint"])
-async def test_plain_http_endpoints_off_loopback_are_refused(server: OAuthServer, endpoint: str) -> None:
-    setattr(server, endpoint, "http://auth.example/oauth")
-    with pytest.raises(InsecureEndpoint, match=r"http://auth\.example/oauth.*https"):
-        await call(server, headless())
+@pytest.mark.parametrize(
+    ("endpoint", "what"),
+    [
+        ("authorization_endpoint", "authorization endpoint"),
+        ("token_endpoint", "token endpoint"),
+        ("registration_endpoint", "registration endpoint"),
+        ("idp_token_endpoint", "identity provider token endpoint"),
+    ],
+)
+async def test_plain_http_endpoints_off_loopback_are_refused(
+    server: OAuthServer, endpoint: str, what: str
+) -> None:
+    insecure = "http://auth.example/oauth"
+    if endpoint == "idp_token_endpoint":  # the identity provider's, for the enterprise grant
+        auth = machine_auth(server, "id-jag", idp_token_endpoint=insecure)
+    else:
+        setattr(server, endpoint, insecure)
+        auth = headless()
+    with pytest.raises(InsecureEndpoint, match=rf"refusing the {what} http://auth\.example/oauth: .*https"):
+        await call(server, auth)
     assert server.seen("/register") == [] and server.seen("/authorize") == []
+    assert server.token_requests() == [] and server.seen("/idp/token") == []
 
 
 @pytest.mark.parametrize("methods", [None, ["plain"]])
@@ -357,39 +376,68 @@ def test_a_client_metadata_url_must_be_https_with_a_path() -> None:
 # --- machine to machine ---------------------------------------------------------------------------------
 
 
+CLIENT_SECRET = "svc-secret-" + "s" * 16
+ID_TOKEN = "idt-" + "x" * 20
+KEY_ALGORITHMS = {"EC": "ES256", "OKP": "Ed25519", "RSA": "RS256"}
+
+
+def private_key(kind: str) -> tuple[str, Any]:
+    """A fresh unencrypted PEM private key of ``kind`` and its public joserfc key."""
+    from joserfc.jwk import import_key
+
+    key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey
+    if kind == "EC":
+        key = ec.generate_private_key(ec.SECP256R1())
+    elif kind == "OKP":
+        key = ed25519.Ed25519PrivateKey.generate()
+    else:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return pem, import_key(import_key(pem, kind).as_dict(private=False), kind)
+
+
+def machine_auth(server: OAuthServer, grant: str, *, idp_token_endpoint: str | None = None) -> OAuth:
+    """``server`` set up for a machine-to-machine grant, and the OAuth that uses it.
+
+    ``grant``: ``secret`` (client credentials, client_secret_basic), ``EC``, ``OKP`` or
+    ``RSA`` (client credentials, private_key_jwt with such a key), ``id-jag`` (the
+    enterprise grant, the client authenticated with client_secret_basic).
+    """
+    if grant == "id-jag":
+        server.idp_id_token = ID_TOKEN
+        server.pre_registered = {"xaa": CLIENT_SECRET}
+        server.auth_methods, server.grant_types = ["client_secret_basic"], [JWT_BEARER]
+        idp = EnterpriseIdp(ID_TOKEN, idp_token_endpoint or f"{server.base}/idp/token", "idp-client")
+        client = PreRegisteredClient("xaa", CLIENT_SECRET)
+        return OAuth(grant=EnterpriseGrant(idp), client=client, store=MemoryTokenStore())
+    server.grant_types = ["client_credentials"]
+    if grant == "secret":
+        server.pre_registered, server.auth_methods = {"svc": CLIENT_SECRET}, ["client_secret_basic"]
+        client = PreRegisteredClient("svc", CLIENT_SECRET)
+    else:
+        pem, server.client_public_key = private_key(grant)
+        server.pre_registered = {"svc": ""}
+        server.auth_methods, server.signing_algs = ["private_key_jwt"], [KEY_ALGORITHMS[grant]]
+        client = PreRegisteredClient("svc", private_key_pem=pem)
+    return OAuth(grant=ClientCredentialsGrant(), client=client, store=MemoryTokenStore())
+
+
 async def test_client_credentials_with_a_secret(server: OAuthServer) -> None:
-    server.pre_registered = {"svc": "svc-secret"}
-    server.auth_methods, server.grant_types = ["client_secret_basic"], ["client_credentials"]
+    auth = machine_auth(server, "secret")
     server.prm_scopes = ["jobs"]
-    auth = OAuth(
-        grant=ClientCredentialsGrant(),
-        client=PreRegisteredClient("svc", "svc-secret"),
-        store=MemoryTokenStore(),
-    )
     assert (await call(server, auth)).status_code == 200
     [token] = server.token_requests("client_credentials")
     assert token.params["scope"] == "jobs" and token.params["resource"] == server.url
     assert server.seen("/authorize") == [] and server.errors == []
 
 
-async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer) -> None:
-    from joserfc.jwk import ECKey
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    server.client_public_key = ECKey.import_key(pem).as_dict(private=False)
-    server.client_public_key = ECKey.import_key(server.client_public_key)
-    server.pre_registered = {"svc": ""}
-    server.auth_methods, server.signing_algs = ["private_key_jwt"], ["ES256"]
-    auth = OAuth(
-        grant=ClientCredentialsGrant(),
-        client=PreRegisteredClient("svc", private_key_pem=pem),
-        store=MemoryTokenStore(),
-    )
+@pytest.mark.parametrize("kind", KEY_ALGORITHMS)
+async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer, kind: str) -> None:
+    auth = machine_auth(server, kind)
     assert (await call(server, auth)).status_code == 200
-    assert server.errors == []  # signature, aud = issuer, iss = sub = client id
+    assert server.errors == []  # signature and its algorithm, aud = issuer, iss = sub = client id
     [token] = server.token_requests("client_credentials")
     assert token.params["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -397,13 +445,7 @@ async def test_client_credentials_with_a_private_key_jwt(server: OAuthServer) ->
 async def test_the_enterprise_grant_exchanges_the_id_token_then_presents_the_id_jag(
     server: OAuthServer,
 ) -> None:
-    server.idp_id_token = "idt-" + "x" * 20
-    server.pre_registered = {"xaa": "xaa-secret"}
-    server.auth_methods, server.grant_types = ["client_secret_basic"], [JWT_BEARER]
-    idp = EnterpriseIdp(server.idp_id_token, f"{server.base}/idp/token", "idp-client")
-    auth = OAuth(
-        grant=EnterpriseGrant(idp), client=PreRegisteredClient("xaa", "xaa-secret"), store=MemoryTokenStore()
-    )
+    auth = machine_auth(server, "id-jag")
     assert (await call(server, auth)).status_code == 200
     assert server.errors == []
     [exchange] = server.seen("/idp/token")
@@ -411,7 +453,93 @@ async def test_the_enterprise_grant_exchanges_the_id_token_then_presents_the_id_
     [bearer] = server.token_requests(JWT_BEARER)
     assert bearer.params["assertion"] in server.issued_grants
     assert bearer.headers["authorization"].startswith("Basic ")
-    assert "xaa-secret" not in repr(auth) and server.idp_id_token not in repr(idp)
+    assert isinstance(auth.grant, EnterpriseGrant)
+    assert CLIENT_SECRET not in repr(auth) and ID_TOKEN not in repr(auth.grant) + repr(auth.grant.idp)
+
+
+@pytest.mark.parametrize(
+    ("grant", "refused"),
+    [
+        ("code", "authorization_code"),  # code, code_verifier, the registered client's secret
+        ("secret", "client_credentials"),  # the Basic credentials
+        ("EC", "client_credentials"),  # the client assertion
+        ("id-jag", TOKEN_EXCHANGE),  # the ID token
+        ("id-jag", JWT_BEARER),  # the ID-JAG and the Basic credentials
+    ],
+)
+async def test_secrets_a_server_echoes_in_a_refusal_are_masked(
+    server: OAuthServer, grant: str, refused: str
+) -> None:
+    if grant == "code":
+        server.auth_methods = ["client_secret_post"]  # a registered client whose secret goes in the body
+        auth = headless()
+    else:
+        auth = machine_auth(server, grant)
+    server.echo_refusal = refused
+    with pytest.raises(
+        TokenRequestError, match=r"refused the .*: invalid_grant .*\(rejected: .*\*\*\*"
+    ) as caught:
+        await call(server, auth)
+    [request] = [seen for seen in server.log if seen.params.get("grant_type") == refused]
+    assert caught.value.error is not None and caught.value.error.startswith("invalid_grant")
+    assert leaks(sent_secrets(request), [str(caught.value), caught.value.error]) == []
+
+
+async def test_a_refused_refresh_that_echoes_the_refresh_token_keeps_it_out_of_the_log(
+    server: OAuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth = headless()
+    assert (await call(server, auth)).status_code == 200
+    server.revoke_access_tokens()
+    server.echo_refusal = "refresh_token"  # its error code and description repeat the refresh token
+    assert (await call(server, auth)).status_code == 200  # authorized again
+    [refresh] = server.token_requests("refresh_token")
+    assert len(server.seen("/authorize")) == 2
+    assert any("the refresh token was not accepted (invalid_grant ***" in text for text in log_texts(caplog))
+    assert leaks(sent_secrets(refresh), log_texts(caplog)) == []
+
+
+# --- a browser step the host writes ------------------------------------------------------------
+
+
+class WindowBrowser:
+    """A host's own browser step (its window; here an HTTP client) on the host's redirect URI."""
+
+    redirect_uri = "http://127.0.0.1:8765/host-window"
+
+    def __init__(self) -> None:
+        self.preferred: list[str | None] = []
+        self.opened: list[str] = []
+
+    @asynccontextmanager
+    async def redirect(self, preferred: str | None) -> AsyncIterator[WindowBrowser]:
+        self.preferred.append(preferred)
+        yield self
+
+    async def authorize(self, authorization_url: str) -> dict[str, str]:
+        self.opened.append(authorization_url)
+        async with httpx.AsyncClient() as window:
+            answer = await window.get(authorization_url)
+        assert answer.status_code == 302, answer.status_code
+        return dict(parse_qsl(urlsplit(answer.headers["location"]).query))
+
+
+async def test_a_browser_step_the_host_writes_is_used_with_its_redirect_uri(server: OAuthServer) -> None:
+    browser = WindowBrowser()
+    auth = OAuth(grant=AuthorizationCodeGrant(browser), store=MemoryTokenStore())
+    assert (await call(server, auth)).status_code == 200
+    [registration] = server.seen("/register")
+    assert registration.params["redirect_uris"] == [WindowBrowser.redirect_uri]
+    [authorize] = authorize_params(server)
+    assert authorize["redirect_uri"] == WindowBrowser.redirect_uri
+    assert len(browser.opened) == 1 and browser.opened[0].startswith(f"{server.base}/authorize?")
+    server.revoke_access_tokens()
+    server.refresh.clear()
+    assert (await call(server, auth)).status_code == 200  # authorized again, through the host's window
+    assert browser.preferred == [None, WindowBrowser.redirect_uri]  # offered the URI registered before
+    assert len(browser.opened) == 2 and len(server.seen("/register")) == 1
+    assert server.errors == []  # PKCE, redirect URI and state all checked out
 
 
 # --- the system browser's loopback listener ------------------------------------------------
@@ -470,8 +598,40 @@ async def test_no_token_secret_code_verifier_or_state_appears_in_any_log_record(
         *(s.params["code_verifier"] for s in server.token_requests("authorization_code")),
     ]
     assert len(hidden) >= 12 and all(len(value) >= 16 for value in hidden)
-    texts = [record.getMessage() for record in caplog.records] + [str(failure.value)]
-    texts += [str(record.exc_info) for record in caplog.records if record.exc_info]
+    texts = [*log_texts(caplog), str(failure.value)]
     assert len(texts) > 20
-    leaks = [(value, text) for value in hidden for text in texts if value in text]
-    assert leaks == []
+    assert leaks(hidden, texts) == []
+
+
+@pytest.mark.parametrize("grant", ["secret", "EC", "id-jag"])
+async def test_no_secret_of_the_machine_grants_appears_in_any_log_record(
+    server: OAuthServer, caplog: pytest.LogCaptureFixture, grant: str
+) -> None:
+    """Client secret, client assertions, ID token, ID-JAGs and tokens: never in a record, at DEBUG."""
+    caplog.set_level(logging.DEBUG)
+    auth = machine_auth(server, grant)
+    for _ in range(2):  # a grant, then another once the token is revoked
+        assert (await call(server, auth)).status_code == 200
+        server.revoke_access_tokens()
+    hidden = [*server.secrets_issued, *(v for seen in server.log for v in sent_secrets(seen))]
+    assert len(hidden) >= 4 + (4 if grant == "id-jag" else 2)
+    texts = log_texts(caplog)
+    assert len(texts) > 10
+    assert leaks(hidden, texts) == []
+
+
+def log_texts(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Every log record's message and exception text."""
+    texts = [record.getMessage() for record in caplog.records]
+    return texts + [str(record.exc_info) for record in caplog.records if record.exc_info]
+
+
+def leaks(hidden: list[str], texts: list[str]) -> list[tuple[str, str]]:
+    """(secret, text) pairs where ``text`` holds a secret, or 16 characters of one in a row."""
+    assert hidden and all(len(value) >= 16 for value in hidden)
+    return [
+        (value, text)
+        for value in hidden
+        for text in texts
+        if any(value[i : i + 16] in text for i in range(len(value) - 15))
+    ]

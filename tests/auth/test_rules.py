@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from host_receiver.auth import BearerChallenge, InsecureEndpoint, canonical_resource, parse_bearer_challenge
-from host_receiver.auth._errors import quote
+from host_receiver.auth._errors import quote, safe_url
 from host_receiver.auth._scopes import select_scopes
 from host_receiver.auth._urls import (
     as_metadata_urls,
@@ -142,3 +142,6 @@ def test_scope_selection_rules() -> None:
 def test_server_text_is_escaped_and_bounded() -> None:
     assert quote("line\nforged 2026 INFO x\x1b[31m") == "line\\nforged 2026 INFO x\\x1b[31m"
     assert quote("x" * 1000) == "x" * 200 + "… [1,000 characters]"  # cut, saying how long it was
+    # A URL a server named: the providers' rule (no credentials, query or fragment), then escaped.
+    assert safe_url("https://u:p@as.example/a\x1b[31mb?code=c#f") == "https://as.example/a\\x1b[31mb"
+    assert safe_url("https://as.example:70000/") == "(an invalid URL)"

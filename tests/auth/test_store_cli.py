@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import stat
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import keyring
 import keyring.backend
+import keyring.backends.chainer
 import keyring.backends.fail
+import keyring.backends.null
 import keyring.errors
 import pytest
 
@@ -31,20 +34,14 @@ from host_receiver.auth import (
     default_token_store,
 )
 from host_receiver.cli import build_parser
-from host_receiver.cli._auth import AuthOptionsError, build_auth
-from tests.auth.server import OAuthServer
-from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, memory_keyring
+from host_receiver.cli._auth import CLIENT_SECRET_ENV, ID_TOKEN_ENV, AuthOptionsError, build_auth
+from tests.auth.server import JWT_BEARER, OAuthServer
+from tests.cli_command import CLI, LIMIT_S
+from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 __all__ = ["memory_keyring"]
 
 ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = Path(sys.executable).with_name("host-receiver")
-CLI = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
-)
-LIMIT_S = 60
 
 
 def entry(server: str = "https://mcp.example/mcp", issuer: str = "https://as.example") -> StoredAuthorization:
@@ -118,6 +115,17 @@ async def test_the_keyring_store_keeps_entries_and_an_index(memory_keyring: Memo
     assert memory_keyring.passwords == {}
 
 
+@contextlib.contextmanager
+def keyring_backend(backend: keyring.backend.KeyringBackend) -> Iterator[None]:
+    """``backend`` as the keyring for the block; the previous one is restored after."""
+    previous = keyring.get_keyring()
+    keyring.set_keyring(backend)
+    try:
+        yield
+    finally:
+        keyring.set_keyring(previous)
+
+
 class _LockedKeyring(MemoryKeyring):
     def set_password(self, service: str, username: str, password: str) -> None:
         raise keyring.errors.KeyringLocked("locked")
@@ -137,15 +145,11 @@ def fresh_warnings() -> Iterator[None]:
 async def test_a_locked_keyring_warns_once_and_keeps_tokens_in_memory(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    previous = keyring.get_keyring()
-    keyring.set_keyring(_LockedKeyring())
-    try:
+    with keyring_backend(_LockedKeyring()):
         store = KeyringTokenStore()
         await store.save(entry())
         await store.save(entry(issuer="https://b.example"))
         assert len(await store.load("https://mcp.example/mcp")) == 2
-    finally:
-        keyring.set_keyring(previous)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "in memory for this run only" in warnings[0].getMessage()
 
@@ -157,40 +161,71 @@ class _UnreadableKeyring(MemoryKeyring):
 
 @pytest.mark.anyio
 async def test_listing_or_removing_from_an_unreadable_keyring_is_a_clear_error() -> None:
-    previous = keyring.get_keyring()
-    keyring.set_keyring(_UnreadableKeyring())
-    try:
+    with keyring_backend(_UnreadableKeyring()):
         with pytest.raises(AuthError, match=r"cannot read the OS keyring \(KeyringLocked\)"):
             await KeyringTokenStore().entries()
         with pytest.raises(AuthError, match=r"cannot change the OS keyring \(KeyringLocked\)"):
             await KeyringTokenStore().delete()
-    finally:
-        keyring.set_keyring(previous)
-
-
-@pytest.mark.anyio
-@pytest.mark.usefixtures("fresh_warnings")
-async def test_without_a_keyring_the_default_store_is_memory_with_one_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    previous = keyring.get_keyring()
-    keyring.set_keyring(keyring.backends.fail.Keyring())
-    try:
-        first, second = await default_token_store(), await default_token_store()
-    finally:
-        keyring.set_keyring(previous)
-    assert isinstance(first, MemoryTokenStore) and isinstance(second, MemoryTokenStore)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert (
-        len(warnings) == 1
-        and "no OS keyring is available" in warnings[0]
-        and "--auth-token-file" in warnings[0]
-    )
 
 
 @pytest.mark.anyio
 async def test_with_a_keyring_the_default_store_is_the_keyring(memory_keyring: MemoryKeyring) -> None:
     assert isinstance(await default_token_store(), KeyringTokenStore)
+
+
+class _Chain(keyring.backends.chainer.ChainerBackend):
+    """keyring's chain of backends over the given ones (never picked by keyring's discovery)."""
+
+    viable = False
+
+    def __init__(self, *backends: keyring.backend.KeyringBackend) -> None:
+        super().__init__()
+        self.chain = list(backends)
+
+    @property
+    def backends(self) -> list[keyring.backend.KeyringBackend]:  # type: ignore[override]
+        return self.chain
+
+
+UNFIT_BACKENDS = {
+    "fail": (keyring.backends.fail.Keyring, "no OS keyring is available"),
+    "null": (
+        keyring.backends.null.Keyring,
+        "the keyring backend keyring.backends.null.Keyring keeps nothing",
+    ),
+    "plaintext": (
+        PlaintextKeyring,
+        "the keyring backend tests.providers.keyring_backends.PlaintextKeyring stores secrets unencrypted",
+    ),
+    "chain-plaintext-first": (
+        lambda: _Chain(PlaintextKeyring(), MemoryKeyring()),
+        "PlaintextKeyring stores secrets unencrypted",
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("fresh_warnings")
+@pytest.mark.parametrize("kind", UNFIT_BACKENDS)
+async def test_without_a_fit_keyring_the_default_store_is_memory_with_one_warning(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No backend, one that drops secrets, or one that writes them in clear text: memory, one warning."""
+    make, reason = UNFIT_BACKENDS[kind]
+    with keyring_backend(make()):
+        first, second = await default_token_store(), await default_token_store()
+    assert isinstance(first, MemoryTokenStore) and isinstance(second, MemoryTokenStore)
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert reason in warning and "in memory for this run only" in warning and "--auth-token-file" in warning
+
+
+@pytest.mark.anyio
+async def test_a_chain_that_writes_to_a_real_keyring_first_is_the_keyring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(FILE_ENV, str(tmp_path / "keyring.json"))
+    with keyring_backend(_Chain(MemoryKeyring(), PlaintextKeyring())):
+        assert isinstance(await default_token_store(), KeyringTokenStore)
 
 
 # --- CLI options -----------------------------------------------------------------------------------
@@ -302,7 +337,7 @@ def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing
     assert cli(env, "auth", "list", "--auth-token-file", str(tokens)).stdout == "no stored authorizations\n"
 
 
-def test_tokens_in_the_keyring_survive_the_run(
+def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {
@@ -315,10 +350,41 @@ def test_tokens_in_the_keyring_survive_the_run(
         assert run.returncode == 0, run.stderr
         assert "keyring" not in run.stderr
     assert len(server.seen("/authorize")) == 1
+    assert len(server.token_requests()) == 1  # the second run used the stored token
+    server.revoke_access_tokens()
+    third = cli(env, *call_args(server))
+    assert third.returncode == 0, third.stderr
+    assert (
+        len(server.seen("/authorize")) == 1
+    )  # refreshed with the stored refresh token, not authorized again
+    assert len(server.token_requests("refresh_token")) == 1
+    assert len(server.seen("/register")) == 1  # the registered client came from the keyring too
     assert "host-receiver-oauth/index" in (tmp_path / "keyring.json").read_text()
     assert cli(env, "auth", "list").stdout.startswith(server.url)
     assert cli(env, "auth", "logout").stdout.startswith(f"removed {server.url}")
     assert cli(env, "auth", "list").stdout == "no stored authorizations\n"
+
+
+@pytest.mark.parametrize("grant", ["client-credentials", "id-jag"])
+def test_the_client_secret_and_id_token_options_reach_the_servers(
+    server: OAuthServer, env: dict[str, str], grant: str
+) -> None:
+    """--auth-client-secret and --auth-id-token are used, and win over their variables."""
+    secret, id_token = "flag-secret-" + "s" * 16, "flag-id-token-" + "t" * 16
+    server.pre_registered, server.auth_methods = {"svc": secret}, ["client_secret_basic"]
+    server.grant_types, server.idp_id_token = ["client_credentials", JWT_BEARER], id_token
+    env = {**env, CLIENT_SECRET_ENV: "not-" + secret, ID_TOKEN_ENV: "not-" + id_token}
+    options = ["--auth-grant", grant, "--auth-client-id", "svc", "--auth-client-secret", secret]
+    if grant == "id-jag":
+        options += ["--auth-id-token", id_token, "--auth-idp-token-endpoint", f"{server.base}/idp/token"]
+        options += ["--auth-idp-client-id", "idp-client"]
+    run = cli(env, "run", "--url", server.url, "--call", "t", *options)
+    assert run.returncode == 0, run.stderr
+    assert '"called"' in run.stdout and server.errors == []
+    [token] = server.token_requests("client_credentials" if grant == "client-credentials" else JWT_BEARER)
+    assert token.headers["authorization"].startswith("Basic ")  # the server checked the flag's secret
+    assert len(server.seen("/idp/token")) == (1 if grant == "id-jag" else 0)  # it checked the ID token
+    assert secret not in run.stdout + run.stderr and id_token not in run.stdout + run.stderr
 
 
 def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
@@ -336,6 +402,48 @@ def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
     assert list(tmp_path.rglob("*")) == []  # nothing written anywhere under the home
     again = cli(env, *call_args(server))
     assert again.returncode == 0 and len(server.seen("/authorize")) == 2  # memory only: authorized again
+
+
+@pytest.mark.parametrize(
+    ("backend", "reason"),
+    [
+        ("keyring.backends.null.Keyring", "keeps nothing"),
+        ("tests.providers.keyring_backends.PlaintextKeyring", "stores secrets unencrypted"),
+    ],
+)
+def test_a_null_or_plain_text_keyring_gets_no_token_and_the_cli_says_so(
+    server: OAuthServer, env: dict[str, str], tmp_path: Path, backend: str, reason: str
+) -> None:
+    keyring_file = tmp_path / "keyring.json"
+    env = {**env, "PYTHON_KEYRING_BACKEND": backend, FILE_ENV: str(keyring_file)}
+    for _ in range(2):
+        run = cli(env, *call_args(server))
+        assert run.returncode == 0, run.stderr
+        assert run.stderr.count(f"the keyring backend {backend} {reason}") == 1
+        assert "OAuth tokens are kept in memory for this run only" in run.stderr
+    assert not keyring_file.exists()  # nothing written in clear text
+    assert len(server.seen("/authorize")) == 2  # memory only: authorized again
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--auth-client-id", "c"], "--auth-client-id goes with --url"),
+        (
+            ["--auth-browser", "system", "--auth-token-file", "t.json"],
+            "--auth-browser, --auth-token-file go with",
+        ),
+    ],
+)
+def test_auth_options_with_a_stdio_server_are_a_usage_error(
+    env: dict[str, str], tmp_path: Path, options: list[str], message: str
+) -> None:
+    marker = tmp_path / "server-started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    run = cli(env, "run", *options, "--call", "t", "--", *server)
+    assert run.returncode == 2
+    assert f"host-receiver run: {message}" in run.stderr and "not a stdio server" in run.stderr
+    assert not marker.exists()  # refused before anything started
 
 
 def test_an_auth_failure_is_a_clear_connection_error(server: OAuthServer, env: dict[str, str]) -> None:

@@ -5,8 +5,8 @@ mcp 2.3.0), FastMCP with its tasks extension (``.peers/fastmcp``) and the
 TypeScript SDK (``.peers/node``) acting as MCP servers; ``.ci/install-peers``
 installs them (docs/peers.md, docs/peers-modern.md). The adapter tests also need
 host-receiver installed with each adapter's extra into its own venv
-(``.peers/adapter-mcp1``, ``-mcp2``, ``-fastmcp``; ``.ci/install-adapters``,
-docs/adapters.md). Locally, a test that needs a
+(``.peers/adapter-mcp1``, ``-mcp2``, ``-fastmcp``, ``-fastmcp-newest``,
+``-fastmcp-floor``; ``.ci/install-adapters``, docs/adapters.md). Locally, a test that needs a
 missing peer is skipped with the command that installs it; when the ``CI``
 environment variable is set, it fails instead, so a CI run can never pass by
 skipping the interop suite.
@@ -62,11 +62,15 @@ def peer_python(env: Literal["py2", "fastmcp"]) -> Path:
     return python
 
 
-def adapter_python(extra: Literal["mcp1", "mcp2", "fastmcp"]) -> Path:
-    """The interpreter of an adapter's venv (``.peers/adapter-<extra>``); skips without it."""
-    python = PEERS_DIR / f"adapter-{extra}" / "bin" / "python"
+#: The adapter venvs (.ci/install-adapters): one per extra, and the newest and the lowest fastmcp.
+AdapterEnv = Literal["mcp1", "mcp2", "fastmcp", "fastmcp-newest", "fastmcp-floor"]
+
+
+def adapter_python(env: AdapterEnv) -> Path:
+    """The interpreter of an adapter's venv (``.peers/adapter-<env>``); skips without it."""
+    python = PEERS_DIR / f"adapter-{env}" / "bin" / "python"
     if not python.exists():
-        _missing(f"the {extra} adapter venv is not installed ({python} is missing)", ".ci/install-adapters")
+        _missing(f"the {env} adapter venv is not installed ({python} is missing)", ".ci/install-adapters")
     return python
 
 

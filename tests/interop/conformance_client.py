@@ -8,8 +8,15 @@ The runner (tests/interop/test_conformance_auth.py) runs
 would type them, and runs the CLI in this process:
 
 - always ``--auth-browser none`` (the runner's authorization endpoint
-  redirects at once), the runner's fixed client metadata document URL, and
-  a fresh ``--auth-token-file`` (so no run touches the user's keyring);
+  redirects at once) and a fresh ``--auth-token-file`` (so no run touches the
+  user's keyring);
+- ``--auth-client-metadata-url`` with the runner's fixed document URL only in
+  the scenario that tests client ID metadata documents (``auth/basic-cimd``).
+  The runner never serves that document; ``auth/offline-access-scope`` also
+  advertises metadata document support, and there a client that used the
+  URL would leave the runner unable to read its ``grant_types`` (an INFO
+  check), so that scenario's client registers (its ``grant_types`` are then
+  checked, SUCCESS);
 - ``client_id`` -> ``--auth-client-id``; ``client_secret`` ->
   ``$HOST_RECEIVER_CLIENT_SECRET``; ``private_key_pem`` -> a 0600 key file for
   ``--auth-client-key``;
@@ -29,6 +36,8 @@ from pathlib import Path
 
 #: The client metadata document URL the runner's CIMD scenario expects (it is never fetched).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
+#: The scenarios that test client ID metadata documents: the only ones given CIMD_URL.
+CIMD_SCENARIOS = frozenset({"auth/basic-cimd"})
 
 
 def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: Path) -> list[str]:
@@ -43,11 +52,11 @@ def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: 
         "test-tool",
         "--auth-browser",
         "none",
-        "--auth-client-metadata-url",
-        CIMD_URL,
         "--auth-token-file",
         str(workdir / "tokens.json"),
     ]
+    if scenario in CIMD_SCENARIOS:
+        argv += ["--auth-client-metadata-url", CIMD_URL]
     if "client_id" in context:
         argv += ["--auth-client-id", context["client_id"]]
     if "client_secret" in context:

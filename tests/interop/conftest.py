@@ -7,8 +7,10 @@
 - :func:`running_host` opens a :class:`~host_receiver.host.Host` whose every
   connection goes through a :class:`RecordingTransport`. When the block ends
   without error, every message the host sent is validated against the
-  official 2025-11-25 schema (requests, notifications, results by the method
-  they answer, errors), so each scenario doubles as a wire-format check.
+  official schema of the connection's era (2025-11-25: requests,
+  notifications, results by the method they answer, errors; 2026-07-28:
+  every message of a modern connection, notifications included), so each
+  scenario doubles as a wire-format check.
 - :func:`fake_openai` is a loopback OpenAI-compatible server; the registry
   built by :func:`fake_registry` sends sampling to it through the real
   ``OpenAIProvider``, so a test can see a provider call start and stop.
@@ -161,6 +163,10 @@ class WireLog:
     name: str
     sent: list[dict[str, Any]] = field(default_factory=list)
     received: list[dict[str, Any]] = field(default_factory=list)
+    #: The era the connection agreed on ("modern" or "legacy"), once it did.
+    era: str | None = None
+    #: How many messages were sent while agreeing (each judged by its own form).
+    agreed_at: int = 0
     _arrivals: dict[str, anyio.Event] = field(default_factory=dict, repr=False)
 
     def record_received(self, message: dict[str, Any]) -> None:
@@ -187,23 +193,33 @@ class WireLog:
     def notifications_sent(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.sent if m.get("method") == method and "id" not in m]
 
+    def agreed(self, era: str) -> None:
+        """The connection agreed on ``era``: every message sent from now on is of that era."""
+        self.era, self.agreed_at = era, len(self.sent)
+
     def check(self) -> int:
-        """Validate everything the host sent against the official schema; return the count."""
+        """Validate everything the host sent against the official schema of its era; return the
+        count. A modern connection's messages, notifications included, by the 2026-07-28 schema;
+        those sent while agreeing (the probe, a fallback's ``initialize``) by their own form."""
         incoming = {m["id"]: m for m in self.received if "method" in m and "id" in m}
         task_methods: dict[str, str] = {}
-        for message in self.sent:
+        for index, message in enumerate(self.sent):
+            era = self.era if index >= self.agreed_at else None
             try:
-                _check_sent(message, incoming, task_methods)
+                _check_sent(message, incoming, task_methods, era)
             except Exception as exc:
                 raise AssertionError(f"{self.name}: host sent an invalid message {message}: {exc}") from exc
         return len(self.sent)
 
 
 def _check_sent(
-    message: dict[str, Any], incoming: dict[Any, dict[str, Any]], task_methods: dict[str, str]
+    message: dict[str, Any],
+    incoming: dict[Any, dict[str, Any]],
+    task_methods: dict[str, str],
+    era: str | None,
 ) -> None:
-    validate_message(message)
-    if is_modern(message):
+    validate_message(message, era=era)
+    if era == "modern" or is_modern(message):
         return  # validate_message checked it against the 2026-07-28 schema
     method = message.get("method")
     if method is not None and "id" in message:
@@ -262,6 +278,9 @@ class _RecordingStream(MessageStream):
     def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._inner.accept_tools(tools)
 
+    def silence_means_legacy(self) -> bool:
+        return self._inner.silence_means_legacy()
+
 
 class RecordingTransport(Transport):
     """Wraps another transport and logs every message into ``log``."""
@@ -290,7 +309,9 @@ class Harness:
     async def connect(self, name: str, target: Endpoint | Transport) -> ServerConnection:
         transport = target.transport() if isinstance(target, Endpoint) else target
         log = self.wires[name] = WireLog(name)
-        return await self.host.connect(name, RecordingTransport(transport, log))
+        server = await self.host.connect(name, RecordingTransport(transport, log))
+        log.agreed(server.era.value)
+        return server
 
 
 @asynccontextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from tests.interop import (
     FASTMCP_SERVER,
     PY2_SERVER,
     PY_SERVER,
+    AdapterEnv,
     adapter_python,
     peer_command,
     peer_python,
@@ -201,6 +203,50 @@ def test_mcp1_unknown_task_is_minus_32602(mcp1: dict[str, Any]) -> None:
     assert error["code"] == -32602 and error["message"] == "Failed to retrieve task: Task not found"
 
 
+def test_mcp1_an_adapter_session_and_the_own_connection_on_one_receiver_are_isolated(
+    mcp1: dict[str, Any],
+) -> None:
+    report = mcp1["scenarios"]["across_kinds"]
+    own_task = report["tasks"]["own"]["task"]["taskId"]
+    adapter_task = report["tasks"]["adapter"]["task"]["taskId"]
+    for probe, probed in (
+        (report["adapter_probes_own"], own_task),
+        (report["own_probes_adapter"], adapter_task),
+    ):
+        assert probe["task_id"] == probed
+        for method in ("get", "result", "cancel"):
+            assert probe[method]["error"]["code"] == -32602
+            assert "Task belongs to another connection" in probe[method]["error"]["message"]
+        assert probe["list"]["result"]["listed"] is False
+    for name, task_id in (("adapter", own_task), ("own", adapter_task)):
+        refused = (
+            f"task lookup refused requestor={name} task={task_id} reason=Task belongs to another connection"
+        )
+        assert mcp1["host"]["audit"].count(refused) == 3  # get, result and cancel
+
+
+def test_mcp1_the_adapters_audit_lines_are_the_own_connections(mcp1: dict[str, Any]) -> None:
+    s = mcp1["scenarios"]
+    own, adapter = without_ids(s["audit_own"]), without_ids(s["audit_adapter"])
+    assert own == adapter
+    assert own[:3] == [
+        "task created requestor=same task=T1 method=sampling/createMessage ttl=60000",
+        "task completed requestor=same task=T1",
+        "task result retrieved requestor=same task=T1 status=completed",
+    ]
+    assert {line.split()[1] for line in own} >= {"created", "completed", "failed", "cancelled", "lookup"}
+
+
+def without_ids(lines: list[str]) -> list[str]:
+    """Audit lines with each task id replaced by T1, T2, ... in the order they first appear."""
+    ids: dict[str, str] = {}
+
+    def name(match: re.Match[str]) -> str:
+        return "task=" + ids.setdefault(match.group(1), f"T{len(ids) + 1}")
+
+    return [re.sub(r"task=(\S+)", name, line) for line in lines]
+
+
 # --- mcp 2.x mcp.Client -----------------------------------------------------------------------
 
 
@@ -238,11 +284,25 @@ def test_mcp2_client_declares_what_the_receiver_serves(mcp2: dict[str, Any]) -> 
     }
 
 
+def test_mcp2_a_narrower_receiver_declares_less(mcp2: dict[str, Any]) -> None:
+    s = mcp2["scenarios"]
+    # A receiver that samples without tools and has no forms or roots: the client declares just that.
+    assert s["narrow_capabilities"] == {"sampling": {}}
+    assert s["narrow_sample"]["client_capabilities"] == {"sampling": {}}
+    assert s["narrow_sample"]["sampling"]["content"]["text"] == "echo: narrow"
+    # The server's form needs the capability the client did not declare: refused before the host.
+    assert s["narrow_elicit"]["raised"]["code"] == -32021
+    assert [v["kind"] for v in views(mcp2, server="narrow")] == ["sampling"]
+
+
 def test_mcp2_a_url_round_of_2026_needs_no_elicitation_id(mcp2: dict[str, Any]) -> None:
     report = mcp2["scenarios"]["url"]
     assert report["era"] == "modern"
-    assert report["elicitation"]["action"] in ("accept", "decline")  # answered, not refused -32602
-    assert views(mcp2, kind="url", server="notes")
+    # The person consented: "accept" (the spec: consent to open the URL, not that the interaction
+    # is done), not refused -32602 for the elicitationId the 2026 schema does not have.
+    assert report["elicitation"] == {"action": "accept"}
+    assert views(mcp2, kind="url", server="notes", text="Connect your account")
+    assert "https://example.com/connect" in mcp2["host"]["opened"]  # after consent, by the host
 
 
 def test_mcp2_a_roots_round_gets_the_receivers_roots(mcp2: dict[str, Any]) -> None:
@@ -268,7 +328,7 @@ def test_mcp2_two_rounds_in_a_row_within_the_hosts_limits(mcp2: dict[str, Any]) 
     assert report["sampling"]["content"]["text"] == "echo: Write one line"
     assert report["sampling"]["stopReason"] == "maxTokens"
     assert any(
-        "maxTokens clamped requestor=notes task=- model=echo-offline requested=100 granted=4" in line
+        "maxTokens clamped requestor=notes " in line and "model=echo-offline requested=100 granted=4" in line
         for line in mcp2["host"]["audit"]
     )
 
@@ -341,15 +401,53 @@ def test_mcp2_ignores_the_task_of_a_legacy_server(mcp2: dict[str, Any]) -> None:
 # --- fastmcp.Client ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=TRANSPORTS)
+#: The fastmcp venvs: the pinned one (4.1.4 with fastmcp-tasks), and the two ends of the
+#: extra's range as a host gets them, without fastmcp-tasks (.ci/install-adapters).
+FASTMCP_ENVS: list[AdapterEnv] = ["fastmcp", "fastmcp-newest", "fastmcp-floor"]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[(env, transport) for env in FASTMCP_ENVS for transport in TRANSPORTS],
+    ids=lambda param: "-".join(param),
+)
 def fast(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    python, server = adapter_python("fastmcp"), peer_python("fastmcp")
+    env, transport = request.param
+    python, server = adapter_python(env), peer_python("fastmcp")
     py2 = ["--py2", str(peer_python("py2")), str(PY2_SERVER)]
-    if request.param == "http":
+    if transport == "http":
         with http_peer(server, FASTMCP_SERVER) as url:
-            yield drive(python, "fastmcp_driver.py", "--url", url, *py2)
+            yield {"env": env, **drive(python, "fastmcp_driver.py", "--url", url, *py2)}
         return
-    yield drive(python, "fastmcp_driver.py", "--server", str(server), str(FASTMCP_SERVER), *py2)
+    yield {
+        "env": env,
+        **drive(python, "fastmcp_driver.py", "--server", str(server), str(FASTMCP_SERVER), *py2),
+    }
+
+
+def with_tasks(fast: dict[str, Any]) -> dict[str, Any]:
+    """The scenarios, where the venv has fastmcp-tasks (the pinned one); skips elsewhere."""
+    if fast["env"] != "fastmcp":
+        pytest.skip(f"{fast['env']} has no fastmcp-tasks: the task scenarios run in the pinned venv")
+    assert fast["scenarios"]["tasks_extension"] is True
+    return dict(fast["scenarios"])
+
+
+def input_rounds(report: dict[str, Any]) -> list[list[str]]:
+    """The ``inputResponses`` keys of every tools/call the fastmcp peer got for one logical call."""
+    calls = [r["params"] for r in report["requests"] if r["method"] == "tools/call"]
+    return [sorted(params.get("inputResponses") or {}) for params in calls]
+
+
+def test_fastmcp_venvs_run_the_versions_they_stand_for(fast: dict[str, Any]) -> None:
+    version = fast["scenarios"]["fastmcp_version"]
+    release = tuple(int(part) for part in version.split(".")[:3])
+    if fast["env"] == "fastmcp":
+        assert (version, fast["scenarios"]["tasks_extension"]) == ("4.1.4", True)
+    elif fast["env"] == "fastmcp-floor":
+        assert (version, fast["scenarios"]["tasks_extension"]) == ("4.0.0", False)
+    else:  # the newest 4.x at install time: at least the pinned one
+        assert (4, 1, 4) <= release < (5,) and fast["scenarios"]["tasks_extension"] is False
 
 
 def test_fastmcp_legacy_connection_gets_ctx_elicit_and_create_message(fast: dict[str, Any]) -> None:
@@ -363,15 +461,67 @@ def test_fastmcp_legacy_connection_gets_ctx_elicit_and_create_message(fast: dict
     assert views(fast, kind="sampling", server="fast", text="refuse this")
 
 
+def test_fastmcp_a_refused_legacy_form_reaches_the_server_as_minus_32603(fast: dict[str, Any]) -> None:
+    # The receiver refuses the form -32602 (an object in an object); fastmcp has no way for an
+    # elicitation handler to answer an error, so it sends -32603 with the receiver's message.
+    error = fast["scenarios"]["legacy_invalid_form"]["error"]
+    assert error["code"] == -32603
+    assert error["message"].startswith("requestedSchema.properties.address: type 'object' is not allowed")
+
+
+def test_fastmcp_a_cancelled_call_cancels_the_held_form_and_the_servers_tool(fast: dict[str, Any]) -> None:
+    events = fast["scenarios"]["legacy_cancel"]
+    assert events["events"] == [{"event": "cancelled"}]  # ctx.elicit raised CancelledError in the tool
+    # The receiver's work (the form held open) was cancelled while the session was still open.
+    assert fast["host"]["cancelled"] == [
+        {"kind": "form", "server": "fast", "task_id": None, "text": "hold legacy"}
+    ]
+
+
 def test_fastmcp_modern_input_required_in_the_foreground(fast: dict[str, Any]) -> None:
     s = fast["scenarios"]
     assert s["modern_protocol"] == "2026-07-28"
     assert s["mrtr_form"]["background_task"] is False
     assert s["mrtr_form"]["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 42}}
+    assert input_rounds(s["mrtr_form"]) == [[], ["form"]]
+
+
+def test_fastmcp_modern_llm_call_through_input_required(fast: dict[str, Any]) -> None:
+    report = fast["scenarios"]["mrtr_llm"]
+    assert report["protocol_version"] == "2026-07-28" and report["background_task"] is False
+    assert report["sampling"]["content"] == {"type": "text", "text": "echo: hello modern llm"}
+    assert report["sampling"]["model"] == ECHO
+    assert input_rounds(report) == [[], ["llm"]]
+    assert views(fast, kind="sampling", server="fast", task_id=None, text="hello modern llm")
+
+
+def test_fastmcp_modern_form_then_llm_call_in_two_rounds(fast: dict[str, Any]) -> None:
+    report = fast["scenarios"]["mrtr_form_then_llm"]
+    assert report["first"] == {"form": {"action": "accept", "content": {"name": "Ada", "age": 42}}}
+    # The second round's LLM call was built from the first round's answer.
+    assert report["sampling"]["content"] == {"type": "text", "text": "echo: Greet Ada."}
+    assert input_rounds(report) == [[], ["form"], ["llm"]]
+
+
+def test_fastmcp_a_narrower_receiver_declares_less(fast: dict[str, Any]) -> None:
+    s = fast["scenarios"]
+    assert s["narrow_capabilities"] == {"sampling": {}}
+    (first, *_) = s["narrow_llm"]["requests"]
+    declared = first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    declared.pop("extensions", None)  # fastmcp-tasks' own, where it is installed
+    assert declared == {"sampling": {}}
+    assert s["narrow_llm"]["sampling"]["content"]["text"] == "echo: narrow"
+    # A form round reaches a client without an elicitation handler: mcp 2.x refuses it itself.
+    assert s["narrow_form"]["raised"] == {
+        "code": -32600,
+        "message": "Elicitation not supported",
+        "type": "MCPError",
+    }
+    assert [v["kind"] for v in views(fast, server="narrow")] == ["sampling"]
 
 
 def test_fastmcp_task_asks_a_form_answered_by_tasks_update(fast: dict[str, Any]) -> None:
-    s = fast["scenarios"]
+    s = with_tasks(fast)
     report = s["task_form"]
     assert report["background_task"] is True
     assert report["elicitation"] == {"action": "accept", "content": {"name": "Ada", "age": 42}}
@@ -386,7 +536,45 @@ def test_one_receiver_serves_fastmcp_and_mcp2_sessions_at_once(fast: dict[str, A
     kinds = fast["scenarios"]["kinds"]
     assert kinds["fast"]["elicitation"]["action"] == "accept"
     assert kinds["py2"]["sampling"]["content"]["text"] == "echo: Write one line greeting Ada."
-    assert views(fast, server="fast") and views(fast, server="py2", kind="sampling")
+    # Isolation: each session's approval and form views name its own server, and only those.
+    shown = sorted((v["server"], v["kind"], v["text"]) for v in kinds["views"])
+    assert shown == [
+        ("fast", "form", "at once fast"),
+        ("py2", "form", "at once py2"),
+        ("py2", "sampling", "Write one line greeting Ada."),
+    ]
+
+
+# --- the wrong library -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("adapter", "env", "found"),
+    [
+        ("mcp1", "mcp2", "mcp>=1.23,<2 (found 2.3.0)"),
+        ("mcp2", "mcp1", "mcp>=2.3,<3 (found 1.30.0)"),
+        ("fastmcp", "mcp2", "fastmcp>=4.0,<5 (not installed)"),  # mcp 2.x alone is not enough
+    ],
+)
+def test_an_adapter_in_the_other_librarys_venv_names_its_extra(
+    adapter: str, env: AdapterEnv, found: str
+) -> None:
+    options = "session_options" if adapter == "mcp1" else "client_options"
+    probe = (
+        f"from host_receiver import Receiver\n"
+        f"from host_receiver.adapters.{adapter} import AdapterUnavailable, {options}\n"
+        f"try:\n"
+        f"    {options}(Receiver(), server='notes')\n"
+        f"except AdapterUnavailable as exc:\n"
+        f"    assert isinstance(exc, ImportError)\n"
+        f"    print(exc)\n"
+    )
+    done = subprocess.run(
+        [str(adapter_python(env)), "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = f"host_receiver.adapters.{adapter} needs {found}: pip install 'host-receiver[{adapter}]'"
+    assert done.stdout.strip() == expected
 
 
 # --- the examples -----------------------------------------------------------------------------

@@ -16,7 +16,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,7 +33,9 @@ from host_receiver import (
     InputRoundsExceeded,
     MissingCapability,
     RemoteTask,
+    RemoteTaskCancelled,
     RpcError,
+    ServerConnection,
     UrlAnswer,
     UrlView,
 )
@@ -39,7 +43,7 @@ from host_receiver.protocol.errors import USER_REJECTED
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
-from tests.interop.conftest import running_host
+from tests.interop.conftest import RecordingTransport, WireLog, running_host
 from tests.test_terminal import HOST
 
 pytestmark = pytest.mark.anyio
@@ -154,6 +158,31 @@ async def test_a_modern_server_is_spoken_to_in_its_era_with_the_envelope_and_hea
         assert "mcp-session-id" not in headers
 
 
+async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spoken_to_in_its_era(
+    modern_peers: ModernPeers,
+) -> None:
+    """fastmcp takes seconds to start: with a probe timeout shorter than that (here 10 ms; under
+    load 10 s was not enough), the fallback's initialize reaches a modern-only server, which
+    refuses it with -32022 naming 2026-07-28. That modern error makes the connection modern."""
+    async with running_host(ui=Forms("Ada")) as h:
+        log = h.wires["fastmcp"] = WireLog("fastmcp")
+        recorded = RecordingTransport(transport("fastmcp", "stdio", modern_peers), log)
+        opened = ServerConnection.connect(
+            recorded, receiver=h.receiver, name="fastmcp", discover_timeout=0.01
+        )
+        async with opened as server:
+            log.agreed(server.era.value)
+            assert (server.era, server.protocol_version) == (Era.MODERN, MODERN)
+            report = report_of(await server.call_tool("mrtr_form", {"tag": "slow-start"}))
+    assert report["protocol_version"] == MODERN
+    assert report["elicitation"]["content"]["name"] == "Ada"
+    sent = [m["method"] for m in log.sent if "method" in m and "id" in m]
+    assert sent[:3] == ["server/discover", "initialize", "server/discover"]
+    (initialize,) = [m for m in log.sent if m.get("method") == "initialize"]
+    (refused,) = [m for m in log.received if m.get("id") == initialize["id"] and "method" not in m]
+    assert refused["error"]["code"] == -32022 and refused["error"]["data"]["supported"] == [MODERN]
+
+
 async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes() -> None:
     async with running_host(ui=Forms(), host_options={"protocol": "2025-11-25"}) as h:
         server = await h.connect("py2", transport("py2", "stdio", ModernPeers()))
@@ -162,6 +191,29 @@ async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes()
     assert report["era"] == "legacy"
     assert report["elicitation"]["content"]["name"] == "Grace"
     assert h.wires["py2"].requests_received("elicitation/create")  # pushed mid-call, legacy style
+
+
+@pytest.mark.parametrize(
+    "notification",
+    [
+        pytest.param({"jsonrpc": "2.0", "method": "notifications/initialized"}, id="initialized"),
+        pytest.param(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id"}},
+            id="cancelled-without-requestId",
+        ),
+    ],
+)
+def test_the_wire_check_holds_a_modern_connections_notifications_to_the_2026_schema(
+    notification: dict[str, Any],
+) -> None:
+    """Each is valid in 2025-11-25 and not in 2026-07-28: the check must judge it by the era."""
+    legacy, modern = WireLog("legacy"), WireLog("modern")
+    for log, era in ((legacy, "legacy"), (modern, "modern")):
+        log.agreed(era)
+        log.sent.append(notification)
+    assert legacy.check() == 1
+    with pytest.raises(AssertionError, match="host sent an invalid message"):
+        modern.check()
 
 
 # --- input rounds (basic-patterns-mrtr.mdx) ----------------------------------------------
@@ -186,7 +238,7 @@ async def test_an_elicitation_round_is_answered_through_the_form(
     assert list(retry["input_responses"]) == ["__main__:ask_person"]  # under the server's own key
 
 
-@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+@pytest.mark.parametrize("kind", TRANSPORTS)
 async def test_two_rounds_in_a_row_form_then_sampling(kind: str, modern_peers: ModernPeers) -> None:
     async with running_host(ui=Forms("Lin")) as h:
         server = await h.connect("py2", transport("py2", kind, modern_peers))
@@ -375,6 +427,31 @@ async def test_cancelling_a_call_cancels_its_task(modern_peers: ModernPeers) -> 
     assert "tasks/cancel" in [r["method"] for r in events["requests"]]
 
 
+async def test_a_task_handle_watches_a_real_task_and_cancels_another(modern_peers: ModernPeers) -> None:
+    async with running_host(ui=Forms("Kay")) as h:
+        server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
+        async with server.watch_tool("task_form_then_llm", {"tag": "handle"}) as call:
+            statuses = [t.status async for t in call.updates()]
+            report = report_of(await call.result())
+        async with server.watch_tool("task_slow", {"seconds": 30, "tag": "handle-cancel"}) as slow:
+            async with aclosing(slow.updates()) as updates:
+                assert (await anext(updates)).status == "working"
+            slow.cancel()
+            with pytest.raises(RemoteTaskCancelled, match="cancelled by this host"):
+                await slow.result()
+        with anyio.fail_after(10):
+            while True:  # the server notices the cancellation on its own schedule
+                reply = await server.call_tool("events", {"tag": "handle-cancel"})
+                events = json.loads(reply["content"][0]["text"])
+                if any(e.get("event") == "cancelled" for e in events["events"]):
+                    break
+                await anyio.sleep(0.1)
+    assert call.task_id is not None and call.status == "completed"
+    assert statuses[0] == "working" and statuses[-1] == "completed" and "input_required" in statuses
+    assert report["first"]["form"]["content"]["name"] == "Kay"
+    assert "tasks/cancel" in [r["method"] for r in events["requests"]]
+
+
 async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_peers: ModernPeers) -> None:
     async with running_host(host_options={"tasks_extension": False}) as h:
         server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
@@ -385,18 +462,75 @@ async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_pe
 # --- the CLI contract -------------------------------------------------------------------
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``host-receiver --log-level INFO run --approve auto --elicit defaults ARGS``, output captured."""
+    command = [str(HOST), "--log-level", "INFO", "run", "--approve", "auto", "--elicit", "defaults", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+
+
+def over_stdio(peer: str) -> list[str]:
+    """``-- PYTHON SCRIPT``: the peer as the CLI's stdio server."""
+    python, script = _peer(peer)
+    return ["--", str(python), str(script)]
+
+
+def final_result(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The CallToolResult the CLI printed: one JSON line, never an input_required or task result."""
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    assert result.get("resultType", "complete") == "complete", result
+    assert not {"inputRequests", "requestState", "taskId", "status"} & set(result), result
+    return result
+
+
 def test_the_cli_prints_the_final_result_of_a_stateless_modern_server(modern_peers: ModernPeers) -> None:
     url = modern_peers.url("py2", "stateless")
-    done = subprocess.run(
-        [str(HOST), "--log-level", "INFO", "run", "--approve", "auto", "--elicit", "defaults",
-         "--call", "elicit_then_sample", "--args", '{"tag": "cli"}', "--url", url],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    assert "inputRequests" not in result and result.get("resultType", "complete") == "complete"
-    assert json.loads(result["content"][0]["text"])["sampling"]["model"] == "echo-offline"
-    assert "(protocol 2026-07-28, modern)" in done.stderr
+    result = final_result(cli("--call", "elicit_then_sample", "--args", '{"tag": "cli"}', "--url", url))
+    assert report_of(result)["sampling"]["model"] == "echo-offline"
+
+
+def test_the_cli_prints_the_final_result_over_stdio_and_logs_the_era_once() -> None:
+    done = cli("--call", "elicit_then_sample", "--args", '{"tag": "cli-stdio"}', *over_stdio("py2"))
+    report = report_of(final_result(done))
+    assert (report["era"], report["sampling"]["model"]) == ("modern", "echo-offline")
+    connected = [line for line in done.stderr.splitlines() if "connected to" in line]
+    assert len(connected) == 1 and "(protocol 2026-07-28, modern)" in connected[0], done.stderr
+
+
+def test_the_cli_prints_the_final_result_of_a_task_never_the_task() -> None:
+    done = cli("--call", "task_form_then_llm", "--args", '{"tag": "cli-task"}', *over_stdio("fastmcp"))
+    report = report_of(final_result(done))
+    assert report["background_task"] is True  # it ran as a task of the extension
+    assert report["sampling"]["model"] == "echo-offline"
+
+
+def test_the_cli_round_cap_ends_a_two_round_tool_clearly() -> None:
+    done = cli("--max-input-rounds", "1", "--call", "rounds", "--args", '{"n": 2}', *over_stdio("py2"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "rounds failed: the server asked for input on tools/call more than 1 time in a row" in done.stderr
+    with_two = cli("--max-input-rounds", "2", "--call", "rounds", "--args", '{"n": 2}', *over_stdio("py2"))
+    assert report_of(final_result(with_two))["answered"] == 2
+
+
+def test_the_cli_without_the_tasks_extension_names_what_a_task_tool_misses() -> None:
+    done = cli("--no-tasks-extension", "--call", "task_form", *over_stdio("fastmcp"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "extensions.io.modelcontextprotocol/tasks" in done.stderr
+
+
+def test_the_cli_offers_its_roots(tmp_path: Path) -> None:
+    done = cli(
+        "--root", str(tmp_path), "--call", "list_roots", "--args", '{"tag": "cli-roots"}', *over_stdio("py2")
+    )
+    assert report_of(final_result(done))["roots"] == {"roots": [{"uri": tmp_path.resolve().as_uri()}]}
+
+
+def test_the_cli_speaks_the_legacy_era_when_asked() -> None:
+    done = cli(
+        "--protocol", "2025-11-25", "--call", "whoami", "--args", '{"tag": "cli-legacy"}', *over_stdio("py2")
+    )
+    assert report_of(final_result(done))["era"] == "legacy"
+    assert "(protocol 2025-11-25, legacy)" in done.stderr
 
 
 def test_the_cli_says_clearly_when_a_legacy_server_is_forced_modern() -> None:

@@ -5,7 +5,9 @@ imported backend class): tests choose them explicitly. ``MemoryKeyring`` lives
 in one process; ``FileKeyring`` keeps its passwords in
 the JSON file named by ``$PROVIDERS_TEST_KEYRING_FILE`` so that subprocesses
 (``PYTHON_KEYRING_BACKEND=tests.providers.keyring_backends.FileKeyring``)
-share them.
+share them. ``PlaintextKeyring`` is that file under the name and ``scheme``
+of keyrings.alt's ``PlaintextKeyring`` (not installed here), the backend a
+headless machine often ends up with: secrets in clear text in a file.
 """
 
 from __future__ import annotations
@@ -75,6 +77,12 @@ class FileKeyring(keyring.backend.KeyringBackend):
         if data.pop(f"{service}/{username}", None) is None:
             raise keyring.errors.PasswordDeleteError("no such password")
         self._save(data)
+
+
+class PlaintextKeyring(FileKeyring):
+    """keyrings.alt.file.PlaintextKeyring's name and ``scheme``: passwords unencrypted in a file."""
+
+    scheme = "no encryption"
 
 
 @pytest.fixture

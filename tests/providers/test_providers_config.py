@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ntpath
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import keyring
 import keyring.backends.fail
+import platformdirs.macos
+import platformdirs.unix
+import platformdirs.windows
 import pytest
 
 from host_receiver.protocol.types import CreateMessageRequestParams
@@ -26,7 +31,9 @@ from providers import (
     load_config,
     save_config,
     store_key,
+    user_config_dir,
 )
+from providers._paths import written_out_config_dir
 from tests.fake_openai import FakeOpenAI
 from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
 
@@ -54,6 +61,7 @@ FULL = Config(
             max_retries=0,
             stream=False,
             forward_metadata=True,
+            http_transport="httpx",
             models=(ModelInfo("llama3.2:3b", "ollama", tools=False, images=False, context_tokens=8192),),
         ),
         ProviderEntry("demo", type="echo", delay=0.5),
@@ -89,6 +97,49 @@ def test_config_path_argument_then_environment_then_platform(tmp_path: Path) -> 
     assert default.name == "config.toml" and "host-receiver" in str(default)
 
 
+PLATFORMDIRS = {
+    "linux": platformdirs.unix.Unix,
+    "darwin": platformdirs.macos.MacOS,
+    "win32": platformdirs.windows.Windows,
+}
+
+
+@pytest.mark.parametrize(
+    ("platform", "environ"),
+    [
+        ("linux", {}),
+        ("linux", {"XDG_CONFIG_HOME": "/xdg/config"}),
+        ("linux", {"XDG_CONFIG_HOME": "relative/config"}),
+        ("darwin", {}),
+        ("darwin", {"XDG_CONFIG_HOME": "/xdg/config"}),
+        ("win32", {"LOCALAPPDATA": r"C:\Users\me\AppData\Local"}),
+    ],
+    ids=lambda v: str(v) if isinstance(v, str) else ",".join(v) or "no-variables",
+)
+def test_without_platformdirs_the_config_dir_is_the_one_platformdirs_gives(
+    platform: str, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library alone (no [cli] extra) keeps its files where the CLI's platformdirs does."""
+    monkeypatch.setenv("HOME", "/home/me")
+    for name in ("XDG_CONFIG_HOME", "LOCALAPPDATA", "WIN_PD_OVERRIDE_LOCAL_APPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    # Off Windows, platformdirs can only read the folder from the environment, as the rule does.
+    windows = platformdirs.windows
+    monkeypatch.setattr(windows, "_RESOLVE_WIN_FOLDER", windows.get_win_folder_from_env_vars)
+    expected = PLATFORMDIRS[platform]("host-receiver", appauthor=False).user_config_dir
+    if platform == "win32":
+        expected = ntpath.normpath(expected)  # platformdirs joins with this OS's separator
+    assert written_out_config_dir(platform, environ, "/home/me") == expected
+
+
+def test_the_default_paths_are_the_same_without_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_it = (user_config_dir(), config_path(None, {}))
+    monkeypatch.setitem(sys.modules, "platformdirs", None)  # as if not installed
+    assert (user_config_dir(), config_path(None, {})) == with_it
+
+
 # (case, TOML text, words the error must contain)
 BAD = [
     ("invalid TOML", "[providers", "invalid TOML"),
@@ -100,6 +151,7 @@ BAD = [
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
     ("negative timeout", "[providers.x]\ntimeout = -1", "providers.x.timeout must be positive"),
+    ("bad transport", '[providers.x]\nhttp_transport = "h2"', 'providers.x.http_transport must be "lean" or'),
     ("boolean as string", '[providers.x]\nstream = "yes"', "providers.x.stream must be true or false"),
     ("allow-list not a list", '[servers.s]\nallowed_models = "m"', "must be a list"),
     ("bad limit", "[limits]\nmax_tokens = 0", "limits.max_tokens must be an integer of at least 1"),
@@ -220,6 +272,7 @@ def test_settings_reach_the_registry_and_providers() -> None:
     )
     assert (ollama_p.timeout, ollama_p.max_retries, ollama_p.stream) == (30.0, 0, False)
     assert ollama_p.forward_metadata and ollama_p.max_tokens_param == "max_tokens"
+    assert (openai_p.http_transport, ollama_p.http_transport) == ("lean", "httpx")
     assert isinstance(demo, EchoProvider) and demo.delay == 0.5
 
 

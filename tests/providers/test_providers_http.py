@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 pool under the OpenAI provider, over real loopback sockets, on asyncio and trio.
+"""The HTTP pools under the OpenAI provider (ours and httpx's), over loopback sockets, on asyncio and trio.
 
 The fake OpenAI server numbers its connections, so reuse shows in what it
 records. Odd server behaviour (``Connection: close``, a body cut short, a
@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -22,7 +22,9 @@ import pytest
 
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress
+from providers._config import HttpTransport
 from providers._http import LeanTransport
+from providers._openai import _OneReadTimeout
 from tests.fake_openai import Completion, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -40,14 +42,20 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def provider(url: str, **kwargs: Any) -> OpenAIProvider:
-    return OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=url, **kwargs)
+@pytest.fixture(params=["lean", "httpx"])
+def transport(request: pytest.FixtureRequest) -> HttpTransport:
+    """Every behaviour holds on both HTTP pools: ours and httpx's own."""
+    return cast(HttpTransport, request.param)
+
+
+def provider(transport: HttpTransport, url: str, **kwargs: Any) -> OpenAIProvider:
+    return OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=url, http_transport=transport, **kwargs)
 
 
 @asynccontextmanager
-async def opened(url: str, **kwargs: Any) -> AsyncIterator[OpenAIProvider]:
-    """A provider for ``url``, closed when the block ends."""
-    p = provider(url, **kwargs)
+async def opened(transport: HttpTransport, url: str, **kwargs: Any) -> AsyncIterator[OpenAIProvider]:
+    """A provider for ``url`` on ``transport``, closed when the block ends."""
+    p = provider(transport, url, **kwargs)
     try:
         yield p
     finally:
@@ -167,16 +175,18 @@ def json_reply(text: str, *, chunked: bool = False, close: bool = False) -> byte
 
 
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_sequential_calls_share_one_connection(fake: FakeOpenAI, streamed: bool) -> None:
-    async with opened(fake.url) as p:
+async def test_sequential_calls_share_one_connection(
+    transport: HttpTransport, fake: FakeOpenAI, streamed: bool
+) -> None:
+    async with opened(transport, fake.url) as p:
         texts = [await sample(p, streamed=streamed) for _ in range(4)]
     assert texts == ["Hello from fake-openai."] * 4
     assert connections(fake) == [1, 1, 1, 1]
 
 
-async def test_a_second_burst_reuses_the_connections_of_the_first() -> None:
+async def test_a_second_burst_reuses_the_connections_of_the_first(transport: HttpTransport) -> None:
     with FakeOpenAI(delay=0.2) as fake:
-        async with opened(fake.url) as p:
+        async with opened(transport, fake.url) as p:
             for _ in range(2):
                 async with anyio.create_task_group() as tg:
                     for _ in range(20):
@@ -186,8 +196,10 @@ async def test_a_second_burst_reuses_the_connections_of_the_first() -> None:
         assert len(set(connections(fake))) <= 20
 
 
-async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error(fake: FakeOpenAI) -> None:
-    async with opened(fake.url, max_retries=0) as p:
+async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error(
+    transport: HttpTransport, fake: FakeOpenAI
+) -> None:
+    async with opened(transport, fake.url, max_retries=0) as p:
         assert await sample(p) == "Hello from fake-openai."
         await anyio.to_thread.run_sync(fake.close_idle_connections)
         assert await sample(p) == "Hello from fake-openai."
@@ -209,11 +221,15 @@ async def test_an_idle_connection_the_server_closed_is_replaced_without_an_error
     ],
 )
 async def test_whether_a_connection_is_reused_after_a_reply(
-    first: Answer, connections_used: list[int]
+    transport: HttpTransport, first: Answer, connections_used: list[int], request: pytest.FixtureRequest
 ) -> None:
+    if transport == "httpx" and "trailing-bytes" in request.node.name:
+        # httpcore keeps a connection whose reply was followed by bytes nobody asked for; the next
+        # request on it reads them as its response ("illegal header line"). Our pool closes it.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="httpx's pool reuses it"))
     async with (
         raw_server(first, Answer(json_reply("two"))) as server,
-        opened(server.url, max_retries=0) as p,
+        opened(transport, server.url, max_retries=0) as p,
     ):
         assert [await sample(p), await sample(p)] == ["one", "two"]
     assert [number for number, _ in server.requests] == connections_used
@@ -228,44 +244,48 @@ def cut_short() -> Answer:
     return Answer(head.encode() + body[:20], hang_up=True)
 
 
-async def test_a_body_cut_short_is_a_connection_error() -> None:
-    async with raw_server(cut_short()) as server, opened(server.url, max_retries=0) as p:
+async def test_a_body_cut_short_is_a_connection_error(transport: HttpTransport) -> None:
+    async with raw_server(cut_short()) as server, opened(transport, server.url, max_retries=0) as p:
         with pytest.raises(ProviderError, match="connection failed: peer closed connection without sending"):
             await sample(p)
 
 
-async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection() -> None:
+async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection(
+    transport: HttpTransport,
+) -> None:
     async with (
         raw_server(cut_short(), Answer(json_reply("second try"))) as server,
-        opened(server.url, max_retries=1) as p,
+        opened(transport, server.url, max_retries=1) as p,
     ):
         assert await sample(p) == "second try"
     assert [number for number, _ in server.requests] == [1, 2]
 
 
-async def test_a_kept_alive_connection_dropped_after_the_request_arrived() -> None:
+async def test_a_kept_alive_connection_dropped_after_the_request_arrived(transport: HttpTransport) -> None:
     # The server may have seen the request: the transport reports it, the client's retry sends it again.
     answers = Answer(json_reply("one")), Answer(hang_up=True), Answer(json_reply("two"))
-    async with raw_server(*answers) as server, opened(server.url, max_retries=1) as p:
+    async with raw_server(*answers) as server, opened(transport, server.url, max_retries=1) as p:
         assert [await sample(p), await sample(p)] == ["one", "two"]
     assert [number for number, _ in server.requests] == [1, 1, 2]
 
     async with (
         raw_server(Answer(json_reply("one")), Answer(hang_up=True)) as server,
-        opened(server.url, max_retries=0) as p,
+        opened(transport, server.url, max_retries=0) as p,
     ):
         assert await sample(p) == "one"
         with pytest.raises(ProviderError, match="connection failed: Server disconnected without sending"):
             await sample(p)
 
 
-async def test_json_sent_as_another_content_type_is_read_and_other_text_refused() -> None:
+async def test_json_sent_as_another_content_type_is_read_and_other_text_refused(
+    transport: HttpTransport,
+) -> None:
     body = completion_body("plain text type")
     sloppy = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
     html = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\n\r\n<html>"
     async with (
         raw_server(Answer(sloppy.encode() + body), Answer(html)) as server,
-        opened(server.url, max_retries=0) as p,
+        opened(transport, server.url, max_retries=0) as p,
     ):
         assert await sample(p) == "plain text type"
         with pytest.raises(ProviderError, match="the backend's reply is not JSON"):
@@ -275,9 +295,9 @@ async def test_json_sent_as_another_content_type_is_read_and_other_text_refused(
 # --- cancellation and closing ----------------------------------------------------------
 
 
-async def test_a_cancelled_call_closes_its_connection(fake: FakeOpenAI) -> None:
+async def test_a_cancelled_call_closes_its_connection(transport: HttpTransport, fake: FakeOpenAI) -> None:
     fake.queue(Completion(delay=30))
-    async with opened(fake.url) as p:
+    async with opened(transport, fake.url) as p:
         async with anyio.create_task_group() as tg:
             tg.start_soon(sample, p)
             assert await anyio.to_thread.run_sync(fake.wait_for_requests, 1, 10)
@@ -287,14 +307,14 @@ async def test_a_cancelled_call_closes_its_connection(fake: FakeOpenAI) -> None:
     assert connections(fake) == [1, 2]
 
 
-async def test_a_cancelled_stream_closes_its_connection(fake: FakeOpenAI) -> None:
+async def test_a_cancelled_stream_closes_its_connection(transport: HttpTransport, fake: FakeOpenAI) -> None:
     fake.queue(Completion(text=" ".join(["word"] * 100), chunk_delay=0.05))
     started = anyio.Event()
 
     async def sink(update: SamplingProgress) -> None:
         started.set()
 
-    async with opened(fake.url) as p:
+    async with opened(transport, fake.url) as p:
         async with anyio.create_task_group() as tg:
             tg.start_soon(p.sample, PARAMS, MODEL, sink)
             await started.wait()
@@ -305,21 +325,40 @@ async def test_a_cancelled_stream_closes_its_connection(fake: FakeOpenAI) -> Non
     assert connections(fake) == [1, 2]
 
 
-async def test_closing_the_provider_closes_its_idle_connections() -> None:
+async def test_closing_the_provider_closes_its_idle_connections(transport: HttpTransport) -> None:
     async with raw_server() as server:
-        p = provider(server.url)
+        p = provider(transport, server.url)
         assert await sample(p) == "default"
         await p.aclose()
         await server.wait_closed_by_client(1)
 
 
+# --- timeouts -----------------------------------------------------------------------------
+
+
+async def test_a_read_timeout_ends_the_call_and_drops_the_connection(
+    transport: HttpTransport, fake: FakeOpenAI
+) -> None:
+    fake.queue(Completion(delay=30))
+    async with opened(transport, fake.url, timeout=0.3, max_retries=2) as p:
+        with pytest.raises(ProviderError, match=r"no response within 0\.3 s \(not retried\)$"):
+            await sample(p)
+        assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+        assert await sample(p) == "Hello from fake-openai."
+    assert connections(fake) == [1, 2]
+
+
 # --- limits -------------------------------------------------------------------------------
 
 
-async def test_requests_beyond_max_connections_wait_for_a_free_one() -> None:
+def pool(transport: HttpTransport, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+    return LeanTransport(limits=limits) if transport == "lean" else httpx.AsyncHTTPTransport(limits=limits)
+
+
+async def test_requests_beyond_max_connections_wait_for_a_free_one(transport: HttpTransport) -> None:
     with FakeOpenAI(delay=0.1) as fake:
-        transport = LeanTransport(limits=httpx.Limits(max_connections=2))
-        async with httpx.AsyncClient(transport=transport, base_url=fake.url) as client:
+        limited = pool(transport, httpx.Limits(max_connections=2))
+        async with httpx.AsyncClient(transport=limited, base_url=fake.url) as client:
             statuses: list[int] = []
 
             async def post() -> None:
@@ -333,10 +372,10 @@ async def test_requests_beyond_max_connections_wait_for_a_free_one() -> None:
         assert set(connections(fake)) <= {1, 2}
 
 
-async def test_pool_timeout(fake: FakeOpenAI) -> None:
+async def test_pool_timeout(transport: HttpTransport, fake: FakeOpenAI) -> None:
     fake.queue(Completion(delay=30))
-    transport = LeanTransport(limits=httpx.Limits(max_connections=1))
-    async with httpx.AsyncClient(transport=transport, base_url=fake.url) as client:
+    limited = pool(transport, httpx.Limits(max_connections=1))
+    async with httpx.AsyncClient(transport=limited, base_url=fake.url) as client:
         body = {"model": "m", "messages": []}
 
         async def hold_the_only_connection() -> None:
@@ -354,12 +393,41 @@ async def test_pool_timeout(fake: FakeOpenAI) -> None:
 # --- proxies ----------------------------------------------------------------------------
 
 
-async def test_an_http_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_http_proxy_from_the_environment_is_used(
+    transport: HttpTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
     async with raw_server(Answer(json_reply("via the proxy"))) as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
-        async with opened("http://backend.invalid:8000/v1", max_retries=0) as p:
+        async with opened(transport, "http://backend.invalid:8000/v1", max_retries=0) as p:
             assert await sample(p) == "via the proxy"
     assert proxy.requests == [(1, "POST http://backend.invalid:8000/v1/chat/completions HTTP/1.1")]
+
+
+# --- the httpx client under the openai client ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "extra"),
+    [
+        ("http://127.0.0.1:9/v1/chat/completions", {}),  # how the openai client calls: the quick path
+        ("/v1/chat/completions", {}),
+        ("http://127.0.0.1:9/v1/x", {"params": {"a": "1"}}),
+        ("http://127.0.0.1:9/v1/x", {"extensions": {"trace": None}}),
+    ],
+)
+def test_requests_are_built_as_httpx_builds_them(url: str, extra: dict[str, Any]) -> None:
+    client = _OneReadTimeout(follow_redirects=True)
+    headers = [("Accept", "application/json"), ("User-Agent", "OpenAI/Python"), ("Authorization", "Bearer k")]
+    args: dict[str, Any] = {"content": b"{}", "headers": headers, "timeout": httpx.Timeout(30.0), **extra}
+    ours = client.build_request("POST", url, **args)
+    theirs = httpx.AsyncClient.build_request(client, "POST", url, **args)
+    assert (ours.method, ours.url, ours.headers.raw, ours.content) == (
+        theirs.method,
+        theirs.url,
+        theirs.headers.raw,
+        theirs.content,
+    )
+    assert ours.extensions == theirs.extensions

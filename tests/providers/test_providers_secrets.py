@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress, build_registry
+from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress, build_registry, safe_url
 from providers.cli import main as providers_cli
 from tests.fake_openai import Completion, ErrorReply, FakeOpenAI
 from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
@@ -119,3 +119,16 @@ def test_a_key_in_the_config_file_is_refused(tmp_path: Path) -> None:
         build_registry(path=config, environ={})
     assert "API keys are never read from the config file" in str(caught.value)
     assert not leaks(str(caught.value))
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://user:sk-secret@api.example:8443/v1?key=sk-2#frag", "https://api.example:8443/v1"),
+        ("http://[::1]:8080/v1", "http://[::1]:8080/v1"),
+        ("http://localhost:99999/v1", "(an invalid URL)"),  # a port out of range
+        ("http://[::1/v1", "(an invalid URL)"),  # an unclosed IPv6 literal
+    ],
+)
+def test_a_url_is_shown_without_credentials_query_or_fragment_and_never_raises(url: str, shown: str) -> None:
+    assert safe_url(url) == shown

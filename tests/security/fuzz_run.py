@@ -23,14 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.cli_command import CLI
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "servers" / "fuzz_server.py"
-_SCRIPT = Path(sys.executable).with_name("host-receiver")
-CLI = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from host_receiver.cli import main; main()"]
-)
 
 
 def run(count: int, seed: int, *, wait: float = 30.0, log_level: str = "WARNING") -> dict[str, Any]:

@@ -90,6 +90,13 @@ async def test_a_stream_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> Non
     assert "at byte 13" in message
 
 
+async def test_a_stream_answered_as_plain_json_is_named(fake: FakeOpenAI) -> None:
+    fake.queue(RawBody(body=json.dumps({**CHUNK, "choices": []}).encode()))
+    message = await failure(registry(fake))
+    assert "the backend's stream is not an event stream" in message
+    assert "application/json" in message
+
+
 async def test_a_reply_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None:
     fake.queue(RawBody(body=b'{"id": "x", "choices": [}'))
     message = await failure(registry(fake), streamed=False)
@@ -182,7 +189,9 @@ async def test_a_faulty_backend_fails_the_task_with_a_diagnostic(
     fake.queue(reply)
     routes = registry(fake, SamplingLimits(max_reply_chars=4_000))
     async with routes, connect(Receiver(sampling=SamplingService(routes, AutoApprove()))) as server:
-        task_id = await server.create_task("sampling/createMessage", sampling_params("Hi"))
+        # The requestor asks for progress, so the call streams (the scripted faults are streams).
+        params = sampling_params("Hi", _meta={"progressToken": "faults"})
+        task_id = await server.create_task("sampling/createMessage", params)
         error = await server.error("tasks/result", {"taskId": task_id})
         task = await server.request("tasks/get", {"taskId": task_id})
     assert task["status"] == "failed"

@@ -18,6 +18,10 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   and queues messages the client misses, and a GET with ``Last-Event-ID``
   replays them.
 - DELETE -> 200, the session is gone.
+- POST ``server/discover`` (the dual-era probe): 400 without a session, as
+  a legacy server answers; with ``discover_error``, 400 whose body is that
+  JSON-RPC error (as a modern server answers); with ``discover_silent``, no
+  answer at all until the server stops.
 
 Every HTTP request is recorded in :attr:`requests` (method, JSON-RPC method,
 headers, names in lower case) so that tests can check what the client sent and in what order.
@@ -71,8 +75,17 @@ class McpSession:
 class StreamableHttpServer:
     """The endpoint ``/mcp`` on 127.0.0.1, in a background thread."""
 
-    def __init__(self, *, get_stream: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        get_stream: bool = True,
+        discover_error: dict[str, Any] | None = None,
+        discover_silent: bool = False,
+    ) -> None:
         self.get_stream = get_stream
+        self.discover_error = discover_error
+        self.discover_silent = discover_silent
+        self.stopping = False
         self.requests: list[Recorded] = []
         self.received: list[dict[str, Any]] = []
         self.sessions: dict[str, McpSession] = {}
@@ -97,6 +110,7 @@ class StreamableHttpServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         with self.changed:
+            self.stopping = True
             for session in self.sessions.values():
                 session.alive = False
             self.changed.notify_all()
@@ -191,6 +205,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send_plain(406, "Accept must list application/json and text/event-stream")
         if body.get("method") == "initialize":
             return self.initialize(body)
+        if body.get("method") == "server/discover" and self.app.discover_error is not None:
+            error = {"jsonrpc": "2.0", "id": body["id"], "error": self.app.discover_error}
+            return self.send_json(error, status=400)
+        if body.get("method") == "server/discover" and self.app.discover_silent:
+            with self.app.changed:
+                self.app.changed.wait_for(lambda: self.app.stopping)
+            return None
         session = self.session_or_error()
         if session is None:
             return None
@@ -311,9 +332,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_plain(404, "session not found")
         return session
 
-    def send_json(self, message: dict[str, Any], session_id: str | None = None) -> None:
+    def send_json(self, message: dict[str, Any], session_id: str | None = None, *, status: int = 200) -> None:
         data = json.dumps(message).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if session_id:

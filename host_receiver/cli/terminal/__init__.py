@@ -28,7 +28,18 @@ it cannot be interrupted; prompt_toolkit reads the terminal asynchronously,
 prints above an open prompt, pre-fills editable defaults, completes model
 names and choices, draws a live bottom toolbar and handles Windows consoles.
 It runs on asyncio (the CLI's backend); the terminal host does not run on trio.
+Without prompt_toolkit (the library installed without its ``cli`` extra),
+importing this package is an ``ImportError`` that says what to install.
 """
+
+try:
+    import prompt_toolkit  # noqa: F401  (the terminal's one extra dependency: say so if it is missing)
+except ModuleNotFoundError as missing:
+    raise ImportError(
+        "host-receiver's interactive terminal needs prompt_toolkit, from the cli extra: "
+        "pip install 'host-receiver[cli]'",
+        name=missing.name,
+    ) from missing
 
 from host_receiver.cli.terminal._activity import Activity, terminal_sampling
 from host_receiver.cli.terminal._console import Console, Interrupted, Turn

@@ -18,7 +18,7 @@ decides by the text it is shown, so one receiver serves every scenario:
   ``"Ada"``, integers 36, booleans true;
 - a text that also contains ``once`` is refused, declined or held only the
   first time it is seen, and approved or accepted afterwards;
-- URLs: accepted.
+- URLs: accepted, and "opened" by :meth:`Script.open_url` (noted, never opened).
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ class Script:
     texts: set[str] = field(default_factory=set)
     cancelled: list[dict[str, Any]] = field(default_factory=list)
     holding: list[dict[str, Any]] = field(default_factory=list)
-    _held: anyio.Event | None = None
+    opened: list[str] = field(default_factory=list)
+    _changed: anyio.Event | None = None
 
     async def review_request(self, view: SamplingRequestView) -> Approve | Refuse:
         text = " ".join(getattr(m.content, "text", "") for m in view.params.messages[-1:])
@@ -93,14 +94,30 @@ class Script:
         self._saw("url", view.server, view.task_id, view.message)
         return "accept"
 
+    def open_url(self, url: str) -> bool:
+        """The host's browser (ElicitationService's ``opener``): notes the URL, opens nothing."""
+        self.opened.append(url)
+        return True
+
     async def wait_held(self, task_id: str | None = None) -> dict[str, Any]:
         """Return the held view of ``task_id`` (any, for None) once its work is surely in progress."""
+        return await self._first(self.holding, lambda seen: task_id is None or seen["task_id"] == task_id)
+
+    async def wait_cancelled(self, text: str) -> dict[str, Any]:
+        """Return the held view showing ``text`` once its work has been cancelled."""
+        return await self._first(self.cancelled, lambda seen: seen["text"] == text)
+
+    async def _first(
+        self, views: list[dict[str, Any]], match: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The first of ``views`` that ``match`` accepts, waiting for :meth:`_hold` to add it."""
         while True:
-            for seen in self.holding:
-                if task_id is None or seen["task_id"] == task_id:
+            for seen in views:
+                if match(seen):
                     return seen
-            self._held = anyio.Event()
-            await self._held.wait()
+            if self._changed is None or self._changed.is_set():
+                self._changed = anyio.Event()
+            await self._changed.wait()
 
     def _saw(self, kind: str, server: str, task_id: str | None, text: str) -> tuple[dict[str, Any], bool]:
         """Note a view; whether its rule applies (always, or the first time for a ``once`` text)."""
@@ -111,14 +128,17 @@ class Script:
         return seen, first
 
     async def _hold(self, seen: dict[str, Any]) -> None:
-        self.holding.append(seen)
-        if self._held is not None:
-            self._held.set()
+        self._note(self.holding, seen)
         try:
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
-            self.cancelled.append(seen)
+            self._note(self.cancelled, seen)
             raise
+
+    def _note(self, views: list[dict[str, Any]], seen: dict[str, Any]) -> None:
+        views.append(seen)
+        if self._changed is not None:
+            self._changed.set()
 
 
 class Audit(logging.Handler):
@@ -141,7 +161,13 @@ class Host:
     audit: Audit
 
     def seen(self) -> dict[str, Any]:
-        return {"views": self.script.views, "cancelled": self.script.cancelled, "audit": self.audit.lines}
+        script = self.script
+        return {
+            "views": script.views,
+            "cancelled": script.cancelled,
+            "opened": script.opened,
+            "audit": self.audit.lines,
+        }
 
 
 #: The roots every driver's receiver offers.
@@ -159,7 +185,7 @@ async def host(config: ReceiverConfig = CONFIG, limits: SamplingLimits | None = 
     registry = build_registry(provider="echo", config=Config(limits=limits or SamplingLimits()), environ={})
     receiver = Receiver(
         sampling=SamplingService(registry, script),
-        elicitation=ElicitationService(script),
+        elicitation=ElicitationService(script, opener=script.open_url),
         config=config,
         roots=ROOTS,
     )

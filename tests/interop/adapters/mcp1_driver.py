@@ -8,7 +8,10 @@ task scenarios (task-augmented sampling and elicitation, plain requests, a
 refusal, a decline, an invalid form, a cancellation, listing, an unknown id),
 ``notes-b`` probes ``notes``'s tasks (isolation) and fills its quota (limits).
 Then a session on a narrower receiver (sampling only, no ``tasks/list``)
-shows that what the session declares follows the receiver.
+shows that what the session declares follows the receiver. Then host-receiver's
+own connection (``host_receiver.Host``) and an adapter session on one receiver at
+once, each probing the other's task (isolation across kinds); and one task
+scenario run through each of the two on a fresh receiver, for their audit logs.
 Over stdio each session has its own server process; over HTTP both are sessions
 of one server. Prints one JSON object: ``scenarios`` (each the server's report,
 or what the client raised), ``host`` (views, cancellations, audit lines).
@@ -17,8 +20,9 @@ or what the client raised), ``host`` (views, cancellations, audit lines).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -30,10 +34,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
+import host_receiver
 from host_receiver import Receiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CONFIG, Host, main, parser, report_of, run
+from _common import CONFIG, Host, host, main, parser, report_of, run
 
 from host_receiver.adapters.mcp1 import session_options
 
@@ -42,6 +47,13 @@ VERSION = "2025-11-25"
 INVALID_FORM = {"type": "object", "properties": {"address": {"type": "object"}}}
 #: The receiver's quota of live tasks per server in this driver (ReceiverConfig.max_active_tasks).
 QUOTA = 4
+#: The receiver's configuration in this driver.
+DRIVER_CONFIG = replace(CONFIG, max_active_tasks=QUOTA)
+
+#: Calls a tool of the peer, one way in or the other, and returns its report.
+Call = Callable[..., Awaitable[Any]]
+#: Opens one way in to the peer (an adapter session, or host-receiver's own connection) on a receiver.
+Way = Callable[[argparse.Namespace, Host, str], Any]
 
 
 @asynccontextmanager
@@ -63,6 +75,67 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
     result = await session.call_tool(tool, arguments)
     text = next((c.text for c in result.content if isinstance(c, types.TextContent)), "")
     return report_of(text) if not result.isError else {"is_error": True, "text": text}
+
+
+@asynccontextmanager
+async def through_adapter(args: argparse.Namespace, h: Host, name: str) -> AsyncIterator[Call]:
+    """Tool calls through a ClientSession with the adapter's options, serving ``name``."""
+    async with connect(args, session_options(h.receiver, server=name)) as session:
+        yield functools.partial(call, session)
+
+
+@asynccontextmanager
+async def through_own(args: argparse.Namespace, h: Host, name: str) -> AsyncIterator[Call]:
+    """Tool calls through host-receiver's own connection (``host_receiver.Host``), serving ``name``."""
+    async with host_receiver.Host(h.receiver) as own:
+        if args.url:
+            server = await own.connect_url(name, args.url, protocol=VERSION)
+        else:
+            python, script = args.server
+            server = await own.connect_stdio(
+                name, python, [script], env={"PEER_WAIT_S": "20"}, protocol=VERSION
+            )
+
+        async def call_own(tool: str, **arguments: Any) -> Any:
+            result = await server.call_tool(tool, arguments)
+            text = next((c["text"] for c in result["content"] if c.get("type") == "text"), "")
+            return report_of(text) if not result.get("isError") else {"is_error": True, "text": text}
+
+        yield call_own
+
+
+async def across_kinds(args: argparse.Namespace, h: Host) -> dict[str, Any]:
+    """An adapter session and host-receiver's own connection on one receiver: each probes the other."""
+    async with through_adapter(args, h, "adapter") as adapter, through_own(args, h, "own") as own:
+        tasks = {
+            "adapter": await adapter("sample_task", prompt="a task of the adapter session"),
+            "own": await own("sample_task", prompt="a task of the own connection"),
+        }
+        probes = "get,result,cancel,list"
+        return {
+            "tasks": tasks,
+            "adapter_probes_own": await adapter(
+                "probe_task", task_id=tasks["own"]["task"]["taskId"], methods=probes
+            ),
+            "own_probes_adapter": await own(
+                "probe_task", task_id=tasks["adapter"]["task"]["taskId"], methods=probes
+            ),
+        }
+
+
+async def audit_trail(args: argparse.Namespace, way: Way) -> list[str]:
+    """The audit lines of one task scenario through ``way``, on a fresh receiver of its own."""
+    async with host(DRIVER_CONFIG) as fresh:
+        async with way(args, fresh, "same") as call_tool:
+            await call_tool("sample_task", prompt="audit: sampling")
+            await call_tool("elicit_task", message="audit: a form")
+            await call_tool("sample_task", prompt="audit: refuse this task")
+            await call_tool("elicit_task", message="audit: please decline")
+            started = await call_tool("start_sample_task", prompt="audit: hold this task")
+            await fresh.script.wait_held(started["task"]["taskId"])
+            await call_tool("cancel_task", task_id=started["task"]["taskId"])
+            await call_tool("get_unknown_task")
+        return [line for line in fresh.audit.lines if "requestor=same " in line]
 
 
 async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
@@ -125,6 +198,13 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
         "notes": h.receiver.capabilities(VERSION),
         "narrow": narrow.capabilities(VERSION),
     }
+    out |= await run(
+        {
+            "across_kinds": lambda: across_kinds(args, h),
+            "audit_own": lambda: audit_trail(args, through_own),
+            "audit_adapter": lambda: audit_trail(args, through_adapter),
+        }
+    )
     # Every session has ended: their tasks went with them.
     out["tasks_stored_after"] = len(h.receiver.store)  # type: ignore[arg-type]
     return out
@@ -132,4 +212,4 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
 
 if __name__ == "__main__":
     cli = parser(__doc__, "the peer's Streamable HTTP endpoint")
-    main(cli.parse_args(), scenarios, config=replace(CONFIG, max_active_tasks=QUOTA))
+    main(cli.parse_args(), scenarios, config=DRIVER_CONFIG)

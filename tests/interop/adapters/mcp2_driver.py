@@ -28,6 +28,7 @@ import mcp
 import mcp_types as types
 from mcp.client.stdio import StdioServerParameters
 
+from host_receiver import Receiver
 from providers import SamplingLimits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,6 +37,8 @@ from _common import Host, main, parser, report_of, run
 from host_receiver.adapters.mcp2 import client_options
 
 RUN = uuid.uuid4().hex[:8]  # tags are unique per run: an HTTP peer outlives the driver
+#: The version whose capabilities mcp 2.x declares (the newest both know; docs/adapters.md).
+MODERN = "2026-07-28"
 #: The host's limit on maxTokens (the peer asks 100): echo answers are cut to this many words.
 MAX_TOKENS = 4
 
@@ -96,6 +99,18 @@ async def scenarios(args: argparse.Namespace, h: Host) -> dict[str, Any]:
                 "url": lambda: call(a, "elicit_url", tag=tag("url")),
             }
         )
+    # A receiver that samples without tools and serves no forms and no roots.
+    narrow = Receiver(sampling=h.receiver.offer.sampling, sampling_tools=False)
+    async with mcp.Client(target(args), **client_options(narrow, server="narrow")) as n:
+        out |= await run(
+            {
+                "narrow_sample": lambda: call(n, "sample", prompt="narrow", tag=tag("narrow")),
+                "narrow_elicit": lambda: call(
+                    n, "elicit_form", message="not served here", tag=tag("narrow-form")
+                ),
+            }
+        )
+    out["narrow_capabilities"] = narrow.capabilities(MODERN)
     if args.url:
         return out
     async with mcp.Client(target(args), mode="legacy", **notes) as legacy:

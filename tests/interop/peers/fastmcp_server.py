@@ -30,11 +30,9 @@ stdout once the socket accepts. Logs go to stderr only. The env variable
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Mapping
@@ -47,7 +45,7 @@ os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
 
 import anyio
 import mcp_types as types
-from _loopback import serve_on_loopback
+from _loopback import run_peer, serve_on_loopback
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tasks import TaskConfig
@@ -193,26 +191,47 @@ def tool(task: str | None = None) -> Any:
 # --------------------------------------------------------------------------- task tools
 
 
+def ask(
+    ctx: Context, tool: str, tag: str, key: str, request: Any, answer_as: str
+) -> str | types.InputRequiredResult:
+    """One input_required step: ask `request` under `key`; once answered, report the answer as `answer_as`."""
+    answers = ctx.input_responses or {}
+    if key not in answers:
+        return types.InputRequiredResult(input_requests={key: request}, request_state=key)
+    return report(ctx, tool, tag, **{answer_as: answers[key]})
+
+
+def form_then_llm(ctx: Context, tool: str, tag: str) -> str | types.InputRequiredResult:
+    """Two input_required steps: a form, then an LLM call built from its answer; then the report."""
+    answers = ctx.input_responses or {}
+    state = ctx.request_state
+    if state is None:
+        return types.InputRequiredResult(
+            input_requests={"form": form_request("Who are you?")}, request_state="1"
+        )
+    if state == "1":
+        form = dump(answers.get("form"))
+        name = ((form or {}).get("content") or {}).get("name", "nobody")
+        return types.InputRequiredResult(
+            input_requests={"llm": llm_request(f"Greet {name}.")}, request_state=json.dumps({"form": form})
+        )
+    return report(ctx, tool, tag, first=json.loads(state), sampling=answers.get("llm"))
+
+
 @tool(task="required")
 async def task_form(
     ctx: Context, message: str = "Who are you?", tag: str = ""
 ) -> str | types.InputRequiredResult:
     """A task that asks a form through input_required, then reports the answer."""
     leg(ctx, "task_form", tag)
-    answers = ctx.input_responses or {}
-    if "form" not in answers:
-        return types.InputRequiredResult(input_requests={"form": form_request(message)}, request_state="form")
-    return report(ctx, "task_form", tag, elicitation=answers["form"])
+    return ask(ctx, "task_form", tag, "form", form_request(message), "elicitation")
 
 
 @tool(task="required")
 async def task_llm(ctx: Context, prompt: str = "Say hi.", tag: str = "") -> str | types.InputRequiredResult:
     """A task that asks for an LLM call (sampling/createMessage) through input_required."""
     leg(ctx, "task_llm", tag)
-    answers = ctx.input_responses or {}
-    if "llm" not in answers:
-        return types.InputRequiredResult(input_requests={"llm": llm_request(prompt)}, request_state="llm")
-    return report(ctx, "task_llm", tag, sampling=answers["llm"])
+    return ask(ctx, "task_llm", tag, "llm", llm_request(prompt), "sampling")
 
 
 @tool(task="required")
@@ -230,19 +249,7 @@ async def task_form_and_llm(ctx: Context, tag: str = "") -> str | types.InputReq
 async def task_form_then_llm(ctx: Context, tag: str = "") -> str | types.InputRequiredResult:
     """A task that asks a form, then (next leg) an LLM call: two input_required steps."""
     leg(ctx, "task_form_then_llm", tag)
-    answers = ctx.input_responses or {}
-    state = ctx.request_state
-    if state is None:
-        return types.InputRequiredResult(
-            input_requests={"form": form_request("Who are you?")}, request_state="1"
-        )
-    if state == "1":
-        form = dump(answers.get("form"))
-        name = ((form or {}).get("content") or {}).get("name", "nobody")
-        return types.InputRequiredResult(
-            input_requests={"llm": llm_request(f"Greet {name}.")}, request_state=json.dumps({"form": form})
-        )
-    return report(ctx, "task_form_then_llm", tag, first=json.loads(state), sampling=answers.get("llm"))
+    return form_then_llm(ctx, "task_form_then_llm", tag)
 
 
 @tool(task="required")
@@ -286,14 +293,23 @@ async def whoami(ctx: Context, tag: str = "") -> str:
 
 
 @tool()
-async def mrtr_form(ctx: Context, tag: str = "") -> str | types.InputRequiredResult:
+async def mrtr_form(
+    ctx: Context, message: str = "Who are you?", tag: str = ""
+) -> str | types.InputRequiredResult:
     """Foreground guard pattern: a 2026-07-28 input_required result asking a form."""
-    answers = ctx.input_responses or {}
-    if "form" not in answers:
-        return types.InputRequiredResult(
-            input_requests={"form": form_request("Who are you?")}, request_state="f"
-        )
-    return report(ctx, "mrtr_form", tag, elicitation=answers["form"])
+    return ask(ctx, "mrtr_form", tag, "form", form_request(message), "elicitation")
+
+
+@tool()
+async def mrtr_llm(ctx: Context, prompt: str = "Say hi.", tag: str = "") -> str | types.InputRequiredResult:
+    """Foreground guard pattern: a 2026-07-28 input_required result asking an LLM call."""
+    return ask(ctx, "mrtr_llm", tag, "llm", llm_request(prompt), "sampling")
+
+
+@tool()
+async def mrtr_form_then_llm(ctx: Context, tag: str = "") -> str | types.InputRequiredResult:
+    """Foreground, two input rounds: a form, then an LLM call built from its answer."""
+    return form_then_llm(ctx, "mrtr_form_then_llm", tag)
 
 
 class Person(BaseModel):
@@ -302,13 +318,27 @@ class Person(BaseModel):
 
 
 @tool()
-async def legacy_elicit(ctx: Context, tag: str = "") -> str:
-    """`ctx.elicit(...)`: pushes elicitation/create on a 2025-11-25 connection (a ToolError on 2026-07-28)."""
-    result = await ctx.elicit("Who are you?", Person)
-    answer: dict[str, Any] = {"action": result.action}
-    data = getattr(result, "data", None)
-    if data is not None:
-        answer["content"] = dump(data)
+async def legacy_elicit(ctx: Context, message: str = "Who are you?", schema: str = "", tag: str = "") -> str:
+    """`ctx.elicit(...)`: pushes elicitation/create on a 2025-11-25 connection (a ToolError on 2026-07-28).
+
+    With `schema` (JSON), the form is that schema, sent as is (`ctx.session.elicit`). The
+    client's error is reported as `error` (code, message); a cancellation is noted in `events`.
+    """
+    try:
+        if schema:
+            raw = await ctx.session.elicit(message, json.loads(schema), related_request_id=ctx.request_id)
+            answer: dict[str, Any] = dump(raw)
+        else:
+            result = await ctx.elicit(message, Person)
+            answer = {"action": result.action}
+            data = getattr(result, "data", None)
+            if data is not None:
+                answer["content"] = dump(data)
+    except MCPError as exc:
+        return report(ctx, "legacy_elicit", tag, error=exc.error)
+    except anyio.get_cancelled_exc_class():
+        EVENTS[tag].append({"event": "cancelled"})
+        raise
     return report(ctx, "legacy_elicit", tag, elicitation=answer)
 
 
@@ -340,19 +370,11 @@ async def serve_http(port: int, stateless: bool) -> None:
 
 
 def main() -> None:
-    global TRANSPORT
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--port", type=int, default=None, help="Streamable HTTP port (0 = free)")
-    parser.add_argument(
-        "--http", choices=("stateful", "stateless"), default="stateful", help="legacy HTTP session mode"
-    )
-    args = parser.parse_args()
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    if args.port is None:
-        anyio.run(lambda: mcp.run_stdio_async(show_banner=False))
-    else:
-        TRANSPORT = f"http-{args.http}"
-        anyio.run(serve_http, args.port, args.http == "stateless")
+    def serving(transport: str) -> None:
+        global TRANSPORT
+        TRANSPORT = transport
+
+    run_peer(__doc__ or "", lambda: mcp.run_stdio_async(show_banner=False), serve_http, serving)
 
 
 if __name__ == "__main__":

@@ -31,10 +31,8 @@ same arguments) are collected under it, across requests and over stateless HTTP.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Mapping
@@ -42,7 +40,7 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
-from _loopback import serve_on_loopback
+from _loopback import run_peer, serve_on_loopback
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.elicitation import (
     AcceptedElicitation,
@@ -482,19 +480,11 @@ async def serve_http(port: int, stateless: bool) -> None:
 
 
 def main() -> None:
-    global TRANSPORT
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--port", type=int, default=None, help="Streamable HTTP port (0 = free)")
-    parser.add_argument(
-        "--http", choices=("stateful", "stateless"), default="stateful", help="legacy HTTP session mode"
-    )
-    args = parser.parse_args()
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    if args.port is None:
-        anyio.run(mcp.run_stdio_async)
-    else:
-        TRANSPORT = f"http-{args.http}"
-        anyio.run(serve_http, args.port, args.http == "stateless")
+    def serving(transport: str) -> None:
+        global TRANSPORT
+        TRANSPORT = transport
+
+    run_peer(__doc__ or "", mcp.run_stdio_async, serve_http, serving)
 
 
 if __name__ == "__main__":

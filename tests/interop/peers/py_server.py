@@ -274,6 +274,32 @@ async def run_helper(coro_factory: Any, report: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- tools
 
 
+async def task_round_trip(
+    tool: str,
+    ctx: Context,
+    stream: str,
+    ttl_ms: int | None,
+    request: Any,
+    result_type: type[Any],
+    helper: Any = None,
+) -> str:
+    """One task-augmented request, the report its tool returns: by the SDK's ``*_as_task``
+    helper (``helper(ttl)``, when given), or by hand: create, poll ``tasks/get``, then
+    ``tasks/result`` after a terminal status (always, as the SDK helper does)."""
+    req = Requestor(ctx, stream)
+    report = base_report(tool, req, stream)
+    started = time.monotonic()
+    if helper is not None:
+        ttl = ttl_ms if ttl_ms is not None and ttl_ms >= 0 else DEFAULT_TTL_MS
+        await run_helper(lambda: helper(ttl), report)
+    else:
+        task_id = await create_task(req, request, report, tool)
+        if task_id and await poll(req, task_id, report):
+            await fetch_result(req, task_id, result_type, report, "result")
+    report["elapsed_ms"] = round((time.monotonic() - started) * 1000)
+    return report_text(report)
+
+
 @mcp.tool(structured_output=False)
 async def sample_task(
     prompt: str,
@@ -283,28 +309,15 @@ async def sample_task(
     helper: bool = False,
 ) -> str:
     """Task-augmented sampling/createMessage: create, poll tasks/get, then tasks/result."""
-    req = Requestor(ctx, stream)
-    report = base_report("sample_task", req, stream)
-    started = time.monotonic()
-    if helper:
-        ttl = ttl_ms if ttl_ms is not None and ttl_ms >= 0 else DEFAULT_TTL_MS
-        await run_helper(
-            lambda: ctx.session.experimental.create_message_as_task(
-                [user_message(prompt)],
-                max_tokens=MAX_TOKENS,
-                ttl=ttl,
-            ),
-            report,
-        )
-    else:
-        task_id = await create_task(
-            req, sampling_request(prompt, task_metadata(ttl_ms)), report, "sample_task"
-        )
-        # Like the SDK helper: after a terminal status, always ask tasks/result.
-        if task_id and await poll(req, task_id, report):
-            await fetch_result(req, task_id, types.CreateMessageResult, report, "result")
-    report["elapsed_ms"] = round((time.monotonic() - started) * 1000)
-    return report_text(report)
+
+    def as_task(ttl: int) -> Any:
+        experimental = ctx.session.experimental
+        return experimental.create_message_as_task([user_message(prompt)], max_tokens=MAX_TOKENS, ttl=ttl)
+
+    request = sampling_request(prompt, task_metadata(ttl_ms))
+    return await task_round_trip(
+        "sample_task", ctx, stream, ttl_ms, request, types.CreateMessageResult, as_task if helper else None
+    )
 
 
 @mcp.tool(structured_output=False)
@@ -317,23 +330,14 @@ async def elicit_task(
     helper: bool = False,
 ) -> str:
     """Task-augmented elicitation/create (form mode): create, poll, tasks/result."""
-    req = Requestor(ctx, stream)
-    report = base_report("elicit_task", req, stream)
-    started = time.monotonic()
-    if helper:
-        ttl = ttl_ms if ttl_ms is not None and ttl_ms >= 0 else DEFAULT_TTL_MS
-        await run_helper(
-            lambda: ctx.session.experimental.elicit_as_task(message, schema or DEFAULT_SCHEMA, ttl=ttl),
-            report,
-        )
-    else:
-        task_id = await create_task(
-            req, elicit_request(message, schema, task_metadata(ttl_ms)), report, "elicit_task"
-        )
-        if task_id and await poll(req, task_id, report):
-            await fetch_result(req, task_id, types.ElicitResult, report, "result")
-    report["elapsed_ms"] = round((time.monotonic() - started) * 1000)
-    return report_text(report)
+
+    def as_task(ttl: int) -> Any:
+        return ctx.session.experimental.elicit_as_task(message, schema or DEFAULT_SCHEMA, ttl=ttl)
+
+    request = elicit_request(message, schema, task_metadata(ttl_ms))
+    return await task_round_trip(
+        "elicit_task", ctx, stream, ttl_ms, request, types.ElicitResult, as_task if helper else None
+    )
 
 
 @mcp.tool(structured_output=False)
