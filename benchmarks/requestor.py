@@ -27,6 +27,7 @@ Scenarios (sizes in :data:`SIZES`): ``latency``, ``scale``, ``memory``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -70,6 +71,9 @@ class Sizes:
     phase_budget_s: float
     memory_tasks: int
     memory_ttl_ms: int
+    memory_waves: int
+    wave_ttl_ms: int
+    wave_fill_budget_s: float
     slow_tasks: int
     blocked_tasks: int
     blocked_window_s: float
@@ -89,8 +93,11 @@ SIZES = {
         fill_budget_s=90.0,
         fill_min_rate=400.0,
         phase_budget_s=15.0,
-        memory_tasks=3000,
-        memory_ttl_ms=12_000,
+        memory_tasks=10_000,
+        memory_ttl_ms=15_000,
+        memory_waves=10,
+        wave_ttl_ms=2_000,
+        wave_fill_budget_s=20.0,
         slow_tasks=1000,
         blocked_tasks=1000,
         blocked_window_s=10.0,
@@ -110,6 +117,9 @@ SIZES = {
         phase_budget_s=5.0,
         memory_tasks=300,
         memory_ttl_ms=1500,
+        memory_waves=3,
+        wave_ttl_ms=500,
+        wave_fill_budget_s=2.0,
         slow_tasks=50,
         blocked_tasks=50,
         blocked_window_s=0.5,
@@ -146,8 +156,7 @@ class Wire:
     async def receive(self) -> Message:
         while not self._lines:
             await self._fill()
-        message: Message = json.loads(self._lines.popleft())
-        return message
+        return self.take()
 
     def receive_blocking(self) -> Message:
         """The next message, blocking the whole process until it comes.
@@ -162,6 +171,17 @@ class Wire:
                     self._split(os.read(self.rfd, 1 << 20))
             finally:
                 os.set_blocking(self.rfd, False)
+        return self.take()
+
+    def read_available(self) -> bool:
+        """Read what the pipe holds now, without waiting; whether a whole message is ready."""
+        if not self._lines:
+            with contextlib.suppress(BlockingIOError):
+                self._split(os.read(self.rfd, 1 << 20))
+        return bool(self._lines)
+
+    def take(self) -> Message:
+        """The next whole message already read."""
         message: Message = json.loads(self._lines.popleft())
         return message
 
@@ -300,7 +320,14 @@ class Requestor:
             self.notifications[method] = self.notifications.get(method, 0) + 1
 
     async def call(self, method: str, params: Message | None = None) -> tuple[int, Message]:
-        """One request, answered before anything else is sent: (latency ns, answer)."""
+        """One request, answered before anything else is sent: (latency ns, answer).
+
+        What the receiver sent before (status notifications of earlier tasks)
+        is read and handled first, so that the timed round trip holds only the
+        request and its answer.
+        """
+        while self.wire.read_available():
+            await self._other(self.wire.take())
         request_id = self.next_id()
         data = encode(request_id, method, params)
         start = time.perf_counter_ns()
@@ -509,6 +536,7 @@ async def fill(
 
 
 async def page_costs(req: Requestor, ids: list[str], samples: int) -> Results:
+    """p50 of ``tasks/get``, ``tasks/list`` pages and creates among ``ids`` (creates last: they add tasks)."""
     rng = random.Random(7)
     out: Results = {}
     out["get"], _ = await sequential(req, samples, lambda i: ("tasks/get", {"taskId": rng.choice(ids)}))
@@ -520,6 +548,10 @@ async def page_costs(req: Requestor, ids: list[str], samples: int) -> Results:
             req, samples // 4 or 1, lambda i: ("tasks/list", {"cursor": cursor})
         )
     out["page_size"] = len(page.get("tasks", []))
+    out["create"], created = await sequential(
+        req, samples // 3 or 1, lambda i: creates(1)[0], pause=CREATE_PAUSE_S
+    )
+    ids.extend(task_ids(created))
     return out
 
 
@@ -570,45 +602,63 @@ async def snapshot(req: Requestor, args: argparse.Namespace) -> Results:
     return out
 
 
+async def expire(req: Requestor, ids: Sequence[str], until: float) -> Message | None:
+    """Wait until ``until`` (monotonic), then confirm that the last task is gone.
+
+    The ``tasks/get`` of the last id (-32602 once it expired) and a
+    ``tasks/list`` let stores that expire lazily clean up; the answer to the
+    get is returned.
+    """
+    await anyio.sleep(max(0.0, until - time.monotonic()))
+    answer = None
+    if ids:
+        _, answer = await req.call("tasks/get", {"taskId": ids[-1]})
+    await req.call("tasks/list")
+    await req.drain(1.0)
+    return answer
+
+
 async def memory(req: Requestor, size: Sizes, args: argparse.Namespace) -> Results:
-    """Resident memory before, with ``memory_tasks`` retained, after their ttl ran out, and
-    after a second wave of as many tasks ran out too."""
-    out: Results = {"tasks": size.memory_tasks, "ttl_ms": size.memory_ttl_ms}
+    """Memory with ``memory_tasks`` live tasks, then after each of ``memory_waves`` waves expired.
+
+    Wave 1 is created with a ttl long enough to outlive its creation and is
+    measured while every task lives (bytes per live task); the later waves use
+    a ttl of twice wave 1's creation time plus a second, so that each of them
+    too is all alive at its peak. After each wave's last task expired, resident memory (and,
+    in the traced variant, tracemalloc's live bytes) is recorded: does a wave
+    leave anything behind for the next?
+    """
+    out: Results = {
+        "tasks": size.memory_tasks,
+        "ttl_ms": size.memory_ttl_ms,
+        "planned_waves": size.memory_waves,
+    }
+    out["waves"] = []
     warm, _ = await fill(req, size.warmup, WARM_TTL_MS, size.fill_budget_s)
-    await anyio.sleep(WARM_TTL_MS / 1000 + 0.5)
-    for task_id in warm[:1]:
-        await req.call("tasks/get", {"taskId": task_id})  # lets lazily expiring stores clean up
-    await req.call("tasks/list")
-    await req.drain()
+    await expire(req, warm, time.monotonic() + WARM_TTL_MS / 1000 + 0.5)
     out["baseline"] = await snapshot(req, args)
-    started = time.monotonic()
-    ids, stopped = await fill(req, size.memory_tasks, size.memory_ttl_ms, size.memory_ttl_ms / 2000)
-    filled = time.monotonic()
-    out["fill_s"] = filled - started
-    out["retained_tasks"] = len(ids)
-    if stopped is not None:
-        out["stopped"] = stopped
-    if ids:
-        await req.call("tasks/result", {"taskId": ids[-1]})
-    await req.drain()
-    out["retained"] = await snapshot(req, args)
-    await anyio.sleep(max(0.0, filled + size.memory_ttl_ms / 1000 + 1.5 - time.monotonic()))
-    if ids:
-        _, answer = await req.call("tasks/get", {"taskId": ids[0]})
-        out["expired_error"] = answer.get("error")
-    _, page = await req.call("tasks/list")
-    out["listed_after_expiry"] = len(page.get("result", {}).get("tasks", []))
-    await req.drain(1.0)
-    out["expired"] = await snapshot(req, args)
-    # A second wave of the same size: memory the allocator kept is reused, not added to.
-    again, _ = await fill(req, size.memory_tasks, size.memory_ttl_ms, size.memory_ttl_ms / 2000)
-    out["second_wave_tasks"] = len(again)
-    await anyio.sleep(size.memory_ttl_ms / 1000 + 1.5)
-    if again:
-        await req.call("tasks/get", {"taskId": again[0]})
-    await req.call("tasks/list")
-    await req.drain(1.0)
-    out["expired_again"] = await snapshot(req, args)
+    ttl_ms = size.memory_ttl_ms
+    for wave in range(size.memory_waves):
+        started = time.monotonic()
+        ids, stopped = await fill(req, size.memory_tasks, ttl_ms, size.wave_fill_budget_s)
+        filled = time.monotonic()
+        entry: Results = {"ttl_ms": ttl_ms, "created": len(ids), "fill_s": filled - started}
+        if stopped is not None:
+            entry["stopped"] = stopped
+        if wave == 0:
+            out["fill_s"], out["retained_tasks"] = entry["fill_s"], len(ids)
+            # Every later wave lives until it is complete too: twice the first fill, plus a second.
+            ttl_ms = max(size.wave_ttl_ms, round(2000 * entry["fill_s"]) + 1000)
+            if stopped is not None:
+                out["stopped"] = stopped
+            if ids:
+                await req.call("tasks/result", {"taskId": ids[-1]})
+            await req.drain()
+            out["retained"] = await snapshot(req, args)
+        gone = await expire(req, ids, filled + ttl_ms / 1000 + 1.5)
+        entry["expired_error"] = gone.get("error") if gone else None
+        entry |= await snapshot(req, args)
+        out["waves"].append(entry)
     return out
 
 

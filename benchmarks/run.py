@@ -73,7 +73,7 @@ def scenarios(smoke: bool) -> list[Scenario]:
     return [
         Scenario("latency", deadline=120, repeated=True),
         Scenario("scale", deadline=200, repeated=True),
-        Scenario("memory", deadline=120, traced=True),
+        Scenario("memory", deadline=400, traced=True),
         Scenario("slow", delay=1.0, deadline=180),  # httpx's pool takes about a minute (cli+httpx)
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
         # Multi-round-trip input against the mcp 2.3.0 Client: its own server and clients
@@ -334,6 +334,16 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return results
 
 
+def create_layers(smoke: bool) -> str:
+    """The per-layer table of :mod:`benchmarks.create_layers`, run in a process of its own."""
+    sizes = ["--number", "20", "--repeat", "2"] if smoke else []
+    command = [str(VENV_PYTHON), "-m", "benchmarks.create_layers", *sizes]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return f"(failed: {done.stderr.strip().splitlines()[-1:]})"
+    return done.stdout.strip()
+
+
 def install_peers() -> None:
     """Make sure .peers/ holds both SDKs (idempotent; quick when already there)."""
     done = subprocess.run(["bash", str(ROOT / ".ci" / "install-peers")], capture_output=True, text=True)
@@ -372,6 +382,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     print(render(results))
+    if "latency" in results:
+        print("\nOne create taken apart (python -m benchmarks.create_layers):\n")
+        print(create_layers(args.smoke))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
     failed = [f"{s}/{r}" for s, runs in results.items() for r, res in runs.items() if res.get("failure")]
     if failed:

@@ -33,6 +33,7 @@ import anyio
 from host_receiver.errors import HostReceiverError
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.modern import input_round, result_type
+from providers import safe_id, safe_text
 
 __all__ = [
     "Fulfil",
@@ -44,15 +45,24 @@ __all__ = [
 
 #: Answers one input request (method, params) with its result, or raises RpcError.
 Fulfil = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
+#: The most characters of an input request's error quoted in :class:`InputRequestFailed`.
+_MESSAGE_LIMIT = 500
 #: Sends the request once with these params and returns its result.
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class InputRequestFailed(RpcError):
-    """An input request of the server's could not be fulfilled; the call ends (nothing is sent)."""
+    """An input request of the server's could not be fulfilled; the call ends (nothing is sent).
+
+    The message quotes the server's key and the error escaped and cut
+    (:func:`providers.safe_id`, :func:`providers.safe_text`); ``key`` is the key as sent.
+    """
 
     def __init__(self, key: str, method: str, error: RpcError) -> None:
-        super().__init__(error.code, f"input request {key!r} ({method}) failed: {error.message}", error.data)
+        shown = (
+            f"input request '{safe_id(key)}' ({method}) failed: {safe_text(error.message, _MESSAGE_LIMIT)}"
+        )
+        super().__init__(error.code, shown, error.data)
         self.key = key
         self.method = method
 

@@ -35,6 +35,9 @@ Compatibility"):
   line names the era.
 - The agreement is a property of the connection, found once (the spec's
   cache "for the lifetime of the server process or origin").
+- What a server wrote (its name, versions, error messages, capability names)
+  is quoted in these errors escaped and cut (:func:`providers.safe_text`):
+  a host shows them as they are.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from host_receiver.protocol.versions import (
 )
 from host_receiver.session import Session
 from host_receiver.transports.http import HttpStatusError
-from providers import safe_logger
+from providers import safe_id, safe_logger, safe_text
 
 __all__ = [
     "Agreement",
@@ -80,6 +83,8 @@ __all__ = [
 logger = safe_logger("host_receiver.connection")
 
 AUTO = "auto"
+#: The most characters of a server's text (an error message, a version list) quoted in an error.
+_QUOTED = 300
 
 
 class ProtocolError(HostReceiverError):
@@ -168,7 +173,8 @@ class _Talk:
                 return _legacy(name, answer)
             if auto:  # probing again after initialize was refused as by a modern server
                 raise ProtocolError(
-                    f"{name} refused initialize naming MCP {offered}, yet server/discover got {answer}"
+                    f"{name} refused initialize naming MCP {offered}, "
+                    f"yet server/discover got {safe_text(answer, _QUOTED)}"
                 )
             raise _not_modern(name, offered, answer)
 
@@ -184,7 +190,9 @@ class _Talk:
                 if exc.code == MISSING_CAPABILITY:
                     raise _missing(name, "server/discover", exc) from None
                 if exc.code == HEADER_MISMATCH:
-                    raise ProtocolError(f"{name} refused this client's headers: {exc.message}") from None
+                    raise ProtocolError(
+                        f"{name} refused this client's headers: {safe_text(exc.message, _QUOTED)}"
+                    ) from None
                 supported = _versions(exc.data)
                 mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
                 if mutual:
@@ -277,10 +285,13 @@ async def _initialize(
     try:
         init = InitializeResult.model_validate(result)
     except ValidationError as exc:
-        raise ProtocolError(f"{session.name} sent an invalid initialize result: {exc}") from None
+        raise ProtocolError(
+            f"{session.name} sent an invalid initialize result: {safe_text(exc, _QUOTED)}"
+        ) from None
     if init.protocol_version not in LEGACY_VERSIONS:
         raise UnsupportedProtocolVersion(
-            f"{init.server_info.name} wants MCP protocol version {init.protocol_version!r} in the "
+            f"{safe_text(init.server_info.name, 120)} wants MCP protocol version "
+            f"'{safe_id(init.protocol_version)}' in the "
             f"handshake; this client supports {', '.join(LEGACY_VERSIONS)} there"
         )
     return Agreement(
@@ -318,8 +329,9 @@ def _missing(server: str, method: str, error: RpcError) -> MissingCapability:
     required = error.data.get("requiredCapabilities") if isinstance(error.data, dict) else None
     required = required if isinstance(required, dict) else {}
     return MissingCapability(
-        f"{server} refused {method}: it needs the client capability {describe_capabilities(required)}, "
-        f"which this connection does not declare ({error.message})",
+        f"{server} refused {method}: it needs the client capability "
+        f"{safe_text(describe_capabilities(required), _QUOTED)}, "
+        f"which this connection does not declare ({safe_text(error.message, _QUOTED)})",
         required,
     )
 
@@ -347,7 +359,7 @@ def _ours(auto: bool, version: str) -> tuple[str, ...]:
 def _no_mutual_version(
     server: str, supported: tuple[str, ...], *, ours: tuple[str, ...]
 ) -> UnsupportedProtocolVersion:
-    theirs = ", ".join(supported) or "none it would name"
+    theirs = safe_text(", ".join(supported), _QUOTED) or "none it would name"
     return UnsupportedProtocolVersion(
         f"{server} and this client share no MCP protocol version: it supports {theirs}; "
         f"this client {', '.join(ours)}"
@@ -356,6 +368,6 @@ def _no_mutual_version(
 
 def _not_modern(server: str, version: str, answer: str) -> UnsupportedProtocolVersion:
     return UnsupportedProtocolVersion(
-        f"{server} does not speak MCP {version}: server/discover got {answer}. "
+        f"{server} does not speak MCP {version}: server/discover got {safe_text(answer, _QUOTED)}. "
         "It may be a legacy (initialize) server: use protocol 'auto' or '2025-11-25'"
     )

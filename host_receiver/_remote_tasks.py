@@ -39,7 +39,7 @@ from host_receiver._input_rounds import Fulfil, fulfil_all
 from host_receiver.errors import HostReceiverError
 from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.modern import RemoteTask, remote_task
-from providers import safe_logger
+from providers import safe_id, safe_logger, safe_text
 
 __all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskHandle", "TaskObserver", "follow_task"]
 
@@ -89,7 +89,7 @@ async def follow_task(
                 assert task.error is not None
                 raise RpcError.from_dict(task.error)
             if task.status == "cancelled":
-                raise RemoteTaskCancelled(f"the server cancelled task {task.task_id}")
+                raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task.task_id)}")
             pending = {k: v for k, v in task.input_requests.items() if k not in answered}
             if pending:
                 responses = await fulfil_all(pending, fulfil)
@@ -97,7 +97,7 @@ async def follow_task(
                 await request("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
             else:
                 if deadline is not None and anyio.current_time() >= deadline:
-                    late = f"task {task.task_id} did not finish within its ttl of {task.ttl_ms} ms"
+                    late = f"task {safe_id(task.task_id)} did not finish within its ttl of {task.ttl_ms} ms"
                     raise RemoteTaskLost(late)
                 await anyio.sleep(_poll_interval(task))
             task = await _poll(request, task.task_id)
@@ -112,11 +112,15 @@ async def _poll(request: Request, task_id: str) -> RemoteTask:
         raw = await request("tasks/get", {"taskId": task_id})
     except RpcError as exc:
         if exc.code == INVALID_PARAMS:
-            raise _Denied(f"the server no longer knows task {task_id}: {exc.message}") from None
+            raise _Denied(
+                f"the server no longer knows task {safe_id(task_id)}: {safe_text(exc.message, 300)}"
+            ) from None
         raise
     task = remote_task(raw)
     if task.task_id != task_id:
-        raise RemoteTaskLost(f"tasks/get for task {task_id} answered about task {task.task_id}")
+        raise RemoteTaskLost(
+            f"tasks/get for task {safe_id(task_id)} answered about task {safe_id(task.task_id)}"
+        )
     return task
 
 

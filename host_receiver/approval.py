@@ -9,6 +9,10 @@ server leaving, expiry) cancels the call, which must then close its prompt.
 Ready-made policies for hosts without a person at hand: :class:`AutoApprove`,
 :class:`DenyAll`, :class:`FillDefaults` and :class:`DeclineAll`. Without an
 explicit approver a host refuses sampling (the safe default).
+
+The views hand a person's interface what the server sent, unescaped: each
+view's docstring names its raw fields, which are shown through
+:func:`providers.safe_text` (the built-in terminal does so).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
+from host_receiver._url_host import browser_ipv4
 from host_receiver.elicitation import FormSchema
 from host_receiver.protocol.types import (
     CreateMessageResult,
@@ -44,6 +49,13 @@ class SamplingRequestView:
     ``params`` are what will be sent: within the host's limits, so their
     ``maxTokens`` may be lower than the server asked (``requested_max_tokens``,
     and :attr:`clamped` says so).
+
+    Raw server text: ``params`` (messages, system prompt, stop sequences,
+    metadata, tool definitions) are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
     """
 
     server: str
@@ -88,7 +100,15 @@ class Refuse:
 
 @dataclass(frozen=True, slots=True)
 class SamplingResultView:
-    """What the person is shown before a generated result goes back to the server."""
+    """What the person is shown before a generated result goes back to the server.
+
+    Raw server text: ``params`` are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
+    ``result`` is the model's answer (a backend's text: show it escaped too).
+    """
 
     server: str
     task_id: str | None
@@ -143,7 +163,15 @@ class DenyAll:
 
 @dataclass(frozen=True, slots=True)
 class FormView:
-    """A form to show: who asks, what for, the fields with their defaults."""
+    """A form to show: who asks, what for, the fields with their defaults.
+
+    Raw server text: ``message``, the ``schema``'s field names, titles,
+    descriptions, options and defaults, and ``values`` are what the server
+    sent, as it sent it (escape sequences, bidi controls, any length). Show
+    them through :func:`providers.safe_text` (``multiline=True`` for a message
+    body), never raw on a terminal or in a log. ``server`` is the name the host
+    gave the connection, and ``task_id`` this host's own.
+    """
 
     server: str
     task_id: str | None
@@ -157,7 +185,17 @@ class FormView:
 
 @dataclass(frozen=True, slots=True)
 class UrlView:
-    """A URL the server wants the person to open, and what to warn about."""
+    """A URL the server wants the person to open, and what to warn about.
+
+    Raw server text: ``message``, ``url`` (checked:
+    :func:`~host_receiver.elicitation.check_url`), :attr:`domain` and
+    ``elicitation_id`` are what the server sent, as it sent it (escape
+    sequences, bidi controls, any length). Show them through
+    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    raw on a terminal or in a log. ``server`` is the name the host gave the
+    connection, and ``task_id`` this host's own.
+    ``warnings`` are the host's own, already escaped.
+    """
 
     server: str
     task_id: str | None
@@ -210,9 +248,11 @@ class DeclineAll:
 def url_warnings(url: str, message: str) -> tuple[str, ...]:
     """What a person should be warned of before opening ``url`` (a URL the receiver accepted).
 
-    An IP address instead of a name, an internationalised (punycode or
-    non-ASCII) domain, a port that is not the scheme's own, http to a host that
-    is not this machine, and a message that names another domain. The warnings
+    An IP address instead of a name (also one only a browser reads as one,
+    ``http://2130706433/``, which :func:`~host_receiver.elicitation.check_url`
+    refuses before this), an internationalised (punycode or non-ASCII)
+    domain, a port that is not the scheme's own, http to a host that is not
+    this machine, and a message that names another domain. The warnings
     quote the URL's parts escaped (:func:`providers.safe_text`).
     """
     parts = urlsplit(url)
@@ -221,7 +261,8 @@ def url_warnings(url: str, message: str) -> tuple[str, ...]:
     warnings = []
     address = _ip_address(host)
     if address is not None:
-        warnings.append(f"The link goes to an IP address ({shown_host}), not to a named site.")
+        written = "" if host == str(address) else f", written {shown_host}"
+        warnings.append(f"The link goes to an IP address ({address}{written}), not to a named site.")
     elif any(label.startswith("xn--") for label in host.split(".")):
         warnings.append(f"The domain {shown_host!r} is internationalised (punycode); it may imitate another.")
     elif not host.isascii():
@@ -246,7 +287,12 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` is, as a browser reads it (``0x7f000001`` is 127.0.0.1 too)."""
     try:
         return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return browser_ipv4(host)
     except ValueError:
         return None

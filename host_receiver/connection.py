@@ -87,7 +87,7 @@ from host_receiver.session import (
     Session,
 )
 from host_receiver.transports.base import MessageStream, Transport
-from providers import safe_logger
+from providers import safe_id, safe_logger
 
 __all__ = [
     "BadResult",
@@ -448,7 +448,7 @@ class ClientConnection:
             if cursor is None:
                 return tools
             if not isinstance(cursor, str) or cursor in seen:
-                raise ProtocolError(f"tools/list returned a bad or repeated cursor: {cursor!r}")
+                raise ProtocolError(f"tools/list returned a bad or repeated cursor: {safe_id(cursor)}")
             seen.add(cursor)
 
     async def call_tool(

@@ -15,9 +15,16 @@
   other invisible character, no whitespace, no user info (``user@``, which
   makes ``https://bank.example@evil.example`` lead to evil.example), no
   backslash before the path (browsers read it as ``/``, Python's parser does
-  not), no port beyond 65535. Anything else is -32602 before a task exists;
-  what only *might* mislead is a warning of the consent view
-  (:func:`host_receiver.approval.url_warnings`).
+  not), no port beyond 65535, no percent-encoding in the host part (a
+  browser decodes ``https://%65vil.example/`` to evil.example; a person cannot
+  read it), and no host that a browser reads as an IPv4 address unless it is
+  written as one: the WHATWG URL parser takes ``2130706433``, ``0x7f000001``,
+  ``0177.0.0.1``, ``127.1`` and ``127.0.0.1.`` for 127.0.0.1
+  (:func:`host_receiver._url_host.browser_ipv4`), so such a host is refused, naming the address, and
+  so is a host ending in a number that is no address (browsers refuse those
+  URLs). Anything else is -32602 before a task exists; what only *might*
+  mislead (an IP address written plainly, among others) is a warning of the
+  consent view (:func:`host_receiver.approval.url_warnings`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from datetime import date, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from host_receiver._url_host import browser_ipv4
 from host_receiver.protocol.errors import invalid_params
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
@@ -333,6 +341,23 @@ def check_url(url: str) -> None:
         raise invalid_params("url must not carry user info (a name or password before '@')")
     if "\\" in parts.netloc:
         raise invalid_params("url must not have a backslash in its host part")
+    if "%" in parts.netloc:
+        raise invalid_params(
+            "url must not have percent-encoding in its host part "
+            "(a browser decodes it; a person cannot read it)"
+        )
+    host = parts.hostname
+    try:
+        address = browser_ipv4(host)
+    except ValueError:
+        raise invalid_params(
+            f"url host {bounded(host)!r} ends in a number but is no IPv4 address (browsers refuse it)"
+        ) from None
+    if address is not None and host != str(address):
+        raise invalid_params(
+            f"url host {bounded(host)!r} is the IP address {address} written in a form a person cannot "
+            f"read; write it as {address}"
+        )
 
 
 def check_request(

@@ -20,7 +20,10 @@ Rules:
   lets it through, closing what it holds.
 * Time and size are bounded for every provider alike by the
   :class:`~providers.SamplingPlan` that calls it (:mod:`providers._plan`):
-  a provider need not bound them itself.
+  a provider need not bound them itself. A provider that reads replies off
+  the network reads no more than ``call_limits().max_reply_bytes`` of one
+  reply or one streamed event (:func:`providers._plan.call_limits`), so that
+  a reply is not buffered whole before the plan can count it.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ Rules:
   client sample fewer tokens than requested) or ``"refuse"``; then, for the
   call itself, ``deadline`` (seconds for one whole sampling call, retries
   included) and ``max_reply_chars`` (the longest reply taken, in characters
-  of text and tool-call arguments). The request bounds are applied here,
-  before a task exists; the call bounds by the :class:`~providers.SamplingPlan`
-  that samples it, the same for every provider.
+  of text and tool-call arguments), whose byte form ``max_reply_bytes`` bounds
+  what a provider reads off the network for one reply or one streamed event.
+  The request bounds are applied here, before a task exists; the call bounds
+  by the :class:`~providers.SamplingPlan` that samples it, the same for every
+  provider.
 * The bound on ``maxTokens`` is the smaller of ``max_tokens`` and what the
   chosen model's context leaves after the estimated prompt: the *effective*
   limits of host and model.
@@ -46,6 +48,8 @@ __all__ = [
 ]
 
 MaxTokensPolicy = Literal["clamp", "refuse"]
+#: What a reply's body may hold besides the characters counted by ``max_reply_chars``: 1 MiB.
+REPLY_OVERHEAD = 1024 * 1024
 _R = TypeVar("_R", bound=SamplingRequest)
 
 
@@ -61,6 +65,17 @@ class SamplingLimits:
     deadline: float = 300.0
     #: The longest reply taken, in characters (1 Mi); a longer one stops its stream.
     max_reply_chars: int = 1_048_576
+
+    @property
+    def max_reply_bytes(self) -> int:
+        """The most bytes read of one reply, or of one streamed event.
+
+        What ``max_reply_chars`` characters can take in JSON (12 bytes for a
+        character written as an escaped surrogate pair, ``\\ud83d\\ude00``),
+        plus :data:`REPLY_OVERHEAD` for the rest of the body (ids, usage,
+        reasoning text).
+        """
+        return 12 * self.max_reply_chars + REPLY_OVERHEAD
 
     def __post_init__(self) -> None:
         if min(self.max_tokens, self.max_messages, self.max_tool_rounds, self.max_reply_chars) < 1:

@@ -42,9 +42,18 @@ Rules:
   chunk); the whole call is bounded by the plan's deadline (:mod:`providers._plan`).
 * A reply or a streamed event that is not JSON (whatever its content type),
   and a stream with no choices, are failures that say so (where the JSON
-  breaks, in bytes). A stream ends at ``data: [DONE]``; what follows it is
-  read (for at most 0.1 s, as the client does) so the connection can serve
-  the next call.
+  breaks, in bytes). A stream's events are read by ``httpx-sse``; it ends at
+  ``data: [DONE]``, and what follows is read (for at most 0.1 s, as the client
+  does) so the connection can serve the next call.
+* Size: no body is read beyond the call's ``max_reply_bytes``
+  (:func:`providers._plan.call_limits`; about 12 bytes per character of
+  ``max_reply_chars`` plus 1 MiB), counted after decompression; for an event
+  stream the bound is on each event. Past it the response is closed and the
+  call fails with :class:`~providers.ReplyTooLong` ("over this host's size
+  cap"), so a backend cannot make the host buffer a reply (or an error body)
+  of any size before its characters are counted. This is done where our
+  httpx client reads a response (:class:`_OneReadTimeout`), for the plain
+  and the streamed call alike.
 * Cancellation closes the HTTP request before it propagates (a streamed
   response is closed on the way out; cancelling a plain call aborts it).
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
@@ -56,7 +65,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from contextvars import ContextVar
 from http.cookiejar import CookieJar
@@ -82,6 +91,7 @@ from ._http import DEFAULT_LIMITS, LeanTransport
 from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
+from ._plan import ReplyTooLong, call_limits
 from ._redact import Redactor, safe_url
 from ._sanitize import safe_logger
 
@@ -139,13 +149,16 @@ class _Cookies(httpx.Cookies):
 
 
 class _OneReadTimeout(httpx.AsyncClient):
-    """An httpx client on which a read timeout ends the whole call (and cookies cost nothing unless set).
+    """An httpx client on which a read timeout ends the whole call, no body is read past the cap,
+    and cookies cost nothing unless set.
 
     The ``openai`` client retries every timeout from inside its own loop; this
     cancels the scope of the call that is running (``_CALL``) before the
     timeout goes back to it, so its retry never starts and the provider says
     the backend did not answer. Connect timeouts and other errors are left to
-    its retries.
+    its retries. Every response's body is read through :class:`_CappedBody`
+    (the module's size rule); a body the caller did not ask to stream is read
+    here, as httpx would.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -216,14 +229,76 @@ class _OneReadTimeout(httpx.AsyncClient):
     ) -> None:
         self._jar = _Cookies(cookies)
 
-    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+    async def send(self, request: httpx.Request, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
         try:
-            return await super().send(request, **kwargs)
+            response = _capped(await super().send(request, stream=True, **kwargs))
+            if not stream:
+                try:
+                    await response.aread()
+                except BaseException:
+                    await response.aclose()
+                    raise
+            return response
         except httpx.ReadTimeout:
             call = _CALL.get()
             if call is not None:
                 call.cancel()
             raise
+
+
+def _capped(response: httpx.Response) -> httpx.Response:
+    """``response`` with its decoded body read through :class:`_CappedBody`."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DECODED_AWAY]
+    event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        stream=_CappedBody(response, event_stream),
+        request=response.request,
+        extensions=response.extensions,
+    )
+
+
+#: Headers that describe the body as sent, not as :class:`_CappedBody` gives it (decoded).
+_DECODED_AWAY = frozenset({"content-encoding", "content-length"})
+#: What ends a server-sent event, as the ``openai`` client's decoder splits them.
+_EVENT_ENDS = (b"\r\n\r\n", b"\n\n", b"\r\r")
+
+
+class _CappedBody(httpx.AsyncByteStream):
+    """The decoded body of a response, ending the call once it passes the call's ``max_reply_bytes``.
+
+    For an event stream the bytes of each event count, from the end of the last
+    one; otherwise the whole body's. Past the cap: :class:`ReplyTooLong`.
+    Iterating again goes on where the last iteration stopped (the ``openai``
+    client drains a stream's rest after ``[DONE]``, so that its connection is
+    kept).
+    """
+
+    def __init__(self, response: httpx.Response, event_stream: bool) -> None:
+        self._response = response
+        self._chunks = response.aiter_bytes()
+        self._event_stream = event_stream
+        self._limits = call_limits()
+        self._size = 0  # of the body, or of the event being read
+        self._tail = b""  # the last bytes before this chunk: an event end may straddle two chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        cap = self._limits.max_reply_bytes
+        async for chunk in self._chunks:
+            if self._event_stream:
+                window = self._tail + chunk
+                ends = [at + len(mark) for mark in _EVENT_ENDS if (at := window.rfind(mark)) >= 0]
+                self._size = len(window) - max(ends) if ends else self._size + len(chunk)
+                self._tail = window[-3:]
+            else:
+                self._size += len(chunk)
+            if self._size > cap:
+                raise ReplyTooLong(self._limits.max_reply_chars, over_bytes=cap, event=self._event_stream)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
 
 
 def _http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:

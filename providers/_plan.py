@@ -12,7 +12,11 @@ Rules:
   and ``max_reply_chars``: a progress update counting more characters stops
   the call at once (the sink raises into the provider, which closes its
   stream), and a result longer than that is refused too (for providers that
-  do not count, and for replies that were not streamed).
+  do not count, and for replies that were not streamed). While the call runs,
+  :func:`call_limits` gives the plan's limits to the provider, which reads
+  no more than their ``max_reply_bytes`` of a reply, or of one streamed
+  event, off the network (a hostile backend cannot make the host buffer
+  more) and fails with :class:`ReplyTooLong` saying so.
 * Every failure is a :class:`ProviderError` whose message names the
   provider and what happened. An exception of another kind from a provider
   (a bug) is logged with its traceback and becomes a ProviderError naming its
@@ -22,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
@@ -39,18 +44,37 @@ from ._messages import (
 )
 from ._sanitize import safe_logger
 
-__all__ = ["ReplyTooLong", "SamplingPlan", "reply_size"]
+__all__ = ["ReplyTooLong", "SamplingPlan", "call_limits", "reply_size"]
 
 log = safe_logger("providers.plan")
 
 _DEFAULT_LIMITS = SamplingLimits()
+#: The limits of the sampling call running in this context (set by :meth:`SamplingPlan.sample`).
+_CALL_LIMITS: ContextVar[SamplingLimits] = ContextVar("providers_call_limits", default=_DEFAULT_LIMITS)
+
+
+def call_limits() -> SamplingLimits:
+    """The limits of the sampling call running in this context: its plan's, or the defaults outside one."""
+    return _CALL_LIMITS.get()
 
 
 class ReplyTooLong(ProviderError):
-    """The reply grew beyond the host's ``max_reply_chars``."""
+    """The reply grew beyond the host's ``max_reply_chars`` (``limit``).
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the reply is longer than this host's limit of {limit:,} characters")
+    With ``over_bytes`` it was read as bytes: the reply, or one streamed event
+    (``event``), was longer than that many, the most ``limit`` characters take.
+    """
+
+    def __init__(self, limit: int, *, over_bytes: int | None = None, event: bool = False) -> None:
+        if over_bytes is None:
+            text = f"the reply is longer than this host's limit of {limit:,} characters"
+        else:
+            what = "a streamed event" if event else "the reply"
+            text = (
+                f"the reply is over this host's size cap: {what} of more than {over_bytes:,} bytes "
+                f"(the most a reply of {limit:,} characters takes)"
+            )
+        super().__init__(text)
         self.limit = limit
 
 
@@ -79,6 +103,7 @@ class SamplingPlan:
         limits = self.limits
         sink = None if progress is None else _capped(progress, limits.max_reply_chars)
         who = f"provider {self.provider.name!r}, model {self.model.id!r}"
+        token = _CALL_LIMITS.set(limits)
         try:
             with anyio.fail_after(limits.deadline):
                 result = await self.provider.sample(self.params, self.model, sink)
@@ -92,6 +117,8 @@ class SamplingPlan:
         except Exception as exc:
             log.error("%s failed unexpectedly", who, exc_info=exc)
             raise ProviderError(f"{who}: the provider failed ({type(exc).__name__})") from None
+        finally:
+            _CALL_LIMITS.reset(token)
         if reply_size(result) > limits.max_reply_chars:
             raise ProviderError(f"{who}: {ReplyTooLong(limits.max_reply_chars)}")
         return result

@@ -23,6 +23,8 @@ Rules:
   so keep-alive reuse shows; :meth:`FakeOpenAI.close_idle_connections` closes
   the connections that are between requests, as a keep-alive expiry would.
 * With ``tls`` (a server-side ``ssl.SSLContext``) it serves https instead.
+* An :class:`Endless` reply writes as fast as the client reads (asyncio's
+  flow control), until the client hangs up.
 * Waiting never spins: a delay is a wait on the connection's closed-future with
   a timeout.
 
@@ -53,6 +55,7 @@ from typing import Any
 __all__ = [
     "Completion",
     "Drop",
+    "Endless",
     "ErrorReply",
     "FakeOpenAI",
     "RawBody",
@@ -136,9 +139,24 @@ class RawStream(Reply):
 
 @dataclass(frozen=True)
 class RawBody(Reply):
-    """A reply whose body is these bytes exactly, with this status and content type."""
+    """A reply whose body is these bytes exactly, with this status and content type (and ``headers``)."""
 
     body: bytes = b""
+    status: int = 200
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Endless(Reply):
+    """A reply that never ends: ``head``, then ``filler`` again and again until the client hangs up.
+
+    Chunked, with this status and content type; the request is marked
+    ``disconnected`` when the client goes.
+    """
+
+    head: bytes = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+    filler: bytes = b"x" * 65_536
     status: int = 200
     content_type: str = "application/json"
 
@@ -375,6 +393,7 @@ class _Connection(asyncio.Protocol):
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.number = 0
         self.busy = False  # between the first byte of a request and the end of its response
+        self.writable: asyncio.Future[None] | None = None  # pending while writing is paused
 
     # asyncio.Protocol
 
@@ -390,6 +409,13 @@ class _Connection(asyncio.Protocol):
         self.busy = True
         self.buffer += data
         self._wake()
+
+    def pause_writing(self) -> None:
+        self.writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
 
     def eof_received(self) -> bool:
         self._gone()
@@ -464,6 +490,13 @@ class _Connection(asyncio.Protocol):
         self.arrived = None
         return not self.closed.done() or bool(self.buffer)
 
+    async def _drained(self) -> None:
+        """Wait while the transport's write buffer is full (its flow control), unless the client goes."""
+        if self.writable is not None and not self.writable.done():
+            await asyncio.wait([self.writable, self.closed], return_when=asyncio.FIRST_COMPLETED)
+        if self.closed.done():
+            raise _Interrupted
+
     async def _wait(self, seconds: float) -> None:
         """Sleep ``seconds`` unless the client disconnects or the server stops."""
         if self.closed.done():
@@ -509,7 +542,9 @@ class _Connection(asyncio.Protocol):
                 self._send_json(reply.status, body_out, reply.headers)
             elif isinstance(reply, RawBody):
                 head = {"Content-Type": reply.content_type, "Content-Length": str(len(reply.body))}
-                self._write(self._head(reply.status, head) + reply.body)
+                self._write(self._head(reply.status, {**head, **reply.headers}) + reply.body)
+            elif isinstance(reply, Endless):
+                await self._endless(reply)
             elif isinstance(reply, RawStream):
                 await self._raw_stream(reply)
             elif isinstance(reply, Completion):
@@ -585,6 +620,14 @@ class _Connection(asyncio.Protocol):
                     await self._wait(reply.chunk_delay)
                 self._write(_chunk(f"data: {event}\n\n".encode()))
         self._write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    async def _endless(self, reply: Endless) -> None:
+        """Write the head, then the filler until the client hangs up (waiting while its buffer is full)."""
+        head = {"Content-Type": reply.content_type, "Transfer-Encoding": "chunked"}
+        self._write(self._head(reply.status, head) + _chunk(reply.head))
+        while True:
+            self._write(_chunk(reply.filler))
+            await self._drained()
 
 
 def _chunk(data: bytes) -> bytes:

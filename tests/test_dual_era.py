@@ -31,6 +31,7 @@ from host_receiver import (
     InputRequestFailed,
     InputRoundsExceeded,
     MissingCapability,
+    ProtocolError,
     Receiver,
     RemoteTask,
     RemoteTaskCancelled,
@@ -912,3 +913,50 @@ async def test_a_header_mismatch_makes_the_client_list_the_tools_and_try_once_mo
         "tools/list",
         "tools/call",
     ]
+
+
+# --- a server's text in the errors a host gets: escaped and cut ------------------------------------
+
+EVIL = "\x1b[2J\x07\u202e" + "z" * 100_000
+
+
+def shown_safely(message: str) -> None:
+    """What a host may print as it is: every character printable, and short."""
+    assert message.isprintable(), message[:300]
+    assert len(message) < 2_000
+    assert "\\x1b[2J\\x07\\u202e" in message  # the server's text is quoted, escaped
+
+
+async def test_an_input_request_failure_quotes_the_servers_key_escaped_and_cut() -> None:
+    async def bad(call: ToolCall) -> dict[str, Any]:
+        return asks(EVIL, "sampling/createMessage", {"messages": [], "maxTokens": "many"})
+
+    server = FakeServer(protocol_version=MODERN, tools={"bad": bad})
+    async with connected(server) as connection:
+        with pytest.raises(InputRequestFailed) as raised:
+            await connection.call_tool("bad")
+    shown_safely(str(raised.value))
+    assert raised.value.key == EVIL  # the key itself, for the host's code
+
+
+async def test_a_bad_tools_list_cursor_is_quoted_escaped_and_cut() -> None:
+    async def pages(request: Request) -> dict[str, Any]:
+        return {"tools": [], "nextCursor": EVIL}  # the same cursor again and again
+
+    server = FakeServer(protocol_version=MODERN, methods={"tools/list": pages})
+    async with connected(server) as connection:
+        with pytest.raises(ProtocolError) as raised:
+            await connection.list_tools()
+    shown_safely(str(raised.value))
+
+
+async def test_a_servers_version_list_is_quoted_escaped_and_cut() -> None:
+    async def refuse(request: Request) -> dict[str, Any]:
+        versions = [EVIL[:3_000]]  # an error's data over 4 KiB never leaves the server (it is dropped)
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": versions, "requested": MODERN})
+
+    server = FakeServer(protocol_version=LEGACY, methods={"server/discover": refuse})
+    async with server, Host(receiver()) as host:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            await host.connect("fake", server.transport)
+    shown_safely(str(raised.value))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,11 +13,14 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from host_receiver.connection import ClientConnection, MissingCapability, UnsupportedProtocolVersion
-from host_receiver.protocol.errors import RpcError
+from host_receiver.protocol.errors import PARSE_ERROR, RpcError
 from host_receiver.protocol.types import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
+from host_receiver.transports._sse import Event, read_events
 from host_receiver.transports.base import TransportError
 from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport, SessionExpired
 from tests.servers.http_server import StreamableHttpServer
@@ -249,3 +254,100 @@ async def test_notify_soon_posts_every_message_side_by_side(server: StreamableHt
         )
     sent = [m["params"]["data"] for m in server.received if m.get("method") == "notifications/message"]
     assert sorted(sent) == list(range(20))  # every one arrived (posts run side by side)
+
+
+# --- size: nothing is read beyond max_message_size ------------------------------------------------
+
+LIMIT = 1024 * 1024
+
+
+@pytest.mark.parametrize("id_last", [False, True], ids=["id-in-head", "id-after-the-payload"])
+async def test_a_json_answer_that_never_ends_fails_that_call_and_the_connection_serves_on(
+    server: StreamableHttpServer, id_last: bool
+) -> None:
+    """Read to the limit and no further: unbounded, the endless body would be read until the timeout."""
+    async with connect(server.url, max_message_size=LIMIT) as conn:
+        with anyio.fail_after(60), pytest.raises(RpcError) as caught:
+            await conn.call_tool("huge-json", {"endless": True, "id_last": id_last})
+        assert caught.value.code == PARSE_ERROR
+        assert f"sent an invalid response: Message longer than {LIMIT} bytes dropped" in caught.value.message
+        assert text_of(await conn.call_tool("json")) == "json"
+
+
+async def test_a_json_answer_over_the_limit_is_refused_even_when_it_ends(
+    server: StreamableHttpServer,
+) -> None:
+    async with connect(server.url, max_message_size=LIMIT) as conn:
+        assert text_of(await conn.call_tool("huge-json", {"size": LIMIT - 1000})).startswith("xxx")
+        with pytest.raises(RpcError, match=f"Message longer than {LIMIT} bytes"):
+            await conn.call_tool("huge-json", {"size": 3 * LIMIT})
+
+
+async def test_a_server_request_over_the_limit_in_an_sse_stream_is_answered_from_its_head(
+    server: StreamableHttpServer,
+) -> None:
+    """-32700 with its id, as on stdio, without the event ever being held whole; the stream goes on."""
+    tracemalloc.start()
+    try:
+        async with connect(server.url, max_message_size=LIMIT) as conn:
+            result = await conn.call_tool("huge-sse", {"size": 64 * LIMIT})
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    reply = next(m for m in server.received if m.get("id") == "srv-big")
+    assert reply["error"] == {"code": PARSE_ERROR, "message": f"Message longer than {LIMIT} bytes dropped"}
+    assert text_of(result) == "after the big one: True"  # the answer came on the same stream, after it
+    assert peak < 16 * LIMIT  # a 64 MB event, never buffered whole (the bound is generous)
+
+
+async def test_an_error_status_with_a_body_that_never_ends_is_an_http_error(
+    server: StreamableHttpServer,
+) -> None:
+    async with connect(server.url, max_message_size=LIMIT) as conn:
+        with anyio.fail_after(60), pytest.raises(TransportError, match=r"HTTP 500 .*: \{") as caught:
+            await conn.call_tool("huge-error", {"endless": True})
+        assert len(str(caught.value)) < 1_000
+        await conn.ping()
+
+
+@given(
+    events=st.lists(st.tuples(st.text(max_size=300), st.sampled_from(["", "7", "a:b"])), max_size=6),
+    ending=st.sampled_from(["\n", "\r", "\r\n"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=5_000), max_size=8),
+)
+def test_the_event_reader_reads_the_same_events_however_the_bytes_are_cut(
+    events: list[tuple[str, str]], ending: str, cuts: list[int]
+) -> None:
+    """The transport's bounded SSE reader: any chunking, any line ending; a big event kept to its head."""
+    limit = 256
+    wire = "\ufeff" + "".join(
+        (f"id: {event_id}{ending}" if event_id else "")
+        + "".join(f"data: {line}{ending}" for line in data.replace("\r", "").split("\n"))
+        + ending
+        for data, event_id in events
+    )
+    raw = wire.encode()
+    got = anyio.run(_read_all, [raw[start:end] for start, end in _pieces(len(raw), cuts)], limit)
+    assert len(got) == len(events)
+    last_id = ""
+    for event, (data, event_id) in zip(got, events, strict=True):
+        last_id = event_id or last_id
+        assert event.id == last_id
+        text = data.replace("\r", "")
+        if len(text.encode()) + 1 > limit:  # its lines and their line ends
+            assert event.data is None and text.encode().startswith(event.head) and event.head
+        else:
+            assert event.data == text
+
+
+async def _read_all(chunks: list[bytes], limit: int) -> list[Event]:
+    async def stream() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return [event async for event in read_events(stream(), limit)]
+
+
+def _pieces(size: int, cuts: list[int]) -> list[tuple[int, int]]:
+    points = sorted({0, size, *(c for c in cuts if c < size)})
+    return list(itertools.pairwise(points))

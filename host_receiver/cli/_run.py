@@ -81,8 +81,10 @@ def add_run_command(commands: Any) -> None:
         action="append",
         default=[],
         metavar="NAME[=VALUE]",
-        help="an environment variable for a stdio server (repeatable): NAME=VALUE sets it, NAME alone "
-        "copies this environment's value. The server gets only these and the few variables a process "
+        help="an environment variable for a stdio server (repeatable): NAME alone copies this "
+        "environment's value, the way to pass a secret (export it, then --env NAME); NAME=VALUE sets "
+        "it, but the value is on the command line, where ps shows it to every user of the machine and "
+        "the shell's history keeps it. The server gets only these and the few variables a process "
         "needs (PATH, HOME, locale, temporary directory): provider keys and other secrets are not "
         "passed unless named",
     )
@@ -313,7 +315,7 @@ def server_environment(options: Sequence[str]) -> dict[str, str] | str:
             return f"--env {option!r} is not NAME or NAME=VALUE"
         if not sep:
             if name not in os.environ:
-                return f"--env {name}: {name} is not set here; give --env {name}=VALUE"
+                return f"--env {name}: {name} is not set here; export it first (NAME=VALUE: not for secrets)"
             value = os.environ[name]
         named[name] = value
     return named

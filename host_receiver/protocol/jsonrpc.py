@@ -49,6 +49,7 @@ __all__ = [
     "dumps_message",
     "encode_message",
     "is_request_id",
+    "oversized",
     "parse_message",
     "unreadable",
 ]
@@ -228,6 +229,11 @@ def unreadable(head: bytes | str, code: int, message: str) -> InvalidMessage:
         request_id=frame_id if kind != "unknown" else None,
         respond=kind != "response",
     )
+
+
+def oversized(head: bytes, limit: int) -> InvalidMessage:
+    """The error for a frame over a transport's ``limit``, judged by its ``head`` (:func:`unreadable`)."""
+    return unreadable(head, PARSE_ERROR, f"Message longer than {limit} bytes dropped")
 
 
 def encode_message(message: Message) -> dict[str, Any]:

@@ -12,7 +12,8 @@ Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks exten
   (empty, not a token, duplicated ignoring case, on a ``number`` or a
   non-primitive, reached through anything but ``properties``, an integer
   beyond JavaScript's safe range at call time) is rejected: it is left out
-  of ``tools/list`` with a warning.
+  of ``tools/list`` with a warning. The error quotes the tool's names and
+  paths escaped and cut (:func:`providers.safe_text`).
 - Values: strings as they are, integers in decimal, booleans ``true`` /
   ``false``; a value that is not plain visible ASCII (or has leading or
   trailing blanks, or looks like the sentinel) is sent as
@@ -25,6 +26,8 @@ import base64
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from providers import safe_id, safe_text
 
 __all__ = ["InvalidToolHeaders", "encode_value", "param_headers", "request_headers", "tool_header_paths"]
 
@@ -72,15 +75,15 @@ def tool_header_paths(tool: Mapping[str, Any]) -> HeaderPaths:
 def _walk(schema: Mapping[str, Any], path: tuple[str, ...], found: HeaderPaths, *, reachable: bool) -> None:
     name = schema.get("x-mcp-header")
     if name is not None:
-        where = ".".join(path) or "the schema root"
+        where = safe_text(".".join(path), 200) or "the schema root"
         if not reachable or not path:
             raise InvalidToolHeaders(f"x-mcp-header on {where} is not reached through properties alone")
         if not isinstance(name, str) or not _TOKEN.match(name):
-            raise InvalidToolHeaders(f"x-mcp-header {name!r} on {where} is not an HTTP header token")
+            raise InvalidToolHeaders(f"x-mcp-header '{safe_id(name)}' on {where} is not an HTTP header token")
         if schema.get("type") not in ("string", "integer", "boolean"):
             raise InvalidToolHeaders(f"x-mcp-header on {where} needs a string, integer or boolean property")
         if name.lower() in {n.lower() for n in found}:
-            raise InvalidToolHeaders(f"x-mcp-header {name!r} appears twice (ignoring case)")
+            raise InvalidToolHeaders(f"x-mcp-header '{safe_id(name)}' appears twice (ignoring case)")
         found[name] = path
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
@@ -107,7 +110,8 @@ def param_headers(paths: HeaderPaths, arguments: Mapping[str, Any] | None) -> di
             text = "true" if value else "false"
         elif isinstance(value, int):
             if abs(value) > _SAFE_INTEGER:
-                raise InvalidToolHeaders(f"argument {'.'.join(path)} is beyond the safe integer range")
+                where = safe_text(".".join(path), 200)
+                raise InvalidToolHeaders(f"argument {where} is beyond the safe integer range")
             text = str(value)
         elif isinstance(value, str):
             text = value

@@ -18,6 +18,11 @@ Rules every message stream follows:
   so one bad frame never ends the stream. The peer ending the connection
   raises ``anyio.EndOfStream``; a fatal transport failure raises
   :class:`TransportError`. Only one task receives.
+- A stream reads no message longer than its ``max_message_size``
+  (:data:`DEFAULT_MAX_MESSAGE_SIZE`, 64 MB, unless configured): a longer one
+  is not buffered beyond the limit but judged by its head
+  (:func:`~host_receiver.protocol.jsonrpc.oversized`), so a request still
+  gets an error reply with its id, and the stream goes on.
 - Streams know bytes and JSON-RPC, and of MCP only what their binding
   says (the HTTP binding mirrors a request's method, name and protocol
   version into headers). The hooks :meth:`MessageStream.set_protocol_version`,
@@ -42,7 +47,16 @@ from host_receiver.protocol.jsonrpc import InvalidMessage, Message
 from host_receiver.protocol.types import RequestId
 from providers import HostReceiverError
 
-__all__ = ["MessageStream", "Transport", "TransportError", "background_task_group"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "MessageStream",
+    "Transport",
+    "TransportError",
+    "background_task_group",
+]
+
+#: The longest message a stream reads, in bytes, unless configured otherwise.
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 
 
 class TransportError(HostReceiverError):

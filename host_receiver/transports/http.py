@@ -38,6 +38,14 @@ Rules:
   (modern servers answer 400 with -32022 and their kin, 404 with -32601) is
   that request's error response; without one, ``send`` raises
   :class:`HttpStatusError` with the status.
+- Size: no JSON body and no SSE event is read beyond ``max_message_size``
+  (64 MB by default, as on stdio; error bodies beyond 64 KiB); the rest is
+  not buffered. An oversized message is judged by its head
+  (:func:`~host_receiver.protocol.jsonrpc.oversized`): a server request
+  gets -32700 with its id, and on a request's own answer (its JSON body or
+  SSE stream) a message whose id cannot be read is taken as the answer to
+  that request, which fails with the same error. The connection, and an SSE
+  stream, go on.
 - Closing cancels the streams and DELETEs the session (405 is fine).
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
@@ -53,9 +61,9 @@ from typing import Any
 import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
-from httpx_sse import EventSource
 
 from host_receiver._concurrency import background_task_group
+from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
@@ -65,6 +73,7 @@ from host_receiver.protocol.jsonrpc import (
     Response,
     decode_message,
     dumps_message,
+    oversized,
 )
 from host_receiver.protocol.modern import PROTOCOL_VERSION_KEY
 from host_receiver.protocol.types import RequestId
@@ -75,8 +84,9 @@ from host_receiver.transports._mirror import (
     request_headers,
     tool_header_paths,
 )
-from host_receiver.transports.base import MessageStream, Transport, TransportError
-from providers import safe_logger
+from host_receiver.transports._sse import read_events
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport, TransportError
+from providers import safe_logger, safe_text
 
 __all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
 
@@ -92,6 +102,8 @@ _INCOMING_BUFFER = 64
 _CONCURRENT_POSTS = 4
 #: The most of an error status's body read for its JSON-RPC error.
 _MAX_ERROR_BODY = 64 * 1024
+#: The most of an error status's body quoted in :class:`HttpStatusError`.
+_STATUS_DETAIL = 500
 #: Connect and write limits; reads are unbounded (SSE streams idle; sessions time out requests).
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
 
@@ -113,6 +125,7 @@ class HttpTransport(Transport):
 
     ``headers`` go on every request. ``auth`` and ``timeout`` configure the
     client this transport creates; a caller-supplied ``client`` brings its own.
+    ``max_message_size`` bounds each JSON body and SSE event read (module rules).
     """
 
     def __init__(
@@ -126,6 +139,7 @@ class HttpTransport(Transport):
         default_retry: float = 1.0,
         max_reconnects: int = 3,
         close_timeout: float = 5.0,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         if client is not None and auth is not None:
             raise ValueError("pass auth to your own httpx.AsyncClient, not to the transport")
@@ -137,6 +151,7 @@ class HttpTransport(Transport):
         self.default_retry = default_retry
         self.max_reconnects = max_reconnects
         self.close_timeout = close_timeout
+        self.max_message_size = max(max_message_size, HEAD_LIMIT)
 
     def __repr__(self) -> str:
         return f"HttpTransport({self.url!r})"
@@ -328,20 +343,25 @@ class _HttpStream(MessageStream):
         accepted = False
         try:
             async with self._open("POST", body=body, extra=headers) as response:
-                if response.status_code >= 400 and await self._deliver_error(response, request.id):
+                if response.status_code >= 400:
+                    await self._deliver_error(response, request.id)
                     task_status.started()
                     return
                 await self._check(response)
                 kind = _content_type(response)
                 if kind == "application/json":
-                    answer = _decode(await response.aread())
+                    limit = self._config.max_message_size
+                    body, whole = await _read_head(response, limit)
+                    answer = _decode(body) if whole else _oversized(body, limit, request.id)
                     await self._deliver(answer)
                     if not _answers(answer, request.id):
                         await self._deliver(_closed(request.id, "the server answered something else"))
                     task_status.started()
                     return
                 if kind != _SSE:
-                    raise TransportError(f"unexpected content type {kind!r} in answer to a request")
+                    raise TransportError(
+                        f"unexpected content type '{safe_text(kind, 100)}' in answer to a request"
+                    )
                 task_status.started()
                 accepted = True
                 if await self._read_events(response, cursor, answer_to=request.id):
@@ -454,15 +474,19 @@ class _HttpStream(MessageStream):
         self, response: httpx.Response, cursor: _Cursor, *, answer_to: RequestId | None
     ) -> bool:
         """Deliver the messages of an SSE stream; True once ``answer_to`` is answered."""
-        async for event in EventSource(response).aiter_sse():
+        if _content_type(response) != _SSE:
+            raise TransportError(f"expected an event stream from {self._config.url}")
+        limit = self._config.max_message_size
+        async for event in read_events(response.aiter_bytes(), limit):
             cursor.events += 1
             if event.id:
                 cursor.last_event_id = event.id
             if event.retry is not None:
                 cursor.retry = event.retry / 1000
-            if event.event != "message" or not event.data:
+            if event.event != "message" or event.data == "":
                 continue  # the priming event: an id and no data
-            message = _decode(event.data)
+            data = event.data
+            message = _decode(data) if data is not None else _oversized(event.head, limit, answer_to)
             await self._deliver(message)
             if answer_to is not None and _answers(message, answer_to):
                 return True
@@ -474,8 +498,11 @@ class _HttpStream(MessageStream):
             self._failure = failure
             self._incoming_in.close()
 
-    async def _check(self, response: httpx.Response) -> None:
-        """Remember the session id; turn an HTTP error status into TransportError."""
+    async def _check(self, response: httpx.Response, body: bytes | None = None) -> None:
+        """Remember the session id; turn an HTTP error status into TransportError.
+
+        ``body``: what of an error status's body was read already (it is quoted).
+        """
         session_id = response.headers.get("mcp-session-id")
         if session_id and self.session_id is None:
             if all(0x21 <= ord(char) <= 0x7E for char in session_id):
@@ -493,24 +520,26 @@ class _HttpStream(MessageStream):
                 )
             )
             self._raise_failure()
-        detail = (await response.aread())[:500].decode(errors="replace")
+        if body is None:
+            body, _ = await _read_head(response, _STATUS_DETAIL)
+        detail = safe_text(body[:_STATUS_DETAIL].decode(errors="replace"), _STATUS_DETAIL)
         raise HttpStatusError(f"HTTP {status} from {self._config.url}: {detail}", status)
 
-    async def _deliver_error(self, response: httpx.Response, request_id: RequestId) -> bool:
+    async def _deliver_error(self, response: httpx.Response, request_id: RequestId) -> None:
         """Deliver the JSON-RPC error an error status carries, as the answer to ``request_id``.
 
-        False (nothing delivered) when the body is no JSON-RPC error, or when
-        a 404 ends the legacy session: :meth:`_check` then says what happened.
+        When the body is no JSON-RPC error, or a 404 ends the legacy session,
+        :meth:`_check` raises what happened instead.
         """
-        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
-            return False
-        if _content_type(response) != "application/json":
-            return False
-        answer = _decode((await response.aread())[:_MAX_ERROR_BODY])
-        if not isinstance(answer, ErrorResponse):
-            return False
-        await self._deliver(ErrorResponse(request_id, answer.error))
-        return True
+        body = None
+        legacy_end = response.status_code == 404 and response.request.headers.get("mcp-session-id")
+        if not legacy_end and _content_type(response) == "application/json":
+            body, whole = await _read_head(response, _MAX_ERROR_BODY)
+            answer = _decode(body) if whole else None
+            if isinstance(answer, ErrorResponse):
+                await self._deliver(ErrorResponse(request_id, answer.error))
+                return
+        await self._check(response, body)
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -547,7 +576,32 @@ def _decode(data: bytes | str) -> Message | InvalidMessage:
         return invalid
 
 
+async def _read_head(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The body, and True; or, when it is longer than ``limit`` bytes, its first ``limit`` and False.
+
+    What lies beyond the limit is not read: closing the response drops it.
+    """
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        if len(body) + len(chunk) > limit:
+            body += chunk[: limit - len(body)]
+            return bytes(body), False
+        body += chunk
+    return bytes(body), True
+
+
+def _oversized(head: bytes, limit: int, answer_to: RequestId | None) -> InvalidMessage:
+    """A message over ``limit`` judged by its head; on the answer to ``answer_to``, one whose id
+    cannot be read is taken as that answer (module rules)."""
+    invalid = oversized(head, limit)
+    if answer_to is None or invalid.request_id is not None:
+        return invalid
+    return InvalidMessage(invalid.code, invalid.message, request_id=answer_to, respond=False)
+
+
 def _answers(message: Message | InvalidMessage, request_id: RequestId) -> bool:
+    if isinstance(message, InvalidMessage):  # a broken answer fails the request it answered
+        return not message.respond and message.request_id == request_id
     return isinstance(message, Response | ErrorResponse) and message.id == request_id
 
 

@@ -44,14 +44,13 @@ from anyio.abc import ByteReceiveStream
 
 from host_receiver._concurrency import background_task_group
 from host_receiver.protocol._head import HEAD_LIMIT
-from host_receiver.protocol.errors import PARSE_ERROR
 from host_receiver.protocol.jsonrpc import (
     InvalidMessage,
     Message,
     Notification,
     decode_message,
     dumps_message,
-    unreadable,
+    oversized,
 )
 from host_receiver.transports._process import (
     POSIX,
@@ -60,14 +59,13 @@ from host_receiver.transports._process import (
     start_process,
     stop_process,
 )
-from host_receiver.transports.base import MessageStream, Transport, TransportError
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport, TransportError
 from providers import safe_logger
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
 
 logger = safe_logger(__name__)
 
-DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
 _HIGH_WATER = 1024 * 1024
 
@@ -313,8 +311,7 @@ class _StdioStream(MessageStream):
             self._drop_partial()
         if self._oversized is not None:
             logger.warning("%s sent a message over %d bytes; dropped", self._name, self._max)
-            message = f"Message longer than {self._max} bytes dropped"
-            self._lines.append(unreadable(self._oversized, PARSE_ERROR, message))
+            self._lines.append(oversized(self._oversized, self._max))
         elif self._partial:
             self._partial.append(last)
             self._lines.append(b"".join(self._partial))

@@ -108,3 +108,13 @@ def test_the_minimal_environment_is_what_the_sdks_pass_plus_locale_and_temp(
     assert "SHELL" not in env
     sdks = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
     assert set(env) <= sdks | {"LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"}
+
+
+def test_the_help_recommends_naming_a_secret_over_writing_it_on_the_command_line() -> None:
+    """--env NAME copies the value; --env NAME=secret shows the secret to anyone running ps."""
+    proc = subprocess.run([*CLI, "run", "--help"], capture_output=True, text=True, timeout=LIMIT_S)
+    shown = " ".join(proc.stdout.split())
+    assert "NAME alone copies this environment's value, the way to pass a secret" in shown
+    assert "ps shows it to every user of the machine" in shown
+    unset = seen_by_cli("PATH", "--env", "HOST_RECEIVER_SURELY_UNSET")
+    assert "export it first (NAME=VALUE: not for secrets)" in unset.stderr

@@ -12,6 +12,7 @@ receiver: the task fails, its ``statusMessage`` names the fault, and
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ from providers import (
     load_config,
     save_config,
 )
-from tests.fake_openai import Completion, Drop, ErrorReply, FakeOpenAI, RawBody, RawStream
+from tests.fake_openai import Completion, Drop, Endless, ErrorReply, FakeOpenAI, RawBody, RawStream
 from tests.receiver_harness import connect, sampling_params
 
 pytestmark = pytest.mark.anyio
@@ -45,6 +46,8 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-test-0123456789abcdef"
 MODEL = ModelInfo("gpt-test", "fake")
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "model": "gpt-test"}
+#: The start of a chunk whose content never ends.
+CHUNK_HEAD = b'{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "'
 
 
 @pytest.fixture
@@ -138,6 +141,53 @@ async def test_a_plain_reply_over_the_size_cap_is_refused(fake: FakeOpenAI) -> N
     fake.queue(Completion(text="y" * 2_000))
     message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_000)), streamed=False)
     assert "longer than this host's limit of 1,000 characters" in message
+
+
+SIZE_CAP = "the reply is over this host's size cap"
+SMALL = SamplingLimits(max_reply_chars=1_000, deadline=30)  # the deadline: what an unbounded read meets
+
+
+@pytest.mark.parametrize(
+    ("reply", "streamed", "what"),
+    [
+        (Endless(), False, "the reply of more than 1,060,576 bytes"),
+        (Endless(status=500), False, "the reply of more than"),  # an error body is bounded too
+        (Endless(head=b"data: " + CHUNK_HEAD, content_type="text/event-stream"), True, "a streamed event"),
+    ],
+    ids=["plain", "error-body", "one-event"],
+)
+async def test_a_reply_that_never_ends_is_read_to_the_size_cap_and_no_further(
+    fake: FakeOpenAI, reply: Any, streamed: bool, what: str
+) -> None:
+    """A backend cannot make the host buffer a reply whole before its characters are counted."""
+    fake.queue(reply)
+    message = await failure(registry(fake, SMALL), streamed=streamed)
+    assert f"{SIZE_CAP}: {what}" in message and "(the most a reply of 1,000 characters takes)" in message
+    assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)  # the response was closed
+
+
+async def test_one_huge_streamed_event_is_refused_by_its_size_not_read_whole(fake: FakeOpenAI) -> None:
+    fake.queue(
+        RawStream(events=(chunk(delta={"content": "x" * 4_000_000}),))
+    )  # 4 MB against 1,000 characters
+    assert f"{SIZE_CAP}: a streamed event" in await failure(registry(fake, SMALL))
+
+
+async def test_a_compressed_reply_is_counted_as_it_inflates(fake: FakeOpenAI) -> None:
+    body = json.dumps({"choices": [{"index": 0, "message": {"content": "z" * 20_000_000}}]}).encode()
+    bomb = gzip.compress(body)  # 20 MB in about 20 KB
+    fake.queue(RawBody(body=bomb, headers={"Content-Encoding": "gzip"}))
+    assert SIZE_CAP in await failure(registry(fake, SMALL), streamed=False)
+
+
+async def test_a_reply_at_the_cap_is_taken_however_its_json_is_escaped(fake: FakeOpenAI) -> None:
+    """The byte bound comes from the character cap: 12 bytes a character (an escaped surrogate pair)."""
+    text = "\U0001f600" * 1_000_000  # a million characters, 12 MB as JSON writes them: \ud83d\ude00
+    fake.queue(Completion(text=text))
+    routes = registry(fake, SamplingLimits(max_reply_chars=1_000_000))
+    async with routes:
+        result = await routes.plan(request(), "srv").sample(None)
+    assert result.content.text == text  # type: ignore[union-attr]
 
 
 async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:

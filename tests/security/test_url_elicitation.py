@@ -57,6 +57,20 @@ def url_params(url: str, **extra: Any) -> dict[str, Any]:
         "https://example.com:99999/",
         "ftp://example.com/",
         "https:///nohost",
+        "https://%65vil.example/",  # a browser decodes it to evil.example
+        "https://ex%E2%80%AEample.com/",  # U+202E, percent-encoded
+        "https://example.com%2Fevil.example/",
+        "https://[::1%25eth0]/",
+        "https://2130706433/",  # a browser reads each of these as 127.0.0.1
+        "https://0x7f000001/",
+        "https://127.1/",
+        "https://0177.0.0.1/",
+        "https://0x7f.0.0.1/",
+        "https://127.0.0.1./",
+        "https://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",  # full-width digits
+        "https://1.2.3.999/",  # ends in a number but is no address: browsers refuse it
+        "https://example.123/",
+        "https://1.2.3.4.5/",
     ],
 )
 async def test_a_url_that_could_fool_a_person_is_refused_before_any_task(url: str) -> None:
@@ -66,6 +80,27 @@ async def test_a_url_that_could_fool_a_person_is_refused_before_any_task(url: st
         assert (await server.request("tasks/list"))["tasks"] == []
     assert error.code == INVALID_PARAMS
     assert "url" in error.message
+    assert ui.views == []
+
+
+@pytest.mark.parametrize(
+    ("url", "address"),
+    [
+        ("https://2130706433/", "127.0.0.1"),
+        ("https://0x7f000001/", "127.0.0.1"),
+        ("https://127.1/", "127.0.0.1"),
+        ("https://0177.0.0.1/", "127.0.0.1"),
+        ("http://0xa.0.0.5/", "10.0.0.5"),
+    ],
+)
+async def test_a_host_only_a_browser_reads_as_an_ip_address_is_refused_naming_the_address(
+    url: str, address: str
+) -> None:
+    ui = Recorder()
+    async with connect(Receiver(elicitation=ElicitationService(ui))) as server:
+        error = await server.error("elicitation/create", url_params(url))
+    assert error.code == INVALID_PARAMS
+    assert f"the IP address {address} written in a form a person cannot read" in error.message
     assert ui.views == []
 
 
@@ -93,6 +128,16 @@ async def test_a_url_that_might_fool_a_person_carries_warnings(url: str, expecte
     assert len(view.warnings) == len(expected), view.warnings
     for warning, words in zip(view.warnings, expected, strict=True):
         assert words in warning
+
+
+def test_a_host_written_as_only_a_browser_reads_it_is_warned_of_as_the_address_it_is() -> None:
+    """url_warnings is public: called on a URL the receiver would refuse, it still names the address."""
+    (ip, unencrypted) = url_warnings("http://0xa.0.0.5/", "")
+    assert ip == "The link goes to an IP address (10.0.0.5, written 0xa.0.0.5), not to a named site."
+    assert "not encrypted" in unencrypted
+    assert url_warnings("http://2130706433/", "") == (  # loopback: http is fine
+        "The link goes to an IP address (127.0.0.1, written 2130706433), not to a named site.",
+    )
 
 
 def test_warnings_never_quote_the_url_raw() -> None:

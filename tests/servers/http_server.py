@@ -12,7 +12,12 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   answer it waits for, then the result quoting that answer; ``drop`` -> SSE
   priming event with ``retry``, then the connection closes: the result
   comes when the client resumes with ``Last-Event-ID``; ``cut`` -> an SSE
-  stream that closes at once, with no event id; ``crash`` -> HTTP 500.
+  stream that closes at once, with no event id; ``crash`` -> HTTP 500;
+  ``huge-json`` -> a JSON result of ``size`` bytes (its ``id`` first, or
+  last with ``id_last``), or one that never ends (``endless``: it is written
+  until the client hangs up); ``huge-sse`` -> SSE: a server request
+  ``srv-big`` of ``size`` bytes, then (once the client answered it) the
+  result; ``huge-error`` -> the same JSON body with HTTP 500.
 - GET -> the session's standalone SSE stream (405 if ``get_stream=False``):
   :meth:`push` sends on it, :meth:`hang_up` closes it with a ``retry`` field
   and queues messages the client misses, and a GET with ``Last-Event-ID``
@@ -280,8 +285,46 @@ class _Handler(BaseHTTPRequestHandler):
             return None  # closes without an event id: nothing to resume from
         if tool == "crash":
             return self.send_plain(500, "something broke")
+        if tool in ("huge-json", "huge-sse", "huge-error"):
+            return self.huge(tool, request_id, params.get("arguments") or {})
         error = {"code": -32601, "message": f"Method not found: {method}"}
         return self.send_json({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def huge(self, tool: str, request_id: Any, arguments: dict[str, Any]) -> None:
+        """A message of ``size`` bytes, or one without end, written piece by piece."""
+        size, endless = int(arguments.get("size", 0)), bool(arguments.get("endless"))
+        if tool == "huge-sse":
+            self.start_sse()
+            ask = {"jsonrpc": "2.0", "id": "srv-big", "method": "elicitation/create", "params": {"pad": ""}}
+            head, tail = json.dumps(ask).split('""')
+            self.write_raw(f'data: {head}"'.encode(), size, f'"{tail}\n\n'.encode())
+            answer = self.app.answer_to("srv-big")
+            result = _text(f"after the big one: {'error' in answer}")
+            self.write_event("", json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
+            return
+        self.send_response(200 if tool == "huge-json" else 500)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()  # no Content-Length: the body ends when the connection closes
+        rpc_id = json.dumps(request_id)
+        start = '{"jsonrpc": "2.0", ' + ("" if arguments.get("id_last") else f'"id": {rpc_id}, ')
+        end = '"}]}' + (f', "id": {rpc_id}' if arguments.get("id_last") else "") + "}"
+        opening = f'{start}"result": {{"content": [{{"type": "text", "text": "'.encode()
+        self.write_raw(opening, -1 if endless else size, end.encode())
+
+    def write_raw(self, head: bytes, size: int, tail: bytes) -> None:
+        """``head``, then ``x`` up to ``size`` bytes in all (forever for -1), then ``tail``, as far as the
+        client reads."""
+        piece = b"x" * 65_536
+        try:
+            self.wfile.write(head)
+            left = size - len(head) - len(tail)
+            while size < 0 or left > 0:
+                self.wfile.write(piece if size < 0 else piece[:left])
+                left -= len(piece)
+            self.wfile.write(tail)
+            self.wfile.flush()
+        except OSError:
+            pass  # the client hung up
 
     def sse_with_server_request(self, request_id: Any, params: dict[str, Any]) -> None:
         self.start_sse()
