@@ -82,7 +82,7 @@ async def measure(number: int, repeat: int) -> dict[str, float]:
         config=config,
     )
     request = decode_message(FRAME)
-    raw: dict[str, Any] = request.params  # type: ignore[union-attr]
+    raw: dict[str, Any] = request.params  # type: ignore[union-attr,assignment]
     params = parse(CreateMessageRequestParams, raw)
     offer = receiver.offer
     assert offer.sampling is not None

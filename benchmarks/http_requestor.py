@@ -161,6 +161,12 @@ class HttpWire:
 
     receive_sequential = receive
 
+    def read_available(self) -> bool:
+        return bool(self._messages)
+
+    def take(self) -> Message:
+        return self._messages.popleft()
+
     def deliver(self, message: Message) -> None:
         self._messages.append(message)
         self._arrived.set()

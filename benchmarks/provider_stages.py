@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -119,10 +119,24 @@ async def async_cpu_per_call(loops: int, run: Callable[[], Awaitable[object]]) -
     return (time.process_time() - started) / loops * 1e6
 
 
-def provider_on(transport: httpx.AsyncBaseTransport | None, url: str, kind: str = "lean") -> OpenAIProvider:
+#: The provider's two HTTP pools (``OpenAIProvider(http_transport=...)``).
+Pool = Literal["lean", "httpx"]
+
+
+def pools(text: str) -> list[Pool]:
+    """``--transports``: a comma list of pools."""
+    chosen: list[Pool] = []
+    for name in text.split(","):
+        if name not in ("lean", "httpx"):
+            raise argparse.ArgumentTypeError(f"unknown pool {name!r} (lean, httpx)")
+        chosen.append("lean" if name == "lean" else "httpx")
+    return chosen
+
+
+def provider_on(transport: httpx.AsyncBaseTransport | None, url: str, kind: Pool = "lean") -> OpenAIProvider:
     provider = OpenAIProvider("fake", [MODEL], api_key="k", base_url=url, max_retries=0, http_transport=kind)
     if transport is not None:  # a measuring hook: the client's own transport replaced
-        provider._client._client._transport = transport  # type: ignore[attr-defined]
+        provider._client._client._transport = transport  # type: ignore[assignment]
     return provider
 
 
@@ -230,7 +244,7 @@ async def bursts(
     return out
 
 
-async def on_loopback(calls: int, count: int, transports: list[str]) -> list[Row]:
+async def on_loopback(calls: int, count: int, transports: list[Pool]) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="hr-stages-") as tmp:
         _, fake, url = await with_fake_openai(1.0, Path(tmp))
@@ -326,7 +340,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=1000, help="concurrent calls per burst")
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("--loops", type=int, default=2000, help="calls per tight-loop stage")
-    parser.add_argument("--transports", type=lambda s: s.split(","), default=["lean"], help="lean,httpx")
+    parser.add_argument("--transports", type=pools, default=["lean"], help="lean,httpx")
     parser.add_argument("--quick", action="store_true", help="small sizes")
     args = parser.parse_args(argv)
     if args.quick:

@@ -293,6 +293,12 @@ class MessageWire(Protocol):
     async def receive_sequential(self) -> Message:
         """The next message, on the timed sequential path (the cheapest wait the wire has)."""
 
+    def read_available(self) -> bool:
+        """Whether a whole message has already arrived (read without waiting)."""
+
+    def take(self) -> Message:
+        """The next message that has already arrived."""
+
 
 class Requestor:
     """The server side of the connection: handshake, then calls and batches."""

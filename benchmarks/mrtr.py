@@ -1,0 +1,176 @@
+"""The ``mrtr`` scenario: multi-round-trip input (2026-07-28), host-receiver against the mcp 2.3.0 Client.
+
+The server is benchmarks/peers/mrtr_server.py (mcp 2.3.0 ``MCPServer``), whose
+``form`` and ``sample`` tools each need exactly one round of input. Every
+client runs in its own process and measures the same calls
+(:mod:`benchmarks.mrtr_load`), once over stdio (the client starts the server
+as its child) and once over stateless Streamable HTTP on loopback (the
+driver starts a fresh server for each client run and passes its URL):
+
+- ``embedded``: benchmarks/mrtr_host.py, the ``Host`` API, protocol 2026-07-28;
+- ``embedded+auto``: the same with protocol ``auto`` (first round only);
+- ``py``: benchmarks/peers/py2_mrtr_client.py, ``mcp.Client`` with plain callbacks;
+- ``cli-process``: one ``host-receiver run --call form`` process per transport,
+  timed whole (start-up included: a sanity line, first round only).
+
+:func:`run_mrtr` returns every client's results per round; the driver takes
+the medians. The smoke run starts the clients side by side (its figures mean
+nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from benchmarks.mrtr_load import FORM_TEXT
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+PY2_PYTHON = ROOT / ".peers" / "py2" / "bin" / "python"
+SERVER = [str(PY2_PYTHON), str(ROOT / "benchmarks" / "peers" / "mrtr_server.py")]
+TRANSPORTS = ("stdio", "http")
+#: Seconds one client run (or the server's start) may take before it is killed.
+DEADLINE = 300.0
+
+
+def client_command(label: str, size: str, out: Path) -> list[str]:
+    """The client process of ``label`` (transport arguments still to add)."""
+    if label in ("embedded", "embedded+auto"):
+        protocol = "auto" if label == "embedded+auto" else "2026-07-28"
+        module = ["-m", "benchmarks.mrtr_host", "--protocol", protocol]
+        return [str(VENV_PYTHON), *module, "--size", size, "--out", str(out)]
+    if label == "py":
+        client = str(ROOT / "benchmarks" / "peers" / "py2_mrtr_client.py")
+        return [str(PY2_PYTHON), client, "--size", size, "--out", str(out)]
+    if label == "cli-process":
+        hooks = ["--approve", "auto", "--elicit", "defaults", "--provider", "echo"]
+        host = str(ROOT / ".venv" / "bin" / "host-receiver")
+        return [host, "run", "--protocol", "2026-07-28", *hooks, "--call", "form"]
+    raise ValueError(f"unknown mrtr client {label!r}")
+
+
+async def start_http_server() -> tuple[anyio.abc.Process, str]:
+    """A stateless HTTP server on a free loopback port, and its URL once it accepts."""
+    process = await anyio.open_process([*SERVER, "--port", "0"], stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    line = b""
+    try:
+        with anyio.fail_after(60):
+            while not line.endswith(b"\n"):
+                chunk = await process.stdout.receive(1)
+                line += chunk
+    except BaseException:
+        await stop(process)
+        raise
+    return process, line.decode().split()[-1]
+
+
+async def stop(process: anyio.abc.Process) -> None:
+    if process.returncode is None:
+        process.terminate()
+        with anyio.move_on_after(5):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    await process.aclose()
+
+
+async def run_client(label: str, transport: str, size: str, workdir: Path) -> dict[str, Any]:
+    """One client on one transport: its measurements, or ``failure``."""
+    out = workdir / f"mrtr-{label}-{transport}.json"
+    out.unlink(missing_ok=True)
+    command = client_command(label, size, out)
+    server = None
+    if transport == "http":
+        server, url = await start_http_server()
+        command += ["--url", url]
+    else:
+        command += ["--", *SERVER]
+    started = time.perf_counter()
+    try:
+        with anyio.move_on_after(DEADLINE) as scope:
+            finished = await anyio.run_process(
+                command, cwd=ROOT, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+    finally:
+        if server is not None:
+            await stop(server)
+    seconds = time.perf_counter() - started
+    if scope.cancelled_caught:
+        result: dict[str, Any] = {"failure": "killed: the run did not end in time"}
+    elif label == "cli-process":
+        result = cli_result(finished, seconds)
+    else:
+        result = json.loads(out.read_text()) if out.exists() else {}
+        if finished.returncode != 0 and "failure" not in result:
+            lines = finished.stderr.decode(errors="replace").strip().splitlines() or [""]
+            result["failure"] = f"exit status {finished.returncode}: {lines[-1][:200]}"
+    if "results" in result and result["results"].get("errors"):
+        result["failure"] = f"{result['results']['errors']} calls failed: {result['results']['first_error']}"
+    print(
+        f"  mrtr     {label:14} {transport:6} {seconds:6.1f} s {result.get('failure', '')}", file=sys.stderr
+    )
+    return result
+
+
+def cli_result(finished: subprocess.CompletedProcess[bytes], seconds: float) -> dict[str, Any]:
+    """The CLI's one call: the process's wall time, if it printed the right result."""
+    try:
+        result = json.loads(finished.stdout)
+        text = result["content"][0]["text"]
+    except (ValueError, LookupError, TypeError):
+        text = None
+    if finished.returncode != 0 or text != FORM_TEXT:
+        return {"failure": f"exit status {finished.returncode}, printed {finished.stdout[:200]!r}"}
+    return {"results": {"process_ms": seconds * 1e3}}
+
+
+async def run_into(run: dict[str, Any], label: str, transport: str, size: str, workdir: Path) -> None:
+    """Run one client on one transport into its run of a round (the first failure stands)."""
+    result = await run_client(label, transport, size, workdir)
+    if "results" in result:
+        run["results"][transport] = result["results"]
+    if "failure" in result:
+        run.setdefault("failure", f"{transport}: {result['failure']}")
+
+
+async def run_mrtr(
+    receivers: list[str], size: str, workdir: Path, rounds: int, *, concurrently: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """Every client chosen by ``receivers`` on both transports, ``rounds`` times, interleaved.
+
+    Within a round the clients take turns on one transport, then on the
+    other, so that the runs compared are close in time (round k starts k
+    clients further on). Returns each label's rounds, each round
+    ``{"results": {transport: ...}}`` with ``failure`` if a transport failed.
+    ``embedded+auto`` and ``cli-process`` run in the first round only: they
+    are reported, not compared.
+    """
+    done: dict[str, list[dict[str, Any]]] = {}
+    timed: list[str] = [label for label in ("embedded", "py") if label in receivers]
+    wanted = (("embedded+auto", "embedded"), ("cli-process", "cli"))
+    extras = [label for label, needs in wanted if needs in receivers]
+    for k in range(rounds):
+        order = timed[k % len(timed) :] + timed[: k % len(timed)] if timed else []
+        order += extras if k == 0 else []
+        runs: dict[str, dict[str, Any]] = {label: {"results": {}} for label in order}
+        for transport in TRANSPORTS:
+            if concurrently:
+                async with anyio.create_task_group() as group:
+                    for label in order:
+                        group.start_soon(run_into, runs[label], label, transport, size, workdir)
+            else:
+                for label in order:
+                    await run_into(runs[label], label, transport, size, workdir)
+        for label, run in runs.items():
+            done.setdefault(label, []).append(run)
+    return done
