@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 
 from benchmarks.mrtr_load import FORM_TEXT
+from benchmarks.processes import stop
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -71,17 +72,6 @@ async def start_http_server() -> tuple[anyio.abc.Process, str]:
         await stop(process)
         raise
     return process, line.decode().split()[-1]
-
-
-async def stop(process: anyio.abc.Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        with anyio.move_on_after(5):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    await process.aclose()
 
 
 async def run_client(label: str, transport: str, size: str, workdir: Path) -> dict[str, Any]:

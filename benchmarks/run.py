@@ -48,6 +48,7 @@ import anyio
 import anyio.abc
 
 from benchmarks.mrtr import run_mrtr
+from benchmarks.processes import stop
 from benchmarks.requestor import SIZES
 from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, render
 
@@ -197,17 +198,6 @@ async def read_line(stream: anyio.abc.ByteReceiveStream) -> str:
         except anyio.EndOfStream:
             break
     return line.decode(errors="replace").strip()
-
-
-async def stop(process: anyio.abc.Process) -> None:
-    """End ``process`` if it still runs: SIGTERM, then SIGKILL after 5 s."""
-    if process.returncode is None:
-        process.terminate()
-        with anyio.move_on_after(5):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-    await process.aclose()
 
 
 def last_line(path: Path) -> str:
