@@ -30,7 +30,7 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -179,7 +179,7 @@ class TaskHandle:
         """Whether the call has ended (with a result or an error)."""
         return self._done.is_set()
 
-    async def updates(self) -> AsyncIterator[RemoteTask]:
+    async def updates(self) -> AsyncGenerator[RemoteTask, None]:
         """Each new state of the task, in order, until the call ends.
 
         A state equal to the last one yielded (a poll that saw no change) is

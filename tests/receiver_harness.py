@@ -116,6 +116,15 @@ class FakeServer:
         result = await self.request(method, {**params, "task": task_meta})
         return str(result["task"]["taskId"])
 
+    def progress(self) -> list[dict[str, Any]]:
+        """The params of every progress notification so far (each must have them)."""
+        found = []
+        for method, params in self.notifications:
+            if method == "notifications/progress":
+                assert params is not None, "a progress notification without params"
+                found.append(params)
+        return found
+
     def statuses(self, task_id: str) -> list[str]:
         return [
             p["status"]

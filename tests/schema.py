@@ -80,7 +80,7 @@ def _validator(definition: str, version: str = LEGACY) -> jsonschema.protocols.V
     schema = _schema(version)
     wrapper = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
     cls = jsonschema.validators.validator_for(wrapper)
-    return cls(wrapper)  # type: ignore[no-any-return]
+    return cls(wrapper)
 
 
 def validate(definition: str, instance: Any, *, version: str = LEGACY) -> None:

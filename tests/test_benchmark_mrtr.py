@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from benchmarks.mrtr_load import FORM_TEXT, measure
-from benchmarks.table import render
+from benchmarks.table import Run, render
 
 
 def test_every_call_is_checked_and_the_servers_work_is_the_difference_of_its_stats() -> None:
@@ -48,7 +48,7 @@ def client(p50: float, ratio: float) -> dict[str, Any]:
 
 
 def test_the_table_compares_host_receiver_with_the_mcp2_client_per_transport_and_tool() -> None:
-    runs = {
+    runs: dict[str, Run] = {
         "embedded": {"results": {"stdio": client(900.0, 1.1), "http": client(2000.0, 1.3)}},
         "py": {"results": {"stdio": client(1000.0, 1.0), "http": client(1800.0, 1.0)}},
         "embedded+auto": {"results": {"stdio": client(950.0, 1.0)}, "failure": "http: killed"},

@@ -109,7 +109,11 @@ def test_check_request_with_limits_checks_them_as_0_1_did_with_a_warning() -> No
     limits = SamplingLimits(max_tokens=100, max_messages=2)
     with pytest.warns(DeprecationWarning, match="check_request.*limits.*0\\.3"):
         check_request(params(maxTokens=100, messages=messages(2)), tools_declared=False, limits=limits)
-    for too_much, field_name in [({"maxTokens": 101}, "maxTokens"), ({"messages": messages(3)}, "messages")]:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"maxTokens": 101}, "maxTokens"),
+        ({"messages": messages(3)}, "messages"),
+    ]
+    for too_much, field_name in cases:
         with pytest.warns(DeprecationWarning), pytest.raises(RpcError) as refused:
             check_request(params(**too_much), tools_declared=False, limits=limits)
         assert refused.value.code == INVALID_PARAMS and refused.value.data == {"field": field_name}

@@ -204,7 +204,7 @@ async def test_provider_progress_and_failure_reach_the_server() -> None:
         assert error.code == INTERNAL_ERROR and "rate limited (429)" in error.message
         task = await server.request("tasks/get", {"taskId": task_id})
         assert task["status"] == "failed" and "rate limited (429)" in task["statusMessage"]
-        progress = [p for m, p in server.notifications if m == "notifications/progress"]
+        progress = server.progress()
         # The second step came within PROGRESS_INTERVAL of the first: it is not sent.
         assert [(p["progress"], p["total"]) for p in progress] == [(10, 50)]
         assert progress[0]["message"] == "Generating with small: 10 tokens"
@@ -220,9 +220,9 @@ async def test_progress_to_the_server_is_throttled_rising_and_done_before_the_re
         started = anyio.current_time()
         result = await server.request(SAMPLING, params)
         took = anyio.current_time() - started
-        sent_before_result = [p for m, p in server.notifications if m == "notifications/progress"]
+        sent_before_result = server.progress()
         await settle()
-        progress = [p for m, p in server.notifications if m == "notifications/progress"]
+        progress = server.progress()
     assert result["stopReason"] == "endTurn"
     assert progress == sent_before_result  # nothing comes after the result
     values = [p["progress"] for p in progress]
@@ -304,7 +304,12 @@ URL_PARAMS = {
 async def test_urls_open_only_after_consent(answer: UrlAnswer, opened: list[str]) -> None:
     person = ScriptedFormFiller([], url_answer=answer)
     calls: list[str] = []
-    receiver = Receiver(elicitation=ElicitationService(person, opener=lambda url: calls.append(url) is None))
+
+    def opener(url: str) -> bool:
+        calls.append(url)
+        return True
+
+    receiver = Receiver(elicitation=ElicitationService(person, opener=opener))
     async with connect(receiver) as server:
         task_id = await server.create_task(ELICIT, URL_PARAMS)
         assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == answer

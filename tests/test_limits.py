@@ -59,7 +59,8 @@ def messages(count: int) -> list[dict[str, Any]]:
 async def test_a_request_over_the_message_limit_gets_invalid_params_and_no_task(task: bool) -> None:
     limits = SamplingLimits(max_messages=200)
     async with connect(receiver(limits)) as server:
-        params = sampling_params(messages=messages(201), **({"task": {}} if task else {}))
+        augmentation: dict[str, Any] = {"task": {}} if task else {}
+        params = sampling_params(messages=messages(201), **augmentation)
         error = await server.error(SAMPLING, params)
         assert error.code == INVALID_PARAMS
         assert error.message == "Invalid params: messages: 201 messages exceed this host's limit of 200"

@@ -313,7 +313,7 @@ async def test_requests_that_never_wait_are_answered_without_an_awaitable() -> N
         assert not isinstance(waiting, dict)
         await script.started.wait()
         script.release.set()
-        result = await waiting  # type: ignore[misc]
+        result = await waiting
         assert result["content"]["text"] == "hi there"
         again = requestor.dispatch("tasks/result", {"taskId": task_id})
         assert isinstance(again, dict) and again == result

@@ -60,7 +60,7 @@ class Seen:
 
     method: str
     path: str
-    params: dict[str, str]  # query or form parameters (or JSON for /register)
+    params: dict[str, Any]  # query or form parameters (strings), or the JSON body for /register and /mcp
     headers: dict[str, str]
 
 
@@ -203,6 +203,7 @@ class OAuthServer:
         """The authenticated client id: right credentials, by a method that client may use."""
         header = seen.headers.get("authorization", "")
         params = seen.params
+        ident: str | None
         if header.startswith("Basic "):
             ident, _, secret = base64.b64decode(header[6:]).decode().partition(":")
             ident, secret = unquote_plus(ident), unquote_plus(secret)
@@ -393,7 +394,7 @@ def _handler(server: OAuthServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _record(self, params: dict[str, str]) -> Seen:
+        def _record(self, params: dict[str, Any]) -> Seen:
             seen = Seen(
                 self.command,
                 urlsplit(self.path).path,

@@ -383,19 +383,20 @@ KEY_ALGORITHMS = {"EC": "ES256", "OKP": "Ed25519", "RSA": "RS256"}
 
 def private_key(kind: str) -> tuple[str, Any]:
     """A fresh unencrypted PEM private key of ``kind`` and its public joserfc key."""
-    from joserfc.jwk import import_key
+    from joserfc.jwk import ECKey, OKPKey, RSAKey
 
     key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey
+    key_type: type[ECKey] | type[OKPKey] | type[RSAKey]
     if kind == "EC":
-        key = ec.generate_private_key(ec.SECP256R1())
+        key, key_type = ec.generate_private_key(ec.SECP256R1()), ECKey
     elif kind == "OKP":
-        key = ed25519.Ed25519PrivateKey.generate()
+        key, key_type = ed25519.Ed25519PrivateKey.generate(), OKPKey
     else:
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key, key_type = rsa.generate_private_key(public_exponent=65537, key_size=2048), RSAKey
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    return pem, import_key(import_key(pem, kind).as_dict(private=False), kind)
+    return pem, key_type.import_key(key_type.import_key(pem).as_dict(private=False))
 
 
 def machine_auth(server: OAuthServer, grant: str, *, idp_token_endpoint: str | None = None) -> OAuth:

@@ -9,7 +9,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import keyring
@@ -179,15 +179,15 @@ class _Chain(keyring.backends.chainer.ChainerBackend):
     viable = False
 
     def __init__(self, *backends: keyring.backend.KeyringBackend) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.chain = list(backends)
 
     @property
-    def backends(self) -> list[keyring.backend.KeyringBackend]:  # type: ignore[override]
+    def backends(self) -> list[keyring.backend.KeyringBackend]:
         return self.chain
 
 
-UNFIT_BACKENDS = {
+UNFIT_BACKENDS: dict[str, tuple[Callable[[], keyring.backend.KeyringBackend], str]] = {
     "fail": (keyring.backends.fail.Keyring, "no OS keyring is available"),
     "null": (
         keyring.backends.null.Keyring,

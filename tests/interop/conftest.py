@@ -332,7 +332,11 @@ async def running_host(
     ``receiver_options`` and ``host_options`` go to ``Receiver`` and ``Host``.
     """
     registry = router if router is not None else build_registry(provider="echo", config=Config(), environ={})
-    elicitation = ElicitationService(ui or FillDefaults(), **({"opener": opener} if opener else {}))
+    elicitation = (
+        ElicitationService(ui or FillDefaults(), opener=opener)
+        if opener
+        else ElicitationService(ui or FillDefaults())
+    )
     receiver = Receiver(
         sampling=SamplingService(registry, approver or AutoApprove()),
         elicitation=elicitation,

@@ -271,7 +271,12 @@ async def test_a_sampling_round_with_tools_and_a_roots_round(modern_peers: Moder
 async def test_a_url_round_is_consented_and_opened(modern_peers: ModernPeers) -> None:
     opened: list[str] = []
     forms = Forms()
-    async with running_host(ui=forms, opener=lambda url: bool(opened.append(url)) or True) as h:
+
+    def opener(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    async with running_host(ui=forms, opener=opener) as h:
         server = await h.connect("py2", transport("py2", "stdio", modern_peers))
         report = report_of(await server.call_tool("elicit_url", {"tag": "url"}))
     assert report["elicitation"] == {"action": "accept"}

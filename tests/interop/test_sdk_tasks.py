@@ -16,7 +16,7 @@ import pytest
 from host_receiver.approval import DenyAll
 from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
-from host_receiver.receiver import ReceiverConfig
+from host_receiver.receiver import ReceiverConfig, Requestor
 from tests.fake_openai import Completion, FakeOpenAI
 from tests.interop import SDKS, Sdk
 from tests.interop.conftest import (
@@ -129,6 +129,7 @@ async def test_plain_sampling_and_elicitation(endpoint: Endpoint) -> None:
         elicited = await call_report(
             server, "elicit_plain", {"message": "Who?", "schema": FORM_WITH_DEFAULTS}
         )
+        assert isinstance(server.requestor, Requestor)  # the receiver's scope for this server
         assert h.receiver.store.counts(server.requestor.key) == (0, 0)  # no task was made
 
     assert sampled["result"]["content"] == {"type": "text", "text": "echo: plain"}

@@ -51,6 +51,9 @@ class MemoryKeyring(keyring.backend.KeyringBackend):
 class FileKeyring(keyring.backend.KeyringBackend):
     """Passwords in the JSON file named by ``$PROVIDERS_TEST_KEYRING_FILE``."""
 
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+
     @properties.classproperty
     def priority(cls) -> float:
         if FILE_ENV not in os.environ:

@@ -97,7 +97,9 @@ def test_config_path_argument_then_environment_then_platform(tmp_path: Path) -> 
     assert default.name == "config.toml" and "host-receiver" in str(default)
 
 
-PLATFORMDIRS = {
+PLATFORMDIRS: dict[
+    str, type[platformdirs.unix.Unix | platformdirs.macos.MacOS | platformdirs.windows.Windows]
+] = {
     "linux": platformdirs.unix.Unix,
     "darwin": platformdirs.macos.MacOS,
     "win32": platformdirs.windows.Windows,

@@ -284,7 +284,7 @@ class Fuzzer:
         pick = rng.random()
         method = rng.choice(METHODS)
         if pick < 0.35:  # a request id the client cannot answer to
-            bad_id = rng.choice([True, False, None, 1.5, 2.0, [], {}, [1], 2**64, -(2**63) - 1])
+            bad_id: object = rng.choice([True, False, None, 1.5, 2.0, [], {}, [1], 2**64, -(2**63) - 1])
             message = {"jsonrpc": "2.0", "id": bad_id, "method": method}
             return Frame(self.encode(message), kind="bad-id")
         if pick < 0.6:  # a request with something else wrong: still owed its answer
@@ -382,6 +382,6 @@ class Fuzzer:
         )
         message = {"jsonrpc": "2.0", "method": method, "params": self.anything(2)}
         if rng.random() < 0.5:  # ids that are never a request's (ours are numbered)
-            never = rng.choice(["never", "", True, None, 1.5, {}, [], 2**70, "x" * 5000])
+            never: object = rng.choice(["never", "", True, None, 1.5, {}, [], 2**70, "x" * 5000])
             message["params"] = {"requestId": never, "progressToken": never, "progress": self.anything(0)}
         return Frame(self.encode(message), kind="notification")

@@ -30,8 +30,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.cli_command import CLI
 from tests.security.fuzz_rounds import MAX_ROUNDS, script
-from tests.security.fuzz_run import CLI, ROOT
+from tests.security.fuzz_run import ROOT
 
 SERVER = ROOT / "tests" / "servers" / "modern_fuzz_server.py"
 #: Bytes that must never reach a terminal raw: ESC, BEL, NUL, CSI (C1, in UTF-8), RLO, LRI.

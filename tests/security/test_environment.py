@@ -17,7 +17,7 @@ import pytest
 
 from host_receiver import Host, Receiver
 from host_receiver.transports.stdio import safe_environment
-from tests.test_cli import CLI, LIMIT_S
+from tests.cli_command import CLI, LIMIT_S
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "stdio_mcp_server.py"
 KEY = "sk-test-do-not-leak-0123456789"

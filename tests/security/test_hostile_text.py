@@ -30,8 +30,8 @@ from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicit
 from host_receiver.elicitation import parse_form_schema
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 from providers import SafeRecords
+from tests.cli_command import CLI, LIMIT_S
 from tests.interop import RAW_SERVER
-from tests.test_cli import CLI, LIMIT_S
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 EVIL = "\x1b[2J\x1b]0;owned\x07\u202eevil\n2099-01-01 00:00:00 INFO forged: all good"

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli_command import CLI
 from tests.schema import validate
-from tests.test_cli import CLI
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "busy_server.py"
 TASKS = 100

@@ -27,7 +27,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,13 +46,15 @@ from host_receiver import (
     SamplingResultView,
     SamplingService,
     Send,
+    UrlAnswer,
     UrlView,
 )
+from host_receiver.protocol.types import ElicitValue
 from providers import Config, SamplingLimits, build_registry
 
 #: Short polls keep the peers' polling loops quick; distinct ttls show which one was granted.
 CONFIG = ReceiverConfig(poll_interval_ms=50, default_ttl_ms=90_000, max_ttl_ms=120_000, page_size=2)
-FILL = {"string": "Ada", "integer": 36, "number": 36, "boolean": True}
+FILL: dict[str, ElicitValue] = {"string": "Ada", "integer": 36, "number": 36, "boolean": True}
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Script:
                 content[f.name] = FILL[f.kind]
         return ElicitResult(action="accept", content=content)
 
-    async def consent_url(self, view: UrlView) -> str:
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
         self._saw("url", view.server, view.task_id, view.message)
         return "accept"
 
@@ -221,7 +223,7 @@ Scenario = Callable[[], Awaitable[Any]]
 Scenarios = Callable[[argparse.Namespace, Host], Awaitable[dict[str, Any]]]
 
 
-async def run(scenarios: dict[str, Scenario]) -> dict[str, Any]:
+async def run(scenarios: Mapping[str, Scenario]) -> dict[str, Any]:
     """Run each scenario in order; an exception is recorded as its outcome, not raised."""
     out: dict[str, Any] = {}
     for name, scenario in scenarios.items():
