@@ -204,6 +204,11 @@ def run_command(args: argparse.Namespace) -> int:
         transport = HttpTransport(args.url, headers=headers, auth=auth)
         name = args.name or args.url
     else:
+        if args.header:
+            return _usage_error(
+                "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
+                "give a stdio server what it needs with --env NAME=VALUE"
+            )
         given = auth_options_given(args)
         if given:
             return _usage_error(

@@ -79,6 +79,23 @@ def test_env_goes_with_a_stdio_server_only() -> None:
     assert "--env goes with a stdio server" in proc.stderr
 
 
+def test_header_goes_with_a_url_only(tmp_path: Path) -> None:
+    """A header given for a stdio server would be dropped: it is refused before the server starts."""
+    marker = tmp_path / "server-started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    proc = subprocess.run(
+        [*CLI, "run", "--header", "Authorization: Bearer x", "--call", "echo", "--", *server],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+    )
+    assert proc.returncode == 2
+    assert "--header goes with --url" in proc.stderr
+    assert "Bearer x" not in proc.stderr
+    assert not marker.exists()
+
+
 @pytest.mark.anyio
 async def test_the_api_keeps_the_provider_key_from_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
