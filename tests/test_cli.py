@@ -30,7 +30,7 @@ import pytest
 from host_receiver.cli import build_parser
 from host_receiver.protocol.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
-from tests.cli_command import CLI, LIMIT_S
+from tests.cli_command import CLI, LIMIT_S, run_cli
 from tests.fake_openai import Completion, FakeOpenAI
 from tests.interop import RAW_SERVER, HttpPeer, peer_command
 
@@ -57,12 +57,6 @@ def env(tmp_path: Path) -> dict[str, str]:
 def py_peer() -> list[str]:
     command = peer_command("python")
     return list(command.argv)
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT_S
-    )
 
 
 def tool_result(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -109,7 +103,7 @@ def test_help_explains_every_option(path: tuple[str, ...], parser: argparse.Argu
 
 
 def test_run_help_covers_the_documented_contract(env: dict[str, str]) -> None:
-    proc = run(env, "run", "--help")
+    proc = run_cli(env, "run", "--help")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     for option in ("--url", "--provider", "--model", "--approve", "--elicit", "--store", "--call", "--args"):
@@ -117,14 +111,14 @@ def test_run_help_covers_the_documented_contract(env: dict[str, str]) -> None:
     for choice in ("auto", "deny", "defaults", "decline", "memory"):
         assert choice in text
     assert "-- COMMAND" in text
-    assert "--log-level" in run(env, "--help").stdout
+    assert "--log-level" in run_cli(env, "--help").stdout
 
 
 # --- --call: exit codes and stdout -------------------------------------------------------
 
 
 def test_call_prints_only_the_result_and_exits_0(env: dict[str, str], py_peer: list[str]) -> None:
-    proc = run(
+    proc = run_cli(
         env,
         "--log-level",
         "DEBUG",
@@ -149,7 +143,7 @@ def test_call_prints_only_the_result_and_exits_0(env: dict[str, str], py_peer: l
 
 
 def test_a_tool_error_exits_1_with_the_result_on_stdout(env: dict[str, str], py_peer: list[str]) -> None:
-    proc = run(env, "run", "--call", "fail_tool", "--args", '{"message": "on purpose"}', "--", *py_peer)
+    proc = run_cli(env, "run", "--call", "fail_tool", "--args", '{"message": "on purpose"}', "--", *py_peer)
     assert proc.returncode == 1, proc.stderr
     result = tool_result(proc)
     assert result["isError"] is True
@@ -158,8 +152,8 @@ def test_a_tool_error_exits_1_with_the_result_on_stdout(env: dict[str, str], py_
 
 def test_defaults_refuse_sampling_and_decline_elicitation(env: dict[str, str], py_peer: list[str]) -> None:
     """Without a terminal and without --approve/--elicit, nothing is approved or filled in."""
-    sampled = run(env, "run", "--call", "sample_plain", "--args", '{"prompt": "x"}', "--", *py_peer)
-    elicited = run(
+    sampled = run_cli(env, "run", "--call", "sample_plain", "--args", '{"prompt": "x"}', "--", *py_peer)
+    elicited = run_cli(
         env,
         "run",
         "--call",
@@ -175,7 +169,8 @@ def test_defaults_refuse_sampling_and_decline_elicitation(env: dict[str, str], p
 
 def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[str]) -> None:
     args = json.dumps({"message": "Where?", "schema": FORM})
-    proc = run(env, "run", "--elicit", "defaults", "--call", "elicit_task", "--args", args, "--", *py_peer)
+    call = ["--call", "elicit_task", "--args", args]
+    proc = run_cli(env, "run", "--elicit", "defaults", *call, "--", *py_peer)
     assert proc.returncode == 0, proc.stderr
     assert report_of(tool_result(proc))["result"]["content"] == {"city": "Lyon", "nights": 2}
 
@@ -193,7 +188,7 @@ def test_provider_from_the_config_file(env: dict[str, str], py_peer: list[str], 
             'id = "fake-model"\n'
         )
         env = {**env, "HOST_RECEIVER_CONFIG": str(config)}
-        proc = run(
+        proc = run_cli(
             env,
             "run",
             "--provider",
@@ -218,7 +213,7 @@ def test_call_over_streamable_http(env: dict[str, str]) -> None:
     peer = HttpPeer(peer_command("python"))
     try:
         args = '{"prompt": "over http", "helper": true}'
-        proc = run(
+        proc = run_cli(
             env, "run", "--approve", "auto", "--url", peer.url, "--call", "sample_task", "--args", args
         )
     finally:
@@ -259,7 +254,7 @@ def refusing_port() -> Iterator[int]:
     ],
 )
 def test_failures_exit_2_with_nothing_on_stdout(args: list[str], env: dict[str, str]) -> None:
-    proc = run(env, "run", *args)
+    proc = run_cli(env, "run", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stdout == ""
     assert proc.stderr.strip()  # and says why
@@ -267,7 +262,7 @@ def test_failures_exit_2_with_nothing_on_stdout(args: list[str], env: dict[str, 
 
 def test_unreachable_url_exits_2(env: dict[str, str]) -> None:
     with refusing_port() as port:
-        proc = run(env, "run", "--url", f"http://127.0.0.1:{port}/mcp", "--call", "echo")
+        proc = run_cli(env, "run", "--url", f"http://127.0.0.1:{port}/mcp", "--call", "echo")
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert "could not connect" in proc.stderr
@@ -279,7 +274,7 @@ def test_unreachable_url_exits_2(env: dict[str, str]) -> None:
 def test_serve_exits_0_when_the_server_leaves(env: dict[str, str], tmp_path: Path) -> None:
     """The raw server sends a sampling task and a form elicitation, records the answers, exits."""
     record = tmp_path / "answers.json"
-    proc = run(
+    proc = run_cli(
         env,
         "run",
         "--approve",

@@ -7,7 +7,6 @@ import contextlib
 import logging
 import os
 import stat
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +35,7 @@ from host_receiver.auth import (
 from host_receiver.cli import build_parser
 from host_receiver.cli._auth import CLIENT_SECRET_ENV, ID_TOKEN_ENV, AuthOptionsError, build_auth
 from tests.auth.server import JWT_BEARER, OAuthServer
-from tests.cli_command import CLI, LIMIT_S
+from tests.cli_command import run_cli
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 __all__ = ["memory_keyring"]
@@ -286,12 +285,6 @@ def server() -> Iterator[OAuthServer]:
         yield running
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT_S
-    )
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     return {
@@ -310,31 +303,32 @@ def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
     tokens = tmp_path / "tokens.json"
-    first = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    first = run_cli(env, *call_args(server, "--auth-token-file", str(tokens)))
     assert first.returncode == 0, first.stderr
     assert '"called"' in first.stdout
     assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
-    second = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    second = run_cli(env, *call_args(server, "--auth-token-file", str(tokens)))
     assert second.returncode == 0, second.stderr
     assert len(server.seen("/authorize")) == 1
     assert len(server.token_requests()) == 1  # the stored token was used
     server.revoke_access_tokens()
-    third = cli(env, *call_args(server, "--auth-token-file", str(tokens)))
+    third = run_cli(env, *call_args(server, "--auth-token-file", str(tokens)))
     assert third.returncode == 0, third.stderr
     assert len(server.seen("/authorize")) == 1  # refreshed, not authorized again
     assert len(server.token_requests("refresh_token")) == 1
     assert len(server.seen("/register")) == 1  # the registered client was kept too
 
-    listing = cli(env, "auth", "list", "--auth-token-file", str(tokens))
+    listing = run_cli(env, "auth", "list", "--auth-token-file", str(tokens))
     assert listing.returncode == 0, listing.stderr
     assert listing.stdout.startswith(f"{server.url}, issuer {server.base}, registered client dyn-")
     assert "refresh token" in listing.stdout
     everything = first.stdout + first.stderr + second.stderr + third.stderr + listing.stdout + listing.stderr
     assert not [value for value in server.secrets_issued if value in everything]
 
-    logout = cli(env, "auth", "logout", server.url + "/", "--auth-token-file", str(tokens))
+    logout = run_cli(env, "auth", "logout", server.url + "/", "--auth-token-file", str(tokens))
     assert logout.stdout == f"removed {server.url} (issuer {server.base})\n"
-    assert cli(env, "auth", "list", "--auth-token-file", str(tokens)).stdout == "no stored authorizations\n"
+    listed = run_cli(env, "auth", "list", "--auth-token-file", str(tokens))
+    assert listed.stdout == "no stored authorizations\n"
 
 
 def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
@@ -346,13 +340,13 @@ def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
         FILE_ENV: str(tmp_path / "keyring.json"),
     }
     for _ in range(2):
-        run = cli(env, *call_args(server))
+        run = run_cli(env, *call_args(server))
         assert run.returncode == 0, run.stderr
         assert "keyring" not in run.stderr
     assert len(server.seen("/authorize")) == 1
     assert len(server.token_requests()) == 1  # the second run used the stored token
     server.revoke_access_tokens()
-    third = cli(env, *call_args(server))
+    third = run_cli(env, *call_args(server))
     assert third.returncode == 0, third.stderr
     assert (
         len(server.seen("/authorize")) == 1
@@ -360,9 +354,9 @@ def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
     assert len(server.token_requests("refresh_token")) == 1
     assert len(server.seen("/register")) == 1  # the registered client came from the keyring too
     assert "host-receiver-oauth/index" in (tmp_path / "keyring.json").read_text()
-    assert cli(env, "auth", "list").stdout.startswith(server.url)
-    assert cli(env, "auth", "logout").stdout.startswith(f"removed {server.url}")
-    assert cli(env, "auth", "list").stdout == "no stored authorizations\n"
+    assert run_cli(env, "auth", "list").stdout.startswith(server.url)
+    assert run_cli(env, "auth", "logout").stdout.startswith(f"removed {server.url}")
+    assert run_cli(env, "auth", "list").stdout == "no stored authorizations\n"
 
 
 @pytest.mark.parametrize("grant", ["client-credentials", "id-jag"])
@@ -378,7 +372,7 @@ def test_the_client_secret_and_id_token_options_reach_the_servers(
     if grant == "id-jag":
         options += ["--auth-id-token", id_token, "--auth-idp-token-endpoint", f"{server.base}/idp/token"]
         options += ["--auth-idp-client-id", "idp-client"]
-    run = cli(env, "run", "--url", server.url, "--call", "t", *options)
+    run = run_cli(env, "run", "--url", server.url, "--call", "t", *options)
     assert run.returncode == 0, run.stderr
     assert '"called"' in run.stdout and server.errors == []
     [token] = server.token_requests("client_credentials" if grant == "client-credentials" else JWT_BEARER)
@@ -396,11 +390,11 @@ def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
     }
-    run = cli(env, *call_args(server))
+    run = run_cli(env, *call_args(server))
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("no OS keyring is available") == 1
     assert list(tmp_path.rglob("*")) == []  # nothing written anywhere under the home
-    again = cli(env, *call_args(server))
+    again = run_cli(env, *call_args(server))
     assert again.returncode == 0 and len(server.seen("/authorize")) == 2  # memory only: authorized again
 
 
@@ -417,7 +411,7 @@ def test_a_null_or_plain_text_keyring_gets_no_token_and_the_cli_says_so(
     keyring_file = tmp_path / "keyring.json"
     env = {**env, "PYTHON_KEYRING_BACKEND": backend, FILE_ENV: str(keyring_file)}
     for _ in range(2):
-        run = cli(env, *call_args(server))
+        run = run_cli(env, *call_args(server))
         assert run.returncode == 0, run.stderr
         assert run.stderr.count(f"the keyring backend {backend} {reason}") == 1
         assert "OAuth tokens are kept in memory for this run only" in run.stderr
@@ -440,7 +434,7 @@ def test_auth_options_with_a_stdio_server_are_a_usage_error(
 ) -> None:
     marker = tmp_path / "server-started"
     server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
-    run = cli(env, "run", *options, "--call", "t", "--", *server)
+    run = run_cli(env, "run", *options, "--call", "t", "--", *server)
     assert run.returncode == 2
     assert f"host-receiver run: {message}" in run.stderr and "not a stdio server" in run.stderr
     assert not marker.exists()  # refused before anything started
@@ -448,7 +442,7 @@ def test_auth_options_with_a_stdio_server_are_a_usage_error(
 
 def test_an_auth_failure_is_a_clear_connection_error(server: OAuthServer, env: dict[str, str]) -> None:
     server.prm_resource = "https://evil.example/mcp"
-    run = cli(env, *call_args(server))
+    run = run_cli(env, *call_args(server))
     assert run.returncode == 2
     assert f"could not connect to {server.url}: the protected resource metadata" in run.stderr
     assert "refusing to authorize" in run.stderr

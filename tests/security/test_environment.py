@@ -17,7 +17,7 @@ import pytest
 
 from host_receiver import Host, Receiver
 from host_receiver.transports.stdio import safe_environment
-from tests.cli_command import CLI, LIMIT_S
+from tests.cli_command import CLI, LIMIT_S, run_cli
 
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "stdio_mcp_server.py"
 KEY = "sk-test-do-not-leak-0123456789"
@@ -68,13 +68,7 @@ def test_a_bad_env_option_is_a_usage_error(option: str, complaint: str) -> None:
 
 
 def test_env_goes_with_a_stdio_server_only() -> None:
-    proc = subprocess.run(
-        [*CLI, "run", "--env", "A=1", "--url", "http://127.0.0.1:1/mcp", "--call", "echo"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=LIMIT_S,
-    )
+    proc = run_cli(None, "run", "--env", "A=1", "--url", "http://127.0.0.1:1/mcp", "--call", "echo")
     assert proc.returncode == 2
     assert "--env goes with a stdio server" in proc.stderr
 
@@ -83,13 +77,7 @@ def test_header_goes_with_a_url_only(tmp_path: Path) -> None:
     """A header given for a stdio server would be dropped: it is refused before the server starts."""
     marker = tmp_path / "server-started"
     server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
-    proc = subprocess.run(
-        [*CLI, "run", "--header", "Authorization: Bearer x", "--call", "echo", "--", *server],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=LIMIT_S,
-    )
+    proc = run_cli(None, "run", "--header", "Authorization: Bearer x", "--call", "echo", "--", *server)
     assert proc.returncode == 2
     assert "--header goes with --url" in proc.stderr
     assert "Bearer x" not in proc.stderr
