@@ -37,6 +37,7 @@ from host_receiver.approval import (
     url_warnings,
 )
 from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
+from host_receiver.policies import stdio_identity
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 from tests.receiver_harness import sampling_params
 
@@ -199,7 +200,8 @@ def test_refuse_and_never_are_remembered(env: dict[str, str], terminals: list[Te
     t.answer("Approve this request?", "x")
     t.expect("peer is refused from now on")
     assert t.result()["error"]["code"] == -1
-    assert json.loads(Path(env["HOST_RECEIVER_DECISIONS"]).read_text())["servers"] == {"peer": "refuse"}
+    saved = json.loads(Path(env["HOST_RECEIVER_DECISIONS"]).read_text())["servers"]
+    assert saved == {stdio_identity([str(PEER_PYTHON), str(PEER_SERVER)]): "refuse"}
 
     t = run(env, terminals, "sample_plain", prompt="and again")
     report = t.result()  # no prompt at all this time

@@ -6,8 +6,8 @@ Rules:
   the default when stdin and stderr are terminals, otherwise each command's
   own default applies. ``ask`` without a terminal, or without the ``cli``
   extra (prompt_toolkit), is a usage error that says what to do.
-- ``ask`` remembers "session"/"always"/"never" answers per server name
-  (:mod:`host_receiver.policies`).
+- ``ask`` remembers "session"/"always"/"never" answers per server identity
+  (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them).
 - Exit codes: 0 success, 1 the tool reported an error, 2 the command could
   not do its job (usage, connection, protocol).
 """
@@ -109,10 +109,12 @@ def build_hooks(
     *,
     approver: Callable[[SamplingApprover], SamplingApprover] = lambda a: a,
     ui: Callable[[ElicitationUI], ElicitationUI] = lambda u: u,
+    identity: str | None = None,
 ) -> tuple[SamplingHandler, ElicitationHandler]:
     """The sampling and elicitation handlers ``args.approve``/``args.elicit`` select.
 
-    ``console`` is needed for 'ask'; ``approver`` and ``ui`` may wrap the hooks chosen.
+    ``console`` is needed for 'ask'; ``approver`` and ``ui`` may wrap the hooks chosen;
+    ``identity`` is the one server's identity 'ask' remembers decisions under (None: its name).
     """
     if uses_terminal(args) and console is None:
         raise ValueError("'ask' needs a console")
@@ -121,7 +123,11 @@ def build_hooks(
     if args.approve == "ask" and console is not None:
         from host_receiver.cli.terminal import TerminalApprover, terminal_sampling
 
-        chain = approver(RememberDecisions(ModelAllowList(TerminalApprover(console))))
+        remember = RememberDecisions(
+            ModelAllowList(TerminalApprover(console)),
+            identify=str if identity is None else lambda _name: identity,
+        )
+        chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
     else:
         sampling = SamplingService(registry, approver(APPROVERS[args.approve]()))

@@ -3,17 +3,23 @@
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 A stdio server gets a minimal environment plus what ``--env`` names
-(docs/security.md). Without ``--call`` it serves the server's sampling and
+(docs/security.md). Without ``--call`` it prints one line on stderr
+("connected to NAME (era, version), serving its requests, Ctrl-C to stop",
+NAME as the server names itself) and serves the server's sampling and
 elicitation requests until the server closes the connection or the user
 presses Ctrl-C (exit 0).
 With ``--call TOOL`` it calls the tool once, prints the final ``CallToolResult``
 as JSON on stdout (never an intermediate ``input_required`` or task result:
 input rounds are answered and tasks followed to their end) and exits 0, or 1
 when the result has ``isError`` true, or 2 when the connection, the protocol or
-the call failed. Logs go to stderr, never stdout; at INFO one line says which
+the call failed; when the call failed or the tool reported an error and the
+server has no such tool, stderr names the tools it has. Logs go to stderr, never
+stdout; at INFO one line says which
 protocol the connection speaks. ``--protocol`` chooses it (default ``auto``:
 either era).
-The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`.
+The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`. The
+commands of :mod:`host_receiver.cli._discover` take the same options
+(:func:`add_connection_options`) and connect the same way (:func:`prepare`, :func:`serve`).
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +43,18 @@ from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_opt
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
-    EXIT_TOOL_ERROR,
     add_hook_options,
     build_hooks,
     describe_error,
     open_console,
     resolve_hooks,
-    safe_json,
     uses_terminal,
 )
+from host_receiver.cli._show import call_and_print, own_name
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
+from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.sanitize import safe_logger
@@ -56,7 +64,20 @@ from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
 
-__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
+__all__ = [
+    "LAUNCHERS",
+    "Target",
+    "add_connection_options",
+    "add_run_command",
+    "connected_line",
+    "json_object",
+    "prepare",
+    "run_command",
+    "serve",
+    "server_environment",
+    "server_name",
+    "usage_error",
+]
 
 logger = safe_logger("host_receiver.cli")
 
@@ -70,6 +91,15 @@ def add_run_command(commands: Any) -> None:
         "serve its sampling and elicitation requests.",
         usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL",
     )
+    add_connection_options(run)
+    run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
+    run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
+    run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    run.set_defaults(func=run_command)
+
+
+def add_connection_options(run: argparse.ArgumentParser) -> None:
+    """What every command that talks to one server takes: the server, the protocol, the hooks."""
     run.add_argument("--url", help="the Streamable HTTP endpoint of the server")
     run.add_argument(
         "--header",
@@ -121,11 +151,7 @@ def add_run_command(commands: Any) -> None:
         help="tasks kept for the server at once, finished ones until their ttl ends "
         f"(default: {defaults.max_stored_tasks})",
     )
-    run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
-    run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
     add_auth_options(run)
-    run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    run.set_defaults(func=run_command)
 
 
 def add_protocol_options(run: argparse.ArgumentParser) -> None:
@@ -166,63 +192,93 @@ def root_uri(text: str) -> str:
     return text if text.startswith("file://") else Path(text).expanduser().resolve().as_uri()
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The one server a command talks to: how to reach it, its name, and who it really is."""
+
+    transport: Transport
+    name: str
+    #: The key remembered decisions are kept under (:func:`host_receiver.policies.stdio_identity`).
+    identity: str
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """``host-receiver run``: check the arguments, then serve."""
+    """``host-receiver run``: check the arguments, then serve (or call one tool)."""
+    arguments: dict[str, Any] = {}
+    if args.args is not None:
+        if args.call is None:
+            return usage_error(args, "--args goes with --call")
+        parsed = json_object(args.args)
+        if isinstance(parsed, str):
+            return usage_error(args, parsed)
+        arguments = parsed
+    target = prepare(args)
+    if isinstance(target, int):
+        return target
+    if args.call is not None:
+        return anyio.run(serve, args, target, partial(call_and_print, args.call, arguments, as_json=True))
+    return anyio.run(serve, args, target, None)
+
+
+def json_object(text: str) -> dict[str, Any] | str:
+    """``--args``: a JSON object, or what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"--args is not valid JSON: {exc}"
+    return value if isinstance(value, dict) else "--args must be a JSON object"
+
+
+def prepare(args: argparse.Namespace) -> Target | int:
+    """The server the options name, with the hooks resolved; or the exit code of a usage error."""
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
     if bool(command) == bool(args.url):
-        return _usage_error("give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
+        return usage_error(args, "give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
     problem = resolve_hooks(args)
     if problem is not None:
-        return _usage_error(problem)
-    arguments: dict[str, Any] = {}
-    if args.args is not None:
-        if args.call is None:
-            return _usage_error("--args goes with --call")
-        try:
-            arguments = json.loads(args.args)
-        except json.JSONDecodeError as exc:
-            return _usage_error(f"--args is not valid JSON: {exc}")
-        if not isinstance(arguments, dict):
-            return _usage_error("--args must be a JSON object")
+        return usage_error(args, problem)
     headers = {}
     for header in args.header:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
-            return _usage_error(f"--header {header!r} is not NAME:VALUE")
+            return usage_error(args, f"--header {header!r} is not NAME:VALUE")
         headers[name.strip()] = value.strip()
     environment = server_environment(args.env)
     if isinstance(environment, str):
-        return _usage_error(environment)
-    transport: Transport
+        return usage_error(args, environment)
     if args.url:
         if args.env:
-            return _usage_error("--env goes with a stdio server ('-- COMMAND'), not --url")
+            return usage_error(args, "--env goes with a stdio server ('-- COMMAND'), not --url")
         try:
             auth = build_auth(args)
         except AuthOptionsError as exc:
-            return _usage_error(str(exc))
-        transport = HttpTransport(args.url, headers=headers, auth=auth)
+            return usage_error(args, str(exc))
         name = args.name or args.url
-    else:
-        if args.header:
-            return _usage_error(
-                "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
-                "give a stdio server what it needs with --env NAME=VALUE"
-            )
-        given = auth_options_given(args)
-        if given:
-            return _usage_error(
-                f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
-                "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment"
-            )
-        name = args.name or server_name(command)
-        transport = StdioTransport(command[0], command[1:], env=environment, name=name)
-    return anyio.run(_run, args, transport, name, arguments)
+        return Target(HttpTransport(args.url, headers=headers, auth=auth), name, http_identity(args.url))
+    if args.header:
+        return usage_error(
+            args,
+            "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
+            "give a stdio server what it needs with --env NAME=VALUE",
+        )
+    given = auth_options_given(args)
+    if given:
+        return usage_error(
+            args,
+            f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
+            "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment",
+        )
+    name = args.name or server_name(command)
+    transport = StdioTransport(command[0], command[1:], env=environment, name=name)
+    return Target(transport, name, stdio_identity(command))
 
 
-async def _run(args: argparse.Namespace, transport: Transport, name: str, arguments: dict[str, Any]) -> int:
+async def serve(
+    args: argparse.Namespace, target: Target, body: Callable[[ServerConnection], Awaitable[int]] | None
+) -> int:
+    """Connect to ``target`` with the hooks ``args`` select; run ``body`` (None: serve until the end)."""
     try:
         registry = build_registry(provider=args.provider, model=args.model)
     except ProviderError as exc:
@@ -230,7 +286,7 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         return EXIT_FAILURE
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(open_console()) if uses_terminal(args) else None
-        sampling, elicitation = build_hooks(args, registry, console)
+        sampling, elicitation = build_hooks(args, registry, console, identity=target.identity)
         store: TaskStore = MemoryTaskStore()
         config = ReceiverConfig(
             max_active_tasks=args.max_active_tasks, max_stored_tasks=args.max_stored_tasks
@@ -247,27 +303,26 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
                 tasks_extension=args.tasks_extension,
             )
         )
-        return await _serve(args, host, transport, name, arguments)
-
-
-async def _serve(
-    args: argparse.Namespace, host: Host, transport: Transport, name: str, arguments: dict[str, Any]
-) -> int:
-    if args.call is not None:
-        try:
-            server = await host.connect(name, transport)
-        except Exception as exc:
-            print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
+        if body is None:
+            return await _serve_until_closed(host, target)
+        server = await _connect(host, target)
+        if server is None:
             return EXIT_FAILURE
         try:
-            result = await server.call_tool(args.call, arguments)
-        except Exception as exc:
-            print(f"host-receiver: {args.call} failed: {describe_error(exc)}", file=sys.stderr)
-            return EXIT_FAILURE
+            return await body(server)
         finally:
             await server.close()
-        print(safe_json(result))
-        return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
+
+
+async def _connect(host: Host, target: Target) -> ServerConnection | None:
+    try:
+        return await host.connect(target.name, target.transport)
+    except Exception as exc:
+        print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
+        return None
+
+
+async def _serve_until_closed(host: Host, target: Target) -> int:
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -276,23 +331,30 @@ async def _serve(
 
             async def stop_on_signal() -> None:
                 async for _ in signals:
-                    logger.info("interrupted: closing the connection to %s", name)
+                    logger.info("interrupted: closing the connection to %s", target.name)
                     for server in connected:
                         await server.close()
                     group.cancel_scope.cancel()
                     return
 
             group.start_soon(stop_on_signal)
-            try:
-                server = await host.connect(name, transport)
-            except Exception as exc:
-                print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
+            server = await _connect(host, target)
+            if server is None:
                 group.cancel_scope.cancel()
                 return EXIT_FAILURE
             connected.append(server)
+            print(
+                f"host-receiver: {connected_line(server)}, serving its requests, Ctrl-C to stop",
+                file=sys.stderr,
+            )
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
+
+
+def connected_line(server: ServerConnection) -> str:
+    """``connected to NAME (era, version)``: NAME as the server calls itself."""
+    return f"connected to {own_name(server)} ({server.era.value}, {server.protocol_version})"
 
 
 #: Programs that run a server given as their first argument, not servers themselves.
@@ -335,6 +397,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _usage_error(message: str) -> int:
-    print(f"host-receiver run: {message}", file=sys.stderr)
+def usage_error(args: argparse.Namespace, message: str) -> int:
+    """Print ``message`` as the command's usage error; the exit code."""
+    print(f"host-receiver {args.command_name}: {message}", file=sys.stderr)
     return EXIT_FAILURE
