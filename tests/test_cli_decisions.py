@@ -7,27 +7,19 @@ The case that motivated it: two different servers that are both ``.../dist/index
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from host_receiver.policies import decision_id, http_identity, stdio_identity
-from tests.cli_command import run_cli
+from tests.cli_command import cli_env, run_cli
 from tests.test_terminal import PEER_PYTHON, PEER_SERVER, Terminal
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "HOST_RECEIVER_CONFIG": str(tmp_path / "config.toml"),  # absent: the offline echo provider
-        "HOST_RECEIVER_DECISIONS": str(tmp_path / "decisions.json"),
-        "PROMPT_TOOLKIT_NO_CPR": "1",
-        "TERM": "xterm",
-        "PEER_WAIT_S": "20",
-    }
+    return {**cli_env(tmp_path), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"}
 
 
 def index_js(root: Path) -> Path:

@@ -12,7 +12,6 @@ options; exit codes as ``run --call``.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tomllib
 from pathlib import Path
@@ -22,7 +21,7 @@ import pexpect
 import pytest
 
 from host_receiver.errors import USER_REJECTED
-from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
 from tests.interop import PY2_SERVER, RAW_SERVER, everything_command, http_server, peer_command, peer_python
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,13 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    """No user configuration (the offline echo provider), no saved decisions, bounded peer waits."""
-    return {
-        **os.environ,
-        "HOST_RECEIVER_CONFIG": str(tmp_path / "absent-config.toml"),
-        "HOST_RECEIVER_DECISIONS": str(tmp_path / "decisions.json"),
-        "PEER_WAIT_S": "20",
-    }
+    return cli_env(tmp_path)
 
 
 @pytest.fixture

@@ -8,6 +8,10 @@ Rules:
   extra (prompt_toolkit), is a usage error that says what to do.
 - ``ask`` remembers "session"/"always"/"never" answers per server identity
   (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them).
+- Off a terminal, when ``--approve`` is not given and the command's default
+  is 'deny', each refusal says why and what to do, on stderr and in the
+  error the server gets (:data:`NO_TERMINAL`). ``--elicit defaults`` warns
+  which required field had no default when it declines a form.
 - Exit codes: 0 success, 1 the tool reported an error, 2 the command could
   not do its job (usage, connection, protocol).
 """
@@ -28,7 +32,9 @@ from host_receiver.approval import (
     DenyAll,
     ElicitationUI,
     FillDefaults,
+    RequestDecision,
     SamplingApprover,
+    SamplingRequestView,
 )
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
@@ -81,6 +87,8 @@ def interactive() -> bool:
 def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: str = "decline") -> str | None:
     """Fill in ``args.approve``/``args.elicit`` defaults; an error message if 'ask' has no terminal."""
     person = interactive()
+    #: Refusals by default, off a terminal, say so (:class:`NobodyToAsk`).
+    args.refused_for_want_of_a_terminal = args.approve is None and not person and approve == "deny"
     if args.approve is None:
         args.approve = "ask" if person else approve
     if args.elicit is None:
@@ -129,6 +137,8 @@ def build_hooks(
         )
         chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
+    elif getattr(args, "refused_for_want_of_a_terminal", False):
+        sampling = SamplingService(registry, approver(NobodyToAsk(NO_TERMINAL)))
     else:
         sampling = SamplingService(registry, approver(APPROVERS[args.approve]()))
     if args.elicit == "ask" and console is not None:
@@ -138,6 +148,18 @@ def build_hooks(
     else:
         person = ELICITORS[args.elicit]()
     return sampling, ElicitationService(ui(person))
+
+
+#: Why sampling is refused when nobody chose ``--approve`` and there is no terminal to ask on.
+NO_TERMINAL = "sampling refused: no terminal to ask on; use --approve auto|deny"
+
+
+class NobodyToAsk(DenyAll):
+    """Refuse every request, saying why on stderr as well as to the server."""
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        print(f"host-receiver: {self.reason} (a request from {safe_text(view.server)})", file=sys.stderr)
+        return await super().review_request(view)
 
 
 def open_console() -> Console:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -50,7 +51,7 @@ from host_receiver.cli._hooks import (
     resolve_hooks,
     uses_terminal,
 )
-from host_receiver.cli._show import call_and_print, own_name
+from host_receiver.cli._show import call_and_print, connected_line, print_stderr_tail
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
@@ -69,7 +70,6 @@ __all__ = [
     "Target",
     "add_connection_options",
     "add_run_command",
-    "connected_line",
     "json_object",
     "prepare",
     "run_command",
@@ -309,17 +309,36 @@ async def serve(
         if server is None:
             return EXIT_FAILURE
         try:
-            return await body(server)
+            code = await body(server)
+            if code == EXIT_FAILURE and server.closed:
+                print_stderr_tail(
+                    target.name, target.transport
+                )  # the server went away: its last words may say why
+            return code
         finally:
             await server.close()
 
 
 async def _connect(host: Host, target: Target) -> ServerConnection | None:
+    """Connect; on failure say why on stderr, with the server's last stderr lines.
+
+    While connecting, a stdio server's stderr is logged at DEBUG: a legacy
+    server answers the era probe with complaints that are no failure (the
+    connection's INFO line says once that it is legacy); an error quotes them.
+    """
+    stdio = target.transport if isinstance(target.transport, StdioTransport) else None
+    level = stdio.stderr_level if stdio is not None else logging.INFO
+    if stdio is not None:
+        stdio.stderr_level = logging.DEBUG
     try:
         return await host.connect(target.name, target.transport)
     except Exception as exc:
         print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
+        print_stderr_tail(target.name, target.transport)
         return None
+    finally:
+        if stdio is not None:
+            stdio.stderr_level = level
 
 
 async def _serve_until_closed(host: Host, target: Target) -> int:
@@ -350,11 +369,6 @@ async def _serve_until_closed(host: Host, target: Target) -> int:
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
-
-
-def connected_line(server: ServerConnection) -> str:
-    """``connected to NAME (era, version)``: NAME as the server calls itself."""
-    return f"connected to {own_name(server)} ({server.era.value}, {server.protocol_version})"
 
 
 #: Programs that run a server given as their first argument, not servers themselves.

@@ -1,4 +1,5 @@
-"""What a tool call prints: its result as JSON or readably, and the tools a server has when it lacks one.
+"""What the commands print about a server: a tool's result (JSON or readably), the tools a server
+has when it lacks one, whom ``run`` serves, a failed server's last stderr lines.
 
 Readably (``call`` on a terminal): text as text, structured content as
 indented JSON, other content named by its type. Everything a server wrote is
@@ -16,8 +17,17 @@ import anyio
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
 from host_receiver.host import ServerConnection
 from host_receiver.sanitize import safe_text
+from host_receiver.transports.base import Transport
+from host_receiver.transports.stdio import StdioTransport
 
-__all__ = ["call_and_print", "own_name", "readable_content", "readable_result"]
+__all__ = [
+    "call_and_print",
+    "connected_line",
+    "own_name",
+    "print_stderr_tail",
+    "readable_content",
+    "readable_result",
+]
 
 
 def own_name(server: ServerConnection) -> str:
@@ -93,3 +103,17 @@ def readable_content(item: Any) -> str:
             return safe_text(inner["text"], None, multiline=True)
         return f"[resource {safe_text(inner.get('uri', '?'))}, {safe_text(inner.get('mimeType', 'binary'))}]"
     return f"[{safe_text(kind)} content]"
+
+
+def connected_line(server: ServerConnection) -> str:
+    """``connected to NAME (era, version)``: NAME as the server calls itself."""
+    return f"connected to {own_name(server)} ({server.era.value}, {server.protocol_version})"
+
+
+def print_stderr_tail(name: str, transport: Transport) -> None:
+    """The last lines a stdio server wrote on stderr (at most 20, made safe), if it wrote any."""
+    tail = list(transport.stderr_tail) if isinstance(transport, StdioTransport) else []
+    if tail:
+        print(f"{name}'s stderr ended with:", file=sys.stderr)
+        for line in tail:
+            print(f"  {line}", file=sys.stderr)
