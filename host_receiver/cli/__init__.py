@@ -2,6 +2,7 @@
 
 Subcommands: ``run`` (:mod:`._run`); ``tools``, ``resources``, ``prompts``, ``read``, ``prompt``,
 ``call`` (:mod:`._discover`, with ``run``'s options); ``decisions`` (:mod:`._decisions`);
+``servers`` (:mod:`._servers`, the servers file ``--server NAME`` reads);
 ``providers`` (:mod:`providers.cli`), ``auth`` (:mod:`._auth`), ``demo`` (:mod:`.demo`). A
 server command may come last, after ``--``, on every command that talks to a server.
 What ``run`` and ``demo`` share is :mod:`._hooks`,
@@ -33,7 +34,8 @@ from host_receiver.cli._hooks import (
     resolve_hooks,
     uses_terminal,
 )
-from host_receiver.cli._run import LAUNCHERS, add_run_command, run_command, server_name
+from host_receiver.cli._run import add_run_command, run_command
+from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_name
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
 from host_receiver.sanitize import SafeRecords
@@ -77,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_command(commands)
     add_discovery_commands(commands)
     add_decisions_command(commands)
+    add_servers_command(commands)
     add_providers_command(commands)
     add_auth_command(commands)
     add_demo_command(commands)

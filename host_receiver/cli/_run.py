@@ -27,10 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +50,13 @@ from host_receiver.cli._hooks import (
     resolve_hooks,
     uses_terminal,
 )
+from host_receiver.cli._servers import (
+    ServerEntry,
+    add_servers_options,
+    find_server,
+    server_environment,
+    server_name,
+)
 from host_receiver.cli._show import call_and_print, connected_line, print_stderr_tail
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import ProviderError
@@ -66,7 +72,6 @@ from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
 
 __all__ = [
-    "LAUNCHERS",
     "Target",
     "add_connection_options",
     "add_run_command",
@@ -74,8 +79,6 @@ __all__ = [
     "prepare",
     "run_command",
     "serve",
-    "server_environment",
-    "server_name",
     "usage_error",
 ]
 
@@ -101,6 +104,7 @@ def add_run_command(commands: Any) -> None:
 def add_connection_options(run: argparse.ArgumentParser) -> None:
     """What every command that talks to one server takes: the server, the protocol, the hooks."""
     run.add_argument("--url", help="the Streamable HTTP endpoint of the server")
+    add_servers_options(run)
     run.add_argument(
         "--header",
         action="append",
@@ -234,12 +238,20 @@ def prepare(args: argparse.Namespace) -> Target | int:
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
-    if bool(command) == bool(args.url):
+    url, entry = args.url, ServerEntry()
+    if args.server is not None:
+        if command or url:
+            return usage_error(args, "give --server NAME, '-- COMMAND [ARG...]' or '--url URL' (one of them)")
+        found = find_server(args)
+        if isinstance(found, str):
+            return usage_error(args, found)
+        entry, command, url = found, list(found.command), found.url
+    elif bool(command) == bool(url):
         return usage_error(args, "give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
     problem = resolve_hooks(args)
     if problem is not None:
         return usage_error(args, problem)
-    headers = {}
+    headers = dict(entry.headers)
     for header in args.header:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
@@ -248,15 +260,16 @@ def prepare(args: argparse.Namespace) -> Target | int:
     environment = server_environment(args.env)
     if isinstance(environment, str):
         return usage_error(args, environment)
-    if args.url:
+    default_name = args.name or args.server
+    if url:
         if args.env:
             return usage_error(args, "--env goes with a stdio server ('-- COMMAND'), not --url")
         try:
             auth = build_auth(args)
         except AuthOptionsError as exc:
             return usage_error(args, str(exc))
-        name = args.name or args.url
-        return Target(HttpTransport(args.url, headers=headers, auth=auth), name, http_identity(args.url))
+        name = default_name or url
+        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url))
     if args.header:
         return usage_error(
             args,
@@ -270,9 +283,10 @@ def prepare(args: argparse.Namespace) -> Target | int:
             f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
             "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment",
         )
-    name = args.name or server_name(command)
-    transport = StdioTransport(command[0], command[1:], env=environment, name=name)
-    return Target(transport, name, stdio_identity(command))
+    name = default_name or server_name(command)
+    env = {**entry.env, **environment}
+    transport = StdioTransport(command[0], command[1:], env=env, cwd=entry.cwd, name=name)
+    return Target(transport, name, stdio_identity(command, entry.cwd))
 
 
 async def serve(
@@ -369,39 +383,6 @@ async def _serve_until_closed(host: Host, target: Target) -> int:
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
-
-
-#: Programs that run a server given as their first argument, not servers themselves.
-LAUNCHERS = frozenset({"python", "python3", "node", "deno", "bun", "npx", "uv", "uvx", "pipx", "java"})
-
-
-def server_name(command: Sequence[str]) -> str:
-    """A name for a stdio server: its script or package for a launcher, else the program's name.
-
-    ``python tools/server.py`` is ``server.py`` and ``npx -y @acme/notes`` is ``notes``,
-    so that remembered decisions for one server do not cover every server run alike.
-    """
-    program = os.path.basename(command[0])
-    if program.rstrip("0123456789.") in LAUNCHERS or program in LAUNCHERS:
-        for arg in command[1:]:
-            if not arg.startswith("-") and arg != "run":
-                return os.path.basename(arg) if os.sep in arg else arg
-    return program
-
-
-def server_environment(options: Sequence[str]) -> dict[str, str] | str:
-    """The variables ``--env`` names (beyond the minimal environment), or what is wrong with one."""
-    named: dict[str, str] = {}
-    for option in options:
-        name, sep, value = option.partition("=")
-        if not name or "\0" in option:
-            return f"--env {option!r} is not NAME or NAME=VALUE"
-        if not sep:
-            if name not in os.environ:
-                return f"--env {name}: {name} is not set here; export it first (NAME=VALUE: not for secrets)"
-            value = os.environ[name]
-        named[name] = value
-    return named
 
 
 def _positive_int(text: str) -> int:
