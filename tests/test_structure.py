@@ -93,6 +93,7 @@ def test_a_module_over_about_400_lines_says_why_at_its_top_and_its_size_is_right
     assert problems == []
 
 
+@pytest.mark.slow
 def test_providers_never_import_host_receiver() -> None:
     upward = {
         (module, target)
@@ -104,6 +105,7 @@ def test_providers_never_import_host_receiver() -> None:
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_no_module_imports_itself_through_others() -> None:
     edges = graph()
     # A package imports its own submodules to re-export them; that is not a circle.
@@ -138,6 +140,7 @@ def architecture_layers() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
     layers = architecture_layers()
 
@@ -155,6 +158,7 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
@@ -168,10 +172,12 @@ def loaded_after(statement: str) -> set[str]:
     return set(done.stdout.split())
 
 
+@pytest.mark.slow
 def test_importing_providers_loads_nothing_of_the_receiver() -> None:
     assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} == set()
 
 
+@pytest.mark.slow
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
     unwanted = {
@@ -182,6 +188,7 @@ def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> N
     assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
 
 
+@pytest.mark.slow
 def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
     statement = "import " + ", ".join(adapter.__name__ for adapter in ADAPTERS)
     loaded = loaded_after(statement)
