@@ -78,7 +78,13 @@ NOT_BOUNDS: dict[str, str] = {
 
 #: Numeric module constants that are not caps, and why.
 NOT_CAPS: dict[str, str] = {
-    "host_receiver/protocol/errors.py": "JSON-RPC and MCP error codes",
+    "host_receiver/errors.py:PARSE_ERROR": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:INVALID_REQUEST": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:METHOD_NOT_FOUND": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:INVALID_PARAMS": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:INTERNAL_ERROR": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:URL_ELICITATION_REQUIRED": "a JSON-RPC or MCP error code",
+    "host_receiver/errors.py:USER_REJECTED": "a JSON-RPC or MCP error code",
     "host_receiver/protocol/modern.py": "2026-07-28 error codes",
     "host_receiver/transports/http.py:CONNECTION_CLOSED": "an error code",
     "host_receiver/cli/_hooks.py": "the CLI's exit codes",
