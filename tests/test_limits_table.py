@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import importlib
 import inspect
 import operator
@@ -231,12 +232,17 @@ def config_keys() -> dict[str, object]:
     return keys
 
 
+@functools.cache
+def _module(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def module_constants() -> dict[str, int | float]:
     """Every numeric module-level constant (``path:NAME``): its value."""
     constants: dict[str, int | float] = {}
     for package in _PACKAGES:
         for path in sorted(Path(package.__path__[0]).rglob("*.py")):
-            for statement in ast.parse(path.read_text(encoding="utf-8")).body:
+            for statement in _module(path).body:
                 if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                     target, value = statement.targets[0], statement.value
                 elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -378,7 +384,7 @@ def test_every_fixed_cap_is_listed_with_its_value_and_named_at_its_module_top(ro
     assert table == caps, "docs/limits.md's fixed caps differ from the code"
     for key in caps:
         path, name = key.split(":")
-        docstring = ast.get_docstring(ast.parse((ROOT / path).read_text(encoding="utf-8"))) or ""
+        docstring = ast.get_docstring(_module(ROOT / path)) or ""
         named = docstring.split("Fixed caps", 1)[1] if "Fixed caps" in docstring else ""
         assert re.search(rf"\b{name}\b", named), f"{path}: its docstring's 'Fixed caps' line omits {name}"
 

@@ -287,6 +287,7 @@ def test_every_exception_derives_from_the_one_base() -> None:
     assert host_receiver.errors.RpcError(-32602, "x").code == -32602
 
 
+@pytest.mark.slow
 def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
     # The application (host_receiver.cli) keeps its own few; names with "_" are private control flow.
     elsewhere = []
