@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
-from host_receiver.policies import decision_id, http_identity, stdio_identity
+from host_receiver.policies import decision_id, stdio_identity
 from tests.cli_command import cli_env, run_cli
 from tests.test_terminal import PEER_PYTHON, PEER_SERVER, Terminal
+
+#: Every test runs the CLI as a subprocess, most against real servers.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -66,11 +69,6 @@ def test_always_for_one_index_js_does_not_approve_another(env: dict[str, str], t
     forgot = run_cli(env, "decisions", "forget", decision_id(identity))
     assert forgot.returncode == 0 and "forgot 1 decision(s)" in forgot.stderr
     assert run_cli(env, "decisions").stdout == ""
-
-
-def test_http_servers_are_known_by_origin_and_path() -> None:
-    assert http_identity("HTTP://user:pw@Example.com:8080/mcp?x=1#f") == "http://example.com:8080/mcp"
-    assert http_identity("https://example.com/a/mcp") != http_identity("https://example.com/b/mcp")
 
 
 def test_decisions_kept_by_server_name_are_dropped_with_one_notice(env: dict[str, str]) -> None:

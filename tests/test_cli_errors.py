@@ -22,6 +22,9 @@ from host_receiver.errors import USER_REJECTED
 from tests.cli_command import cli_env, run_cli
 from tests.interop import PY2_SERVER, peer_command, peer_python
 
+#: Every test runs the CLI as a subprocess, most against real servers.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

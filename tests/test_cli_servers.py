@@ -12,6 +12,9 @@ import pytest
 from tests.cli_command import cli_env, run_cli
 from tests.interop import PY2_SERVER, everything_command, http_server, peer_python
 
+#: Every test runs the CLI as a subprocess, most against real servers.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:

@@ -29,7 +29,7 @@ Rules:
   leaving, queued writes are finished, stdin closed, and the child and any
   helper it left behind are stopped, shielded from cancellation.
 
-Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``.
+Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``, ``STDERR_TAIL_LINES``.
 """
 
 from __future__ import annotations
