@@ -262,6 +262,31 @@ def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], termi
 
 
 @pytest.mark.slow
+def test_a_default_is_shown_and_typing_replaces_it(env: dict[str, str], terminals: list[Terminal]) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "instrument": {
+                "type": "string",
+                "title": "Instrument",
+                "enum": ["Guitar", "Piano"],
+                "default": "Guitar",
+            },
+            "count": {"type": "integer", "title": "Count", "default": 2},
+        },
+    }
+    t = run(env, terminals, "elicit_plain", message="Pick one", schema=schema)
+    t.answer("Answer this form? [f/d/c]", "f")
+    t.expect(r"2\) Piano")
+    t.answer("Instrument (a number or a value): ", "2")  # not "Guitar2"
+    t.answer("Count (whole number): ", "")  # Enter keeps the default
+    assert "Count (whole number): 2" in t.screen  # shown where the answer goes
+    t.expect(r"Instrument\s+Piano")
+    t.answer("Send these answers? [y/e/d/c]", "y")
+    assert t.result()["result"]["content"] == {"instrument": "Piano", "count": 2}
+
+
+@pytest.mark.slow
 def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "connect_blog", server=ROOT / "examples" / "demo_server.py")
     t.expect(r"Link to open from peer · task \S{8}…")

@@ -269,10 +269,15 @@ class Turn:
         message: str,
         *,
         default: str = "",
+        placeholder: str = "",
         completer: Completer | None = None,
         multiline: bool = False,
     ) -> str:
-        """One line (or several, ``multiline``) of input; raises :class:`Interrupted` on Ctrl-C/D."""
+        """One line (or several, ``multiline``) of input; raises :class:`Interrupted` on Ctrl-C/D.
+
+        ``default`` is pre-filled, to be edited; ``placeholder`` is shown dim where nothing
+        is typed yet, and the first key typed replaces it.
+        """
         console = self.console
         console._clear_line()
         session: PromptSession[str] = PromptSession(input=console.input, output=console.output)
@@ -281,6 +286,7 @@ class Turn:
             return await session.prompt_async(
                 shown(FormattedText([("class:key", message)])),
                 default=default,
+                placeholder=FormattedText([("class:label", placeholder)]) if placeholder else None,
                 completer=completer,
                 complete_while_typing=False,
                 reserve_space_for_menu=0,
