@@ -111,9 +111,11 @@ class Terminal:
                 raise AssertionError(f"{pattern!r} never showed; the screen ends with:\n{end}")
 
     def answer(self, prompt: str, text: str) -> None:
-        """Type ``text`` at the next ``prompt``; wait until the prompt shows it accepted."""
+        """Type ``text`` at the next ``prompt`` (a choice's key alone, as a person presses it:
+        no Enter); wait until the prompt shows it accepted."""
         self.expect(re.escape(prompt.rstrip()))
-        self.child.send(text if text.endswith(FINISH) else text + "\r")
+        choice = prompt.rstrip().endswith(("?", "]")) and len(text) == 1  # a question, not a field
+        self.child.send(text if text.endswith(FINISH) or choice else text + "\r")
         shown = text.replace(CLEAR_LINE, "").replace(FINISH, "")
         self.expect(re.escape(prompt.rstrip()) + r"[^\n]*" + re.escape(shown) + r"\n")
 
@@ -362,7 +364,7 @@ async def test_model_edit_offers_only_allowed_models() -> None:
     screen = io.StringIO()
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("e\r" + FINISH + "\r" + CLEAR_LINE + "gpt-huge\r" + CLEAR_LINE + "large\r" + "s\r")
+            keys.send_text("e" + FINISH + "\r" + CLEAR_LINE + "gpt-huge\r" + CLEAR_LINE + "large\r" + "s")
             decision = await TerminalApprover(console).review_request(request_view("task-one"))
     assert decision == Approve(model="large", remember="session")
     assert "'gpt-huge' is not allowed for notes; choose small, large." in screen.getvalue()
@@ -390,9 +392,9 @@ async def test_a_queued_request_cancelled_before_its_turn_is_never_shown() -> No
                 await anyio.wait_all_tasks_blocked()
                 doomed.cancel()
                 await anyio.wait_all_tasks_blocked()
-                keys.send_text("n\r")
+                keys.send_text("n")
                 await anyio.wait_all_tasks_blocked()
-                keys.send_text("y\r")
+                keys.send_text("y")
     text = screen.getvalue()
     assert outcomes == {"first-task": Refuse(), "third-task": Approve()}
     assert "notes · task third-ta…: queued behind the question on screen" in text
@@ -410,7 +412,7 @@ async def test_a_non_text_result_cannot_be_edited() -> None:
     params = CreateMessageRequestParams.model_validate(sampling_params())
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("e\ry\r")
+            keys.send_text("ey")
             verdict = await TerminalApprover(console).review_result(
                 SamplingResultView("notes", None, params, result)
             )
@@ -436,7 +438,7 @@ async def test_url_consent_shows_the_warnings_and_can_be_cancelled() -> None:
     view = UrlView("bank-helper", "task-url", "Log in at apple.com", link, "e1", warnings)
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("maybe\rc\r")
+            keys.send_text("maybe\rc")  # a key answers alone; other words on Enter
             answer = await TerminalElicitationUI(console).consent_url(view)
     text = screen.getvalue()
     assert answer == "cancel"
