@@ -264,20 +264,23 @@ def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], termi
 
 
 @pytest.mark.slow
-def test_a_default_is_shown_and_typing_replaces_it(env: dict[str, str], terminals: list[Terminal]) -> None:
+def test_a_default_is_shown_typing_replaces_it_and_choices_show_their_titles(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
     schema = {
         "type": "object",
         "properties": {
             "instrument": {
                 "type": "string",
                 "title": "Instrument",
-                "enum": ["Guitar", "Piano"],
-                "default": "Guitar",
+                "oneOf": [{"const": "gtr", "title": "Guitar"}, {"const": "pno", "title": "Piano"}],
+                "default": "gtr",
             },
             "count": {"type": "integer", "title": "Count", "default": 2},
         },
     }
     t = run(env, terminals, "elicit_plain", message="Pick one", schema=schema)
+    t.expect(r"Instrument\s+one of Guitar \(gtr\), Piano \(pno\)\s+\[Guitar\]")  # the default by its title
     t.answer("Answer this form? [f/d/c]", "f")
     t.expect(r"2\) Piano")
     t.answer("Instrument (a number or a value): ", "2")  # not "Guitar2"
@@ -285,7 +288,7 @@ def test_a_default_is_shown_and_typing_replaces_it(env: dict[str, str], terminal
     assert "Count (whole number): 2" in t.screen  # shown where the answer goes
     t.expect(r"Instrument\s+Piano")
     t.answer("Send these answers? [y/e/d/c]", "y")
-    assert t.result()["result"]["content"] == {"instrument": "Piano", "count": 2}
+    assert t.result()["result"]["content"] == {"instrument": "pno", "count": 2}
 
 
 @pytest.mark.slow
