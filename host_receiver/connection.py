@@ -31,7 +31,9 @@ Rules:
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
-  the final result only. A -32021 answer is a :class:`MissingCapability`
+  the final result only, as a typed model (:mod:`host_receiver.protocol.results`;
+  one that breaks the schema is a :class:`BadResult` naming the field, and
+  only that call fails). A -32021 answer is a :class:`MissingCapability`
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.

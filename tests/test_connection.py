@@ -158,7 +158,7 @@ async def test_over_stdio_negotiation_and_pagination() -> None:
         sent = json.loads((conn.instructions or "").removeprefix("client sent "))
         assert sent["capabilities"] == {"elicitation": {}}
         assert sent["clientInfo"]["name"] == "host-receiver"
-        assert len(await conn.list_tools()) == 7
+        assert len(await conn.list_tools()) == 8
 
     older = StdioTransport(sys.executable, [str(SERVER_SCRIPT), "--version", "2025-06-18"])
     async with ClientConnection.connect(older, capabilities={}) as conn:

@@ -619,11 +619,31 @@ BAD_RESULTS = [
     ),
     ("an unknown resultType", {"resultType": "maybe", "content": []}, "resultType 'maybe' is not one this"),
 ]
+#: A final result that breaks the CallToolResult schema, in either era (protocol/results.py).
+BROKEN = "fake answered tools/call with a result that breaks the schema: "
+SCHEMA_BREAKS = [
+    (
+        "text not a string",
+        {"content": [{"type": "text", "text": 7}]},
+        f"{BROKEN}content.0.text.text: Input should be a valid string",
+    ),
+    ("no content", {"isError": False}, f"{BROKEN}content: Field required"),
+    (
+        "isError a string",
+        {"content": [], "isError": "no"},
+        f"{BROKEN}isError: Input should be a valid boolean",
+    ),
+    ("unknown block", {"content": [{"type": "video", "data": "x"}]}, f"{BROKEN}content.0: Input tag 'video'"),
+]
 
 
-@pytest.mark.parametrize(("result", "words"), [pytest.param(r, w, id=i) for i, r, w in BAD_RESULTS])
+@pytest.mark.parametrize(
+    ("protocol", "result", "words"),
+    [pytest.param(MODERN, r, w, id=i) for i, r, w in BAD_RESULTS]
+    + [pytest.param(p, r, w, id=f"{i} ({p})") for i, r, w in SCHEMA_BREAKS for p in (LEGACY, MODERN)],
+)
 async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_serves_on(
-    result: dict[str, Any], words: str
+    protocol: str, result: dict[str, Any], words: str
 ) -> None:
     async def bad(call: ToolCall) -> dict[str, Any]:
         return result
@@ -631,7 +651,7 @@ async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_ser
     async def good(call: ToolCall) -> str:
         return "fine"
 
-    server = FakeServer(protocol_version=MODERN, tools={"bad": bad, "good": good})
+    server = FakeServer(protocol_version=protocol, tools={"bad": bad, "good": good})
     async with connected(server) as connection:
         with pytest.raises(BadResult, match=re.escape(words)):
             await connection.call_tool("bad")

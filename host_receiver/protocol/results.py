@@ -19,9 +19,9 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Discriminator, Tag, ValidationError
 
 from host_receiver.protocol.modern import BadResult
 from host_receiver.protocol.params import problems
@@ -122,8 +122,17 @@ class BlobResourceContents(Received, MetaModel):
     blob: str
 
 
-#: One item of ``contents``: text or a blob.
-ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
+def _contents_kind(item: object) -> str:
+    """``blob`` for an item that has one, else ``text`` (an error's path names the kind)."""
+    has_blob = isinstance(item, BlobResourceContents) or (isinstance(item, dict) and "blob" in item)
+    return "blob" if has_blob else "text"
+
+
+#: One item of ``contents``: text, or a blob when it has ``blob``.
+ResourceContents: TypeAlias = Annotated[
+    Annotated[TextResourceContents, Tag("text")] | Annotated[BlobResourceContents, Tag("blob")],
+    Discriminator(_contents_kind),
+]
 
 
 class ReadResourceResult(Result):
