@@ -36,11 +36,12 @@ pytestmark = pytest.mark.anyio
 
 RAW_SERVER = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
 
+#: Keys in an order no model declares, and an integer in a float field (priority).
 TEXT = {
-    "type": "text",
-    "text": "héllo",
-    "annotations": {"audience": ["user"], "priority": 0.5},
     "_meta": {"k": 1},
+    "text": "héllo",
+    "type": "text",
+    "annotations": {"priority": 1, "audience": ["user"]},
 }
 CONTENT = [
     TEXT,
@@ -50,17 +51,17 @@ CONTENT = [
     {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "aGk=", "mimeType": "x/y"}},
 ]
 LEGACY_CALL = {
-    "_meta": {"trace": "t-1"},
-    "content": CONTENT,
-    "structuredContent": {"n": 1, "x": [1, 2.5, None]},
     "isError": False,
     "vendorField": {"kept": True},
+    "content": CONTENT,
+    "structuredContent": {"n": 1, "x": [1, 2.5, None]},
+    "_meta": {"trace": "t-1"},
 }
 #: 2026-07-28: resultType is required and structuredContent may be any JSON value.
 MODERN_CALL = {**LEGACY_CALL, "resultType": "complete", "structuredContent": [1, "two"]}
 PROMPT = {
     "description": "a prompt",
-    "messages": [{"role": "user", "content": TEXT}, {"role": "assistant", "content": CONTENT[4]}],
+    "messages": [{"content": TEXT, "role": "user"}, {"role": "assistant", "content": CONTENT[4]}],
 }
 RESOURCE = {
     "contents": [
@@ -97,8 +98,9 @@ EXAMPLES = [
 
 
 def same_json(dumped: Any, sent: Any) -> bool:
-    """Whether two JSON values are equal, an integer never equal to a float (1 is not 1.0)."""
-    return json.dumps(dumped, sort_keys=True) == json.dumps(sent, sort_keys=True)
+    """Whether two JSON values encode alike: the same keys in the same order, an integer never
+    a float (1 is not 1.0)."""
+    return json.dumps(dumped) == json.dumps(sent)
 
 
 @pytest.mark.parametrize(("model", "definition", "sent", "version"), EXAMPLES)
@@ -128,6 +130,19 @@ def test_the_fields_are_typed_and_what_the_schema_does_not_name_is_kept() -> Non
     contents = ReadResourceResult.model_validate(RESOURCE).contents
     assert [type(c) for c in contents] == [TextResourceContents, BlobResourceContents]
     assert GetPromptResult.model_validate(PROMPT).messages[1].role == "assistant"
+
+
+def test_a_changed_field_is_dumped_as_it_is_now_after_the_servers_keys() -> None:
+    result = CallToolResult.model_validate({"isError": False, "content": [TEXT]})
+    result.is_error = True
+    result.structured_content = {"n": 2}
+    assert json.dumps(result.model_dump()) == json.dumps(
+        {"isError": True, "content": [TEXT], "structuredContent": {"n": 2}}
+    )
+    built = CallToolResult(
+        is_error=True, content=[TextContent.model_validate(TEXT)], structured_content={"n": 2}
+    )
+    assert result == built  # what the server sent orders the dump; it is not part of the value
 
 
 def test_a_result_without_optional_fields_dumps_without_them() -> None:

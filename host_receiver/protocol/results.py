@@ -7,10 +7,12 @@ Rules:
   ``ttlMs``) as optional fields. Unknown fields are kept (``extra="allow"``):
   nothing a server sent is lost.
 - ``model_dump()`` and ``model_dump_json()`` give back the JSON the server
-  sent: wire names (camelCase, ``_meta``), and no key the server did not send
-  (``exclude_unset``). It is the same JSON value; object keys come out in the
-  model's order, then the unknown ones in the server's, and a number in a
-  float field (``annotations.priority``) comes out as a float.
+  sent, byte for byte once encoded alike: wire names (camelCase, ``_meta``),
+  no key the server did not send (``exclude_unset``), keys in the server's
+  order and its integers as integers (``annotations.priority`` is a float
+  field), as the model keeps the object it was made from. A field changed
+  since comes out changed, and a key added after the server's. (A model built
+  in code dumps only the fields it was given: ``dump()`` is its wire JSON.)
 - Types are the schema's, in the wire models' strict mode. :func:`parse_result`
   turns a result that breaks them into a :class:`BadResult` naming the server,
   the method and each bad field by its wire path (``content.0.text.text``);
@@ -19,9 +21,19 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar
 
-from pydantic import BaseModel, Discriminator, Tag, ValidationError
+from pydantic import (
+    BaseModel,
+    Discriminator,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    Tag,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from host_receiver.protocol.modern import BadResult
 from host_receiver.protocol.params import problems
@@ -57,8 +69,36 @@ _M = TypeVar("_M", bound=BaseModel)
 _QUOTED = 600
 
 
+class _Sent:
+    """What a server sent, kept for the order of a dump; it never makes two models unequal."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Sent)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class Received(WireModel):
     """A model of what a server sent, whose dump is that JSON (rules above)."""
+
+    _sent: _Sent = PrivateAttr(default_factory=_Sent)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_sent(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        model = handler(data)
+        if isinstance(data, dict):
+            model._sent = _Sent(data)
+        return model
+
+    @model_serializer(mode="wrap")
+    def _as_sent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _as_sent(handler(self), self._sent.value)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """The JSON the server sent, as Python values (fields it did not send left out)."""
@@ -69,6 +109,30 @@ class Received(WireModel):
         """The JSON the server sent, as text (fields it did not send left out)."""
         kwargs.setdefault("exclude_unset", True)
         return super().model_dump_json(**kwargs)
+
+
+def _as_sent(dumped: Any, sent: Any) -> Any:
+    """``dumped`` with the key order and the integers of ``sent``, what the server sent, where the
+    two still agree (a value changed since is kept as it is now). Iterative: a server's JSON may
+    nest as deep as the decoder allows."""
+    top: list[Any] = [None]
+    pending: list[tuple[list[Any] | dict[str, Any], Any, Any, Any]] = [(top, 0, dumped, sent)]
+    while pending:
+        into, slot, value, was = pending.pop()
+        if value is was:
+            into[slot] = value
+        elif isinstance(value, dict) and isinstance(was, dict):
+            keys = [key for key in was if key in value] + [key for key in value if key not in was]
+            into[slot] = ordered = dict.fromkeys(keys)
+            pending.extend((ordered, key, value[key], was.get(key)) for key in keys)
+        elif isinstance(value, list) and isinstance(was, list) and len(value) == len(was):
+            into[slot] = items = [None] * len(value)
+            pending.extend((items, index, value[index], was[index]) for index in range(len(value)))
+        elif type(value) is float and type(was) is int and value == was:
+            into[slot] = was
+        else:
+            into[slot] = value
+    return top[0]
 
 
 class Result(Received, MetaModel):
