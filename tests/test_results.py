@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from host_receiver.connection import BadResult, ClientConnection
+from host_receiver.connection import ClientConnection
+from host_receiver.errors import BadResult
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.results import (
     BlobResourceContents,

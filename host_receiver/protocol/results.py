@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from host_receiver.protocol.modern import BadResult
+from host_receiver.errors import BadResult
 from host_receiver.protocol.params import problems
 from host_receiver.protocol.types import (
     ContentBlock,
@@ -46,7 +46,7 @@ from host_receiver.protocol.types import (
     WireInt,
     WireModel,
 )
-from providers import safe_text
+from host_receiver.sanitize import safe_text
 
 __all__ = [
     "BlobResourceContents",
