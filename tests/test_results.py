@@ -201,6 +201,7 @@ async def test_a_prompt_and_a_resource_come_back_typed_with_their_json() -> None
     assert listed.name == "deploy" and same_json(listed.model_dump(), TOOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "sent"), [([], LEGACY_CALL), (["--modern"], MODERN_CALL)], ids=["legacy", "modern"]
 )
