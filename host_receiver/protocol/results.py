@@ -17,6 +17,8 @@ Rules:
   turns a result that breaks them into a :class:`BadResult` naming the server,
   the method and each bad field by its wire path (``content.0.text.text``);
   only that call fails, and the connection goes on serving.
+
+Fixed caps (docs/limits.md): ``_QUOTED``.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ __all__ = [
 
 _M = TypeVar("_M", bound=BaseModel)
 
-#: How much of a validation error a BadResult quotes.
+#: Characters of a result's schema errors quoted in a BadResult.
 _QUOTED = 600
 
 
