@@ -31,7 +31,9 @@ Rules:
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
-  the final result only. A -32021 answer is a :class:`MissingCapability`
+  the final result only, as a typed model (:mod:`host_receiver.protocol.results`;
+  one that breaks the schema is a :class:`BadResult` naming the field, and
+  only that call fails). A -32021 answer is a :class:`MissingCapability`
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
@@ -67,6 +69,14 @@ from host_receiver.protocol.modern import (
     RemoteTask,
     envelope,
     result_type,
+)
+from host_receiver.protocol.results import (
+    CallToolResult,
+    GetPromptResult,
+    ListedTool,
+    ReadResourceResult,
+    parse_result,
+    parse_tools,
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
@@ -410,13 +420,14 @@ class ClientConnection:
         """Check that the server answers (legacy connections: 2026-07-28 has no ping)."""
         await self._session.ping(timeout=timeout)
 
-    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    async def list_tools(self, *, timeout: float | None = None) -> list[ListedTool]:
         """Every tool the server offers, following ``nextCursor`` to the last page.
 
         ``timeout`` applies to each page. On HTTP, tools whose header
         annotations break the binding's rules are left out, with a warning.
+        A tool that breaks the schema is a :class:`BadResult` naming its field.
         """
-        tools: list[dict[str, Any]] = []
+        tools: list[ListedTool] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
@@ -426,7 +437,8 @@ class ClientConnection:
             items = page.get("tools")
             if not isinstance(items, list):
                 raise ProtocolError("tools/list result has no tools array")
-            tools.extend(self._stream.accept_tools([t for t in items if isinstance(t, dict)]))
+            accepted = self._stream.accept_tools([t for t in items if isinstance(t, dict)])
+            tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:
                 return tools
@@ -442,26 +454,28 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_task: TaskObserver | None = None,
-    ) -> dict[str, Any]:
-        """Call a tool and return its final ``CallToolResult``.
+    ) -> CallToolResult:
+        """Call a tool and return its final :class:`CallToolResult`.
 
-        A tool that failed is a result with ``isError: true``, not an
+        A tool that failed is a result with ``is_error=True``, not an
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
         ``on_task`` is told every state of that task. ``timeout`` applies to
-        each request sent.
+        each request sent. A result that breaks the schema is a
+        :class:`BadResult` naming the field.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
             if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
     @asynccontextmanager
     async def watch_tool(
@@ -483,7 +497,7 @@ class ClientConnection:
         cancels it (the server's task gets ``tasks/cancel``).
         """
 
-        def call(observer: TaskObserver) -> Awaitable[dict[str, Any]]:
+        def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
             return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
 
         handle = TaskHandle()
@@ -496,16 +510,18 @@ class ClientConnection:
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Get a prompt (answering a modern server's input rounds); returns ``GetPromptResult``."""
+    ) -> GetPromptResult:
+        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self._with_rounds("prompts/get", params, timeout, None, None)
+        result = await self._with_rounds("prompts/get", params, timeout, None, None)
+        return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """Read a resource (answering a modern server's input rounds); returns ``ReadResourceResult``."""
-        return await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`."""
+        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+        return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
 
     async def _with_rounds(
         self,

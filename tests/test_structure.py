@@ -26,6 +26,7 @@ import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.errors
 import host_receiver.paths
+import host_receiver.protocol.results
 import host_receiver.protocol.types
 import host_receiver.protocol.versions
 import host_receiver.receiver
@@ -49,6 +50,7 @@ DOORS = (
     host_receiver.paths,
     host_receiver.protocol.types,
     host_receiver.protocol.versions,
+    host_receiver.protocol.results,
     host_receiver.transports,
     host_receiver.session,
     host_receiver.receiver,

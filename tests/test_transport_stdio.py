@@ -15,6 +15,7 @@ import pytest
 from host_receiver.connection import ClientConnection
 from host_receiver.errors import ConnectionClosed, TransportError
 from host_receiver.protocol.jsonrpc import Notification
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.session import IncomingRequest
 from host_receiver.transports.stdio import StdioTransport
 
@@ -33,9 +34,9 @@ async def sample(request: IncomingRequest) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"}
 
 
-def text_of(result: dict[str, Any]) -> str:
-    assert result["isError"] is False, result
-    return str(result["content"][0]["text"])
+def text_of(result: CallToolResult) -> str:
+    assert result.is_error is False, result
+    return result.text
 
 
 async def test_the_server_asks_the_client_mid_call_and_gets_the_answer() -> None:

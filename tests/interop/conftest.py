@@ -356,8 +356,8 @@ async def running_host(
 async def call_report(server: ServerConnection, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call one of the peers' tools and return its JSON report."""
     result = await server.call_tool(tool, arguments)
-    assert not result.get("isError"), f"{tool} failed: {result}"
-    report: dict[str, Any] = json.loads(result["content"][0]["text"])
+    assert not result.is_error, f"{tool} failed: {result}"
+    report: dict[str, Any] = json.loads(result.text)
     return report
 
 
