@@ -363,11 +363,15 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
 
 
-async def test_aclose_ends_the_session_once_and_ends_receiving(server: StreamableHttpServer) -> None:
+async def test_aclose_deletes_the_session_once_and_ends_sending_and_receiving(
+    server: StreamableHttpServer,
+) -> None:
     async with HttpTransport(server.url).connect() as stream:
         await stream.send(Request(1, "initialize", {"protocolVersion": LATEST_LEGACY_VERSION}))
         assert isinstance(await stream.receive(), Response)
         await stream.aclose()
         with pytest.raises(anyio.EndOfStream):
             await stream.receive()
+        with pytest.raises(TransportError, match="is closed"):
+            await stream.send(Request(2, "ping"))
     assert [r.verb for r in server.requests] == ["POST", "DELETE"]  # leaving the context DELETEs no more

@@ -82,7 +82,7 @@ class Exchange:
         self._incoming_in, self.incoming = anyio.create_memory_object_stream[Message | InvalidMessage](
             _INCOMING_BUFFER
         )
-        self._ended = False
+        self._closed = False
 
     def open(
         self,
@@ -143,6 +143,12 @@ class Exchange:
         if self.failure is not None:
             raise type(self.failure)(str(self.failure))
 
+    def check_open(self) -> None:
+        """Raise the failure that ended the connection, or TransportError once it was closed."""
+        self.raise_failure()
+        if self._closed:
+            raise TransportError(f"the connection to {self.config.url} is closed")
+
     async def check(self, response: httpx.Response, body: bytes | None = None) -> None:
         """Remember the session id; turn an HTTP error status into TransportError.
 
@@ -193,11 +199,11 @@ class Exchange:
             logger.debug("dropped a message that arrived after the stream closed")
 
     async def end_session(self) -> None:
-        """Stop delivering, and DELETE the session if the server still has it (once)."""
+        """Stop sending and delivering, and DELETE the session if the server still has it (once)."""
+        already, self._closed = self._closed, True
         self._incoming_in.close()
-        if self._ended or self.session_id is None or self.failure is not None:
+        if already or self.session_id is None or self.failure is not None:
             return
-        self._ended = True
         with anyio.move_on_after(self.config.close_timeout):
             try:
                 async with self.open("DELETE") as response:

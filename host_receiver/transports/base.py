@@ -23,9 +23,12 @@ Rules every message stream follows:
   is not buffered beyond the limit but judged by its head
   (:func:`~host_receiver.protocol.jsonrpc.oversized`), so a request still
   gets an error reply with its id, and the stream goes on.
-- ``aclose`` closes the stream: sends fail from then on, and ``receive``
-  ends once what arrived before is drained. It may be called more than
-  once; leaving the transport's ``connect()`` context closes the stream too.
+- ``aclose`` closes the stream before its context ends: sends fail from
+  then on, and ``receive`` comes to ``anyio.EndOfStream`` (stdio: once the
+  child, its input closed, has exited). It may be called more than once.
+  Leaving the transport's ``connect()`` context closes the stream whether
+  or not it was called (the default ``aclose`` does nothing, for streams
+  that leave closing to that context).
 - Streams know bytes and JSON-RPC, no MCP method. What only one binding
   has is reached through typed attributes, as on anyio's streams:
   ``stream.extra(StreamAttribute.binding, None)`` is the stream's
@@ -151,7 +154,7 @@ class MessageStream(TypedAttributeProvider, ABC):
         """The next message from the peer (see the module rules)."""
 
     async def aclose(self) -> None:
-        """Close the stream (see the module rules); by default the transport's context does it."""
+        """Close the stream (module rules); by default nothing, the transport's context closes it."""
 
 
 class Transport(ABC):

@@ -52,8 +52,9 @@ Rules:
   SSE stream) a message whose id cannot be read is taken as the answer to
   that request, which fails with the same error. The connection, and an SSE
   stream, go on.
-- Closing (``aclose``, or leaving ``connect()``) stops delivering and DELETEs
-  the session once (405 is fine); leaving ``connect()`` cancels the streams.
+- Closing (``aclose``, or leaving ``connect()``) stops sending and delivering
+  and DELETEs the session once (405 is fine); leaving ``connect()`` cancels
+  the streams.
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
 """
@@ -180,7 +181,7 @@ class _HttpStream(MessageStream):
         }
 
     async def send(self, message: Message) -> None:
-        self._exchange.raise_failure()
+        self._exchange.check_open()
         body = dumps_message(message)
         if isinstance(message, Request):
             await self._tasks.start(self._post_request, message, body)
@@ -196,7 +197,7 @@ class _HttpStream(MessageStream):
         """
         if isinstance(message, Request):
             raise anyio.WouldBlock
-        self._exchange.raise_failure()
+        self._exchange.check_open()
         body = dumps_message(message)
         try:
             self._tasks.start_soon(self._post_in_background, body)
