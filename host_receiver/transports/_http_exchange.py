@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 import httpx
@@ -31,10 +31,7 @@ from host_receiver.transports._sse import read_events
 from host_receiver.transports.base import TransportError
 from providers import safe_logger, safe_text
 
-if TYPE_CHECKING:
-    from host_receiver.transports.http import HttpTransport
-
-__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpStatusError", "SessionExpired"]
+__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings", "HttpStatusError", "SessionExpired"]
 
 logger = safe_logger(__name__)
 
@@ -61,6 +58,17 @@ class HttpStatusError(TransportError):
         self.status = status
 
 
+class HttpSettings(Protocol):
+    """What the parts read of the settings of :class:`~host_receiver.transports.http.HttpTransport`."""
+
+    url: str
+    headers: dict[str, str]
+    default_retry: float
+    max_reconnects: int
+    close_timeout: float
+    max_message_size: int
+
+
 @dataclass
 class Cursor:
     """Where one SSE stream stands: last event id, the server's retry, events seen."""
@@ -73,7 +81,7 @@ class Cursor:
 class Exchange:
     """One connection's client, MCP session and queue of messages in, and how it fails."""
 
-    def __init__(self, config: HttpTransport, client: httpx.AsyncClient) -> None:
+    def __init__(self, config: HttpSettings, client: httpx.AsyncClient) -> None:
         self.config = config
         self._client = client
         self.session_id: str | None = None
