@@ -20,7 +20,7 @@ Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks exten
   non-primitive, reached through anything but ``properties``, an integer
   beyond JavaScript's safe range at call time) is rejected: it is left out
   of ``tools/list`` with a warning. The error quotes the tool's names and
-  paths escaped and cut (:func:`providers.safe_text`).
+  paths escaped and cut (:func:`host_receiver.sanitize.safe_text`).
 - A request is a 2026-07-28 one when its ``_meta`` carries a protocol
   version; a legacy request has no mirrored headers.
 - Values: strings as they are, integers in decimal, booleans ``true`` /
@@ -36,18 +36,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from host_receiver.errors import InvalidToolHeaders, TransportError
 from host_receiver.protocol.modern import PROTOCOL_VERSION_KEY
-from host_receiver.transports.base import TransportError
-from providers import safe_id, safe_logger, safe_text
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = [
-    "HeaderMirror",
-    "InvalidToolHeaders",
-    "encode_value",
-    "param_headers",
-    "request_headers",
-    "tool_header_paths",
-]
+__all__ = ["HeaderMirror", "encode_value", "param_headers", "request_headers", "tool_header_paths"]
 
 logger = safe_logger(__name__)
 
@@ -60,10 +53,6 @@ _COMPOSITION = ("items", "prefixItems", "oneOf", "anyOf", "allOf", "not", "if", 
 
 #: A tool's header annotations: header name -> the path of ``properties`` keys to its argument.
 HeaderPaths = dict[str, tuple[str, ...]]
-
-
-class InvalidToolHeaders(ValueError):
-    """A tool's ``x-mcp-header`` annotations break the binding's rules; the message says how."""
 
 
 def encode_value(value: str) -> str:

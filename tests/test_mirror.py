@@ -12,17 +12,17 @@ import pytest
 
 from host_receiver._mirror import (
     HeaderMirror,
-    InvalidToolHeaders,
     encode_value,
     param_headers,
     request_headers,
     tool_header_paths,
 )
 from host_receiver.connection import ClientConnection
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message, Request
+from host_receiver.errors import HttpStatusError, InvalidMessage, InvalidToolHeaders, TransportError
+from host_receiver.protocol.jsonrpc import Message, Request
 from host_receiver.testing import FakeServer, ToolCall
-from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport, TransportError
-from host_receiver.transports.http import HttpStatusError, HttpTransport
+from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport
+from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.memory import MemoryTransport
 from tests.servers.http_server import StreamableHttpServer
 

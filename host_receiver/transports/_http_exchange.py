@@ -17,21 +17,13 @@ from typing import Protocol
 import anyio
 import httpx
 
-from host_receiver.protocol.errors import RpcError
-from host_receiver.protocol.jsonrpc import (
-    ErrorResponse,
-    InvalidMessage,
-    Message,
-    Response,
-    decode_message,
-    oversized,
-)
+from host_receiver.errors import HttpStatusError, InvalidMessage, RpcError, SessionExpired, TransportError
+from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Response, decode_message, oversized
 from host_receiver.protocol.types import RequestId
+from host_receiver.sanitize import safe_logger, safe_text
 from host_receiver.transports._sse import read_events
-from host_receiver.transports.base import TransportError
-from providers import safe_logger, safe_text
 
-__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings", "HttpStatusError", "SessionExpired"]
+__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings"]
 
 logger = safe_logger(__name__)
 
@@ -44,18 +36,6 @@ _INCOMING_BUFFER = 64
 MAX_ERROR_BODY = 64 * 1024
 #: The most of an error status's body quoted in :class:`HttpStatusError`.
 _STATUS_DETAIL = 500
-
-
-class SessionExpired(TransportError):
-    """The server no longer knows our MCP session (HTTP 404); reconnect from scratch."""
-
-
-class HttpStatusError(TransportError):
-    """The server answered a POST with an error status and no JSON-RPC error; ``status`` is it."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class HttpSettings(Protocol):

@@ -19,9 +19,9 @@ import anyio
 import httpx
 from anyio.abc import TaskStatus
 
-from host_receiver.transports._http_exchange import SSE, Cursor, Exchange, SessionExpired, content_type
-from host_receiver.transports.base import TransportError
-from providers import safe_logger
+from host_receiver.errors import SessionExpired, TransportError
+from host_receiver.sanitize import safe_logger
+from host_receiver.transports._http_exchange import SSE, Cursor, Exchange, content_type
 
 __all__ = ["listen"]
 

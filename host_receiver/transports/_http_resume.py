@@ -13,8 +13,8 @@ import anyio
 import httpx
 
 from host_receiver.protocol.types import RequestId
+from host_receiver.sanitize import safe_logger
 from host_receiver.transports._http_exchange import Cursor, Exchange, closed
-from providers import safe_logger
 
 __all__ = ["resume"]
 

@@ -56,9 +56,9 @@ from anyio import TypedAttributeProvider, TypedAttributeSet, typed_attribute
 
 # Re-exported: its old home (host_receiver._concurrency is where it lives now).
 from host_receiver._concurrency import background_task_group
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message
+from host_receiver.errors import InvalidMessage
+from host_receiver.protocol.jsonrpc import Message
 from host_receiver.protocol.types import RequestId
-from providers import HostReceiverError
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -66,7 +66,6 @@ __all__ = [
     "MessageStream",
     "StreamAttribute",
     "Transport",
-    "TransportError",
     "background_task_group",
 ]
 
@@ -81,10 +80,6 @@ _REMOVED_HOOKS = {
     "accept_tools": "the connection layer (tools are checked where headers are mirrored)",
     "silence_means_legacy": "StreamAttribute.answers_every_request",
 }
-
-
-class TransportError(HostReceiverError):
-    """The connection to the peer failed; ``str()`` says how."""
 
 
 class Binding:

@@ -70,17 +70,17 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from host_receiver._concurrency import background_task_group
+from host_receiver.errors import InvalidMessage, SessionExpired, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message, Request, dumps_message
+from host_receiver.protocol.jsonrpc import Message, Request, dumps_message
 from host_receiver.protocol.types import RequestId
+from host_receiver.sanitize import safe_logger, safe_text
 from host_receiver.transports._http_exchange import (
     CONNECTION_CLOSED,
     MAX_ERROR_BODY,
     SSE,
     Cursor,
     Exchange,
-    HttpStatusError,
-    SessionExpired,
     answers,
     closed,
     content_type,
@@ -96,11 +96,9 @@ from host_receiver.transports.base import (
     MessageStream,
     StreamAttribute,
     Transport,
-    TransportError,
 )
-from providers import safe_logger, safe_text
 
-__all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
+__all__ = ["CONNECTION_CLOSED", "HttpTransport", "SessionExpired"]
 
 logger = safe_logger(__name__)
 

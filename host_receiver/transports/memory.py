@@ -25,8 +25,9 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message, decode_message, dumps_message
-from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport, TransportError
+from host_receiver.errors import InvalidMessage, TransportError
+from host_receiver.protocol.jsonrpc import Message, decode_message, dumps_message
+from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport
 
 __all__ = ["MemoryStream", "MemoryTransport", "create_memory_pair"]
 
