@@ -45,6 +45,8 @@ The tree::
 ``providers`` re-exports the ``ProviderError`` branch for provider authors;
 it is defined here, once. This module imports only :mod:`host_receiver.sanitize`,
 so both packages can build on it without loading anything else.
+
+Fixed caps (docs/limits.md): ``_QUOTED_ERROR``.
 """
 
 from __future__ import annotations

@@ -57,6 +57,9 @@ Rules:
   the streams.
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
+
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_CONCURRENT_POSTS``,
+``_MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
 """
 
 from __future__ import annotations
