@@ -5,6 +5,8 @@ The posting (:mod:`host_receiver.transports.http`), the legacy resumption
 (:mod:`~host_receiver.transports._http_listen`) each open requests, read SSE
 events and deliver messages through one :class:`Exchange`. The rules are
 :mod:`host_receiver.transports.http`'s.
+
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
 """
 
 from __future__ import annotations

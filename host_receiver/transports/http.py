@@ -58,8 +58,8 @@ Rules:
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
 
-Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_CONCURRENT_POSTS``,
-``_MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
+Fixed caps (docs/limits.md): ``_CONCURRENT_POSTS``; the others of the
+HTTP stream are in :mod:`~host_receiver.transports._http_exchange`.
 """
 
 from __future__ import annotations
