@@ -10,10 +10,16 @@ Rules:
   (live from the first byte: a server may ping early), then agrees on the
   era and version (:mod:`host_receiver._negotiation`: ``protocol="auto"``
   probes with ``server/discover`` and falls back to ``initialize``).
-  A legacy agreement tells the stream the version, sends
-  ``notifications/initialized`` and opens the stream's listener (the HTTP GET
+  A legacy agreement tells the stream's binding the version, sends
+  ``notifications/initialized`` and opens the binding's listener (the HTTP GET
   stream); a modern one needs none of these. Only then is the connection
   handed out.
+- The connection talks to its stream through the stream's four methods
+  and its typed attributes (``StreamAttribute``): the binding, and whether
+  the medium answers every request. When the binding mirrors headers
+  (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
+  each modern request carries its headers, and ``tools/list`` leaves out
+  tools whose header annotations break the binding's rules.
 - With a ``receiver`` (anything that offers ``capabilities(version)`` and
   ``attach(peer)``, such as :class:`~host_receiver.receiver.Receiver`), the
   connection advertises the receiver's capabilities, attaches itself as the
@@ -50,6 +56,7 @@ from typing import Any, Protocol, Self
 import anyio
 
 from host_receiver._input_rounds import with_input_rounds
+from host_receiver._mirror import HeaderMirror
 from host_receiver._negotiation import AUTO, Agreement, agree, missing_capability, version_refused
 from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
 from host_receiver.errors import (
@@ -88,7 +95,7 @@ from host_receiver.session import (
     RequestHandler,
     Session,
 )
-from host_receiver.transports.base import MessageStream, Transport
+from host_receiver.transports.base import MessageStream, StreamAttribute, Transport
 
 __all__ = [
     "ClientConnection",
@@ -163,6 +170,8 @@ class ClientConnection:
         if max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
         self._stream = stream
+        self._binding = stream.extra(StreamAttribute.binding, None)
+        self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._client_info = client_info if client_info is not None else default_client_info()
         self._capabilities = capabilities
         self._receiver = receiver
@@ -234,16 +243,20 @@ class ClientConnection:
                 client_info=connection._client_info,
                 discover_timeout=discover_timeout,
                 init_timeout=init_timeout,
-                silence_means_legacy=stream.silence_means_legacy(),
+                silence_means_legacy=not stream.extra(StreamAttribute.answers_every_request, False),
+                mirror=connection._mirror,
             )
             # Known before notifications/initialized: the server may send requests right after it.
             connection._agreement = agreement
             if name is None:
                 session.name = agreement.server_info.name
+            binding = connection._binding
             if agreement.era is Era.LEGACY:
-                stream.set_protocol_version(agreement.version)
+                if binding is not None:
+                    binding.agree(agreement.version)
                 await session.notify("notifications/initialized")
-                await stream.open_listener()
+                if binding is not None:
+                    await binding.open_listener()
             logger.info(
                 "connected to %s %s (protocol %s, %s)",
                 agreement.server_info.name,
@@ -380,9 +393,11 @@ class ClientConnection:
         """
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
+        stamped = self._stamped(params)
+        headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
         try:
             result = await self._session.request(
-                method, self._stamped(params), timeout=timeout, on_progress=on_progress
+                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
             )
         except RpcError as exc:
             if exc.code == UNSUPPORTED_VERSION:
@@ -437,7 +452,10 @@ class ClientConnection:
             items = page.get("tools")
             if not isinstance(items, list):
                 raise ProtocolError("tools/list result has no tools array")
-            accepted = self._stream.accept_tools([t for t in items if isinstance(t, dict)])
+            page_tools = [t for t in items if isinstance(t, dict)]
+            accepted = (
+                page_tools if self._mirror is None else self._mirror.accept_tools(page_tools, self.name)
+            )
             tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:

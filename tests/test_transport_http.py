@@ -25,6 +25,7 @@ from host_receiver.errors import (
     TransportError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
 from host_receiver.transports._sse import Event, read_events
@@ -365,3 +366,17 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     ports = [r.port for r in server.requests if r.rpc_method == "notifications/message"]
     assert len(ports) == 5
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
+
+
+async def test_aclose_deletes_the_session_once_and_ends_sending_and_receiving(
+    server: StreamableHttpServer,
+) -> None:
+    async with HttpTransport(server.url).connect() as stream:
+        await stream.send(Request(1, "initialize", {"protocolVersion": LATEST_LEGACY_VERSION}))
+        assert isinstance(await stream.receive(), Response)
+        await stream.aclose()
+        with pytest.raises(anyio.EndOfStream):
+            await stream.receive()
+        with pytest.raises(TransportError, match="is closed"):
+            await stream.send(Request(2, "ping"))
+    assert [r.verb for r in server.requests] == ["POST", "DELETE"]  # leaving the context DELETEs no more

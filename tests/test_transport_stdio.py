@@ -173,3 +173,14 @@ async def test_a_peer_that_does_not_read_holds_writes_back_and_then_gets_every_l
     ns = report.params["ns"]
     assert ns[:sent] == list(range(sent))  # taken without waiting: in order
     assert sorted(ns[sent:]) == [sent, sent + 1]  # two concurrent senders: both, in either order
+
+
+async def test_aclose_writes_what_is_queued_then_closes_the_childs_input() -> None:
+    async with raw_server().connect() as stream:
+        await stream.send(Notification("notifications/initialized"))
+        await stream.aclose()
+        with pytest.raises(TransportError, match="no longer reading its input"):
+            await stream.send(Notification("notifications/initialized"))
+        with anyio.fail_after(10), pytest.raises(anyio.EndOfStream):  # the child saw its input end
+            while True:
+                await stream.receive()
