@@ -29,7 +29,9 @@ Compatibility"):
   ``auto`` mode an ``initialize`` refused with -32022 whose ``supported``
   names a modern version this client speaks identifies a modern server
   (basic-versioning.mdx: a modern error identifies a modern server): it is
-  probed again with ``server/discover`` at that version, never falling back.
+  probed again with ``server/discover`` at that version, never falling back,
+  and waited for as long as ``initialize`` is (``init_timeout``), since its
+  silence no longer hints at a legacy server.
 - A version nobody shares, and a capability the server requires but this
   client did not declare (-32021), end in an error naming what is missing
   (in ``auto`` mode, every version this client speaks).
@@ -160,7 +162,10 @@ class _Talk:
         initialize with when the answer identifies a legacy server."""
         name = self.session.name
         ours = _ours(auto, offered)
-        waited = self.discover_timeout if self.silence_means_legacy else self.init_timeout
+        # Silence can mean a legacy server only while one may still be found: probing again after
+        # a modern refusal of initialize, the server is known modern and gets init_timeout.
+        silence_means_legacy = self.silence_means_legacy and fallback
+        waited = self.discover_timeout if silence_means_legacy else self.init_timeout
 
         def legacy(answer: str) -> str:
             if fallback:
@@ -205,10 +210,15 @@ class _Talk:
             except _NotDiscovered as exc:
                 return legacy(str(exc))
             except TimeoutError:
-                if not self.silence_means_legacy:
+                if not silence_means_legacy:
+                    why = (
+                        "it refused initialize as a modern server"
+                        if self.silence_means_legacy
+                        else "on this transport a legacy server answers with an error"
+                    )
                     raise TimeoutError(
-                        f"{name} did not answer server/discover within {waited} s (on this transport "
-                        "a legacy server answers with an error, so silence is not taken for one)"
+                        f"{name} did not answer server/discover within {waited} s ({why}, "
+                        "so silence is not taken for a legacy server)"
                     ) from None
                 return legacy(f"no answer within {waited} s")
 

@@ -218,6 +218,28 @@ async def test_a_modern_server_that_misses_the_probe_is_found_modern_by_its_answ
     check_wire(server, fallback=True)
 
 
+async def test_a_modern_server_found_by_its_answer_to_initialize_gets_more_than_the_probe_timeout() -> None:
+    """Once initialize was refused as by a modern server, the second server/discover is no era
+    probe: a server still starting gets as long as initialize would, not ``discover_timeout``."""
+    probes: list[Request] = []
+
+    async def discover(request: Request) -> dict[str, Any]:
+        probes.append(request)
+        if len(probes) == 1:
+            await anyio.sleep_forever()  # still starting up
+        await anyio.sleep(0.3)  # slower than discover_timeout, once more
+        return server.discover_result()
+
+    server = FakeServer(protocol_version=MODERN, methods={"server/discover": discover})
+    async with server, Host(receiver()) as host:
+        opened = ServerConnection.connect(
+            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.05
+        )
+        async with opened as connection:
+            assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
+    assert [r.method for r in server.requests] == ["server/discover", "initialize", "server/discover"]
+
+
 async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_client_speaks() -> None:
     async def refuse(request: Request) -> dict[str, Any]:
         raise RpcError(-32022, "Unsupported protocol version", {"supported": ["2024-11-05"]})
