@@ -157,7 +157,8 @@ def _offers(server: ServerConnection, capability: str, what: str) -> bool:
 
 
 async def _tools(args: argparse.Namespace, server: ServerConnection) -> int:
-    tools = await server.list_tools() if _offers(server, "tools", "tools") else []
+    listed = await server.list_tools() if _offers(server, "tools", "tools") else []
+    tools = [tool.model_dump() for tool in listed]
     if args.json:
         print(safe_json({"tools": tools}))
         return EXIT_OK
@@ -238,7 +239,7 @@ def _type(spec: Any) -> str:
 
 def _read(args: argparse.Namespace) -> int:
     async def body(args: argparse.Namespace, server: ServerConnection) -> int:
-        result = await server.read_resource(args.uri)
+        result = (await server.read_resource(args.uri)).model_dump()
         if args.json:
             print(safe_json(result))
         else:
@@ -260,7 +261,7 @@ def _prompt(args: argparse.Namespace) -> int:
         return usage_error(args, arguments)
 
     async def body(args: argparse.Namespace, server: ServerConnection) -> int:
-        result = await server.get_prompt(args.prompt_name, arguments or None)
+        result = (await server.get_prompt(args.prompt_name, arguments or None)).model_dump()
         if args.json:
             print(safe_json(result))
             return EXIT_OK

@@ -324,10 +324,8 @@ async def serve(
             return EXIT_FAILURE
         try:
             code = await body(server)
-            if code == EXIT_FAILURE and server.closed:
-                print_stderr_tail(
-                    target.name, target.transport
-                )  # the server went away: its last words may say why
+            if code == EXIT_FAILURE and server.closed:  # the server went away: its last words may say why
+                print_stderr_tail(target.name, target.transport)
             return code
         finally:
             await server.close()

@@ -50,8 +50,9 @@ async def call_and_print(
         print(f"host-receiver: {tool} failed: {describe_error(exc)}", file=sys.stderr)
         await _name_the_tools(server, tool)
         return EXIT_FAILURE
-    print(safe_json(result) if as_json else readable_result(result))
-    if result.get("isError") is True:
+    dumped = result.model_dump()
+    print(safe_json(dumped) if as_json else readable_result(dumped))
+    if result.is_error is True:
         await _name_the_tools(server, tool)
         return EXIT_TOOL_ERROR
     return EXIT_OK
@@ -60,7 +61,7 @@ async def call_and_print(
 async def _name_the_tools(server: ServerConnection, tool: str) -> None:
     with anyio.move_on_after(10):
         try:
-            names = [str(t.get("name")) for t in await server.list_tools()]
+            names = [t.name for t in await server.list_tools()]
         except Exception:  # the failure already reported is the one that matters
             return
         if tool not in names:
