@@ -63,6 +63,7 @@ from host_receiver.handlers import (
     open_receiver,
 )
 from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
+from host_receiver.options import ConnectionOptions
 from host_receiver.peer import Peer
 from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
 from host_receiver.protocol.errors import (
@@ -135,6 +136,7 @@ __all__ = [
     "Browser",
     "ClientConnection",
     "ConnectionClosed",
+    "ConnectionOptions",
     "CreateMessageRequestParams",
     "CreateMessageResult",
     "DecisionStore",

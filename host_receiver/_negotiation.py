@@ -49,6 +49,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from host_receiver.errors import HostReceiverError
+from host_receiver.options import AUTO, ConnectionOptions
 from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
@@ -82,7 +83,6 @@ __all__ = [
 
 logger = safe_logger("host_receiver.connection")
 
-AUTO = "auto"
 #: The most characters of a server's text (an error message, a version list) quoted in an error.
 _QUOTED = 300
 
@@ -128,19 +128,21 @@ CapabilitiesFor = Callable[[str], dict[str, Any]]
 
 async def agree(
     session: Session,
-    protocol: str,
+    options: ConnectionOptions,
     *,
     capabilities_for: CapabilitiesFor,
-    client_info: Implementation,
-    discover_timeout: float | None,
-    init_timeout: float | None,
     silence_means_legacy: bool = True,
 ) -> Agreement:
-    """Find the era and version to speak (rules in the module docstring)."""
-    if protocol != AUTO and protocol not in LEGACY_VERSIONS and protocol not in MODERN_VERSIONS:
-        known = ", ".join((AUTO, *MODERN_VERSIONS, *LEGACY_VERSIONS))
-        raise ValueError(f"unknown protocol choice {protocol!r} (one of {known})")
-    talk = _Talk(session, capabilities_for, client_info, discover_timeout, init_timeout, silence_means_legacy)
+    """Find the era and version to speak (rules in the module docstring), as ``options`` choose."""
+    protocol = options.protocol
+    talk = _Talk(
+        session,
+        capabilities_for,
+        options.client_info,
+        options.discover_timeout,
+        options.init_timeout,
+        silence_means_legacy,
+    )
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)
     auto = protocol == AUTO

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from host_receiver.connection import ClientConnection, MissingCapability, UnsupportedProtocolVersion
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.errors import PARSE_ERROR, RpcError
 from host_receiver.protocol.types import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
@@ -138,7 +139,8 @@ async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -
     """On HTTP a legacy server answers with a status: silence is no sign of one."""
     with StreamableHttpServer(discover_silent=True) as server:
         transport = HttpTransport(server.url)
-        opened = ClientConnection.connect(transport, capabilities={}, discover_timeout=0.1, init_timeout=1.0)
+        options = ConnectionOptions(discover_timeout=0.1, init_timeout=1.0)
+        opened = ClientConnection.connect(transport, options, capabilities={})
         with pytest.raises(TimeoutError, match="did not answer server/discover"):
             async with opened:
                 pass
