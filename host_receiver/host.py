@@ -144,10 +144,15 @@ class Host:
         self, receiver: Receiver, options: ConnectionOptions | None = None, **deprecated: Any
     ) -> None:
         self.receiver = receiver
-        self.options = options_from_keywords(options, deprecated, "Host")
+        self._options = options_from_keywords(options, deprecated, "Host")
         self.servers: dict[str, ServerConnection] = {}
         self._lifetime = AsyncExitStack()
         self._group: anyio.abc.TaskGroup | None = None
+
+    @property
+    def options(self) -> ConnectionOptions:
+        """What every connection gets unless its ``connect*`` call gives its own."""
+        return self._options
 
     async def __aenter__(self) -> Host:
         self._group = await self._lifetime.enter_async_context(anyio.create_task_group())
