@@ -13,10 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.connection import Callbacks, ClientConnection, ProtocolError, UnsupportedProtocolVersion
+from host_receiver.connection import Callbacks, ClientConnection
+from host_receiver.errors import ProtocolError, RpcError, UnsupportedProtocolVersion
 from host_receiver.options import ConnectionOptions
-from host_receiver.protocol.errors import RpcError
-from host_receiver.protocol.types import LATEST_LEGACY_VERSION, Implementation
+from host_receiver.protocol.types import Implementation
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport
 from host_receiver.transports.stdio import StdioTransport

@@ -43,15 +43,17 @@ from host_receiver.cli._hooks import (
     safe_json,
     uses_terminal,
 )
+from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
 from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.sanitize import safe_logger
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from providers import ProviderError, build_registry, safe_logger
+from providers import build_registry
 
 __all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
 
