@@ -89,12 +89,12 @@ _NONE_IS_A_VALUE = frozenset({"discover_timeout", "init_timeout"})
 
 
 def options_from_keywords(
-    options: ConnectionOptions | None, keywords: dict[str, Any], where: str, *, stacklevel: int = 3
+    options: ConnectionOptions | None, keywords: dict[str, Any], where: str
 ) -> ConnectionOptions:
     """``options`` (default: the defaults) with the 0.2 keywords given to ``where`` applied.
 
-    Keywords warn (``DeprecationWarning``, attributed to ``where``'s caller
-    by ``stacklevel``); one that is no option is a ``TypeError``; None keeps
+    Keywords warn (``DeprecationWarning``, attributed to the caller of
+    ``where``, which calls this directly); one that is no option is a ``TypeError``; None keeps
     the option as it is, unless None is one of its values.
     """
     base = options if options is not None else ConnectionOptions()
@@ -106,7 +106,7 @@ def options_from_keywords(
         f"{where}({'=, '.join(sorted(keywords))}=) is deprecated and goes in 0.4: "
         "pass options=ConnectionOptions(...) (docs/changelog.md)",
         DeprecationWarning,
-        stacklevel=stacklevel,
+        stacklevel=3,
     )
     given = {name: value for name, value in keywords.items() if value is not None or name in _NONE_IS_A_VALUE}
     return replace(base, **given)
