@@ -38,7 +38,6 @@ from typing import Any
 
 import anyio
 
-from host_receiver._negotiation import AUTO
 from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_options_given, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
@@ -58,9 +57,9 @@ from host_receiver.cli._servers import (
     server_name,
 )
 from host_receiver.cli._show import call_and_print, connected_line, print_stderr_tail
-from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
@@ -312,9 +311,11 @@ async def serve(
         host = await stack.enter_async_context(
             Host(
                 receiver,
-                protocol=args.protocol,
-                max_input_rounds=args.max_input_rounds,
-                tasks_extension=args.tasks_extension,
+                ConnectionOptions(
+                    protocol=args.protocol,
+                    max_input_rounds=args.max_input_rounds,
+                    tasks_extension=args.tasks_extension,
+                ),
             )
         )
         if body is None:
