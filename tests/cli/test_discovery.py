@@ -27,7 +27,7 @@ from tests.interop import PY2_SERVER, RAW_SERVER, everything_command, http_serve
 #: Every test runs the CLI as a subprocess, most against real servers.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

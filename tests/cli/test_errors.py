@@ -25,7 +25,7 @@ from tests.interop import PY2_SERVER, peer_command, peer_python
 #: Every test runs the CLI as a subprocess, most against real servers.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from host_receiver.policies import decision_id, stdio_identity
+from tests.cli.test_terminal import PEER_PYTHON, PEER_SERVER, Terminal
 from tests.cli_command import cli_env, run_cli
-from tests.test_terminal import PEER_PYTHON, PEER_SERVER, Terminal
 
 #: Every test runs the CLI as a subprocess, most against real servers.
 pytestmark = pytest.mark.slow
