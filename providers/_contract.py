@@ -97,6 +97,19 @@ def progress_text(text: str) -> str:
     return "…" + text[-(PROGRESS_TEXT_LIMIT - 1) :]
 
 
+def progress_tail(parts: list[str]) -> str:
+    """The tail of the text made of ``parts`` that fits in a :class:`SamplingProgress`, built without
+    joining the whole text."""
+    tail: list[str] = []
+    size = 0
+    for part in reversed(parts):
+        tail.append(part)
+        size += len(part)
+        if size >= PROGRESS_TEXT_LIMIT:
+            break
+    return progress_text("".join(reversed(tail)))
+
+
 @runtime_checkable
 class Provider(Protocol):
     """An LLM backend: a named catalogue of models and the call that samples one."""
