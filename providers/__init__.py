@@ -17,7 +17,9 @@ builds on it. What the sampling layer uses from here:
   :class:`SamplingPlan`.
 
 Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
-``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
+``openai`` client), :class:`AnthropicProvider` (the Anthropic Messages API, on
+the official ``anthropic`` package, extra ``[anthropic]``) and
+:class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
 """
@@ -29,7 +31,9 @@ from host_receiver._moved import moved_names
 from ._build import build_provider, build_registry
 from ._config import (
     CONFIG_ENV,
+    DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
+    PROVIDER_TYPES,
     Config,
     ProviderEntry,
     config_path,
@@ -60,10 +64,13 @@ from ._selection import Requirements, estimate_input_tokens, requirements, selec
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_ANTHROPIC_URL",
     "DEFAULT_BASE_URL",
     "ECHO_MODEL",
     "KEYRING_SERVICE",
     "PROGRESS_TEXT_LIMIT",
+    "PROVIDER_TYPES",
+    "AnthropicProvider",
     "Config",
     "EchoProvider",
     "MaxTokensPolicy",
@@ -136,13 +143,18 @@ _moved = moved_names(__name__, _MOVED)
 
 
 if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider
     from ._openai import OpenAIProvider
 else:  # a type checker sees the import above, and flags a moved name
 
     def __getattr__(name: str) -> object:
-        # OpenAIProvider loads the openai package (about a second); only import it when asked.
+        # Each backend loads its vendor's package (about a second); only import it when asked.
         if name == "OpenAIProvider":
             from ._openai import OpenAIProvider
 
             return OpenAIProvider
+        if name == "AnthropicProvider":
+            from ._anthropic import AnthropicProvider
+
+            return AnthropicProvider
         return _moved(name)

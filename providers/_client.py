@@ -22,10 +22,8 @@ Rules:
   (:func:`providers._plan.call_limits`), counted after decompression; for an
   event stream the bound is on each event. Past it the response is closed and
   the call fails with :class:`~host_receiver.errors.ReplyTooLong`.
-* SDKs built on ``httpx2`` (``anthropic`` 2.x) get an ``httpx2`` client whose
-  transport is :class:`Httpx2Bridge`: every request goes through the same
-  httpx client, and its exceptions come back as ``httpx2``'s of the same name,
-  which the SDK retries as its own.
+* SDKs built on ``httpx2`` (``anthropic`` 2.x) get the same client behind
+  an ``httpx2`` one (:mod:`providers._httpx2`).
 * :func:`sdk_failure` turns a failure of a Stainless-generated SDK (``openai``,
   ``anthropic``: the same error classes) into a :class:`ProviderError` naming
   the provider, the base URL (no credentials) and the cause: the HTTP status
@@ -37,24 +35,37 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from http.cookiejar import CookieJar
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from host_receiver.errors import ProviderError, ReplyTooLong
+from host_receiver.sanitize import safe_logger
 
 from ._config import HttpTransport
 from ._http import DEFAULT_LIMITS, LeanTransport
 from ._plan import call_limits
 from ._redact import Redactor
 
-__all__ = ["CALL", "Httpx2Bridge", "OneReadTimeout", "http_client", "json_where", "sdk_failure"]
+__all__ = [
+    "CALL",
+    "CallSite",
+    "OneReadTimeout",
+    "event_data",
+    "http_client",
+    "json_where",
+    "sdk_failure",
+]
+
+log = safe_logger("providers.client")
 
 #: The cancel scope of the call running in this task (see :class:`OneReadTimeout`).
 CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_http_call", default=None)
@@ -240,77 +251,85 @@ def http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.Async
     return OneReadTimeout(follow_redirects=True, limits=DEFAULT_LIMITS)
 
 
-# --- SDKs on httpx2 ---------------------------------------------------------------------------
+# --- one call, its stream and its failures ------------------------------------------------
+
+_T = TypeVar("_T")
+#: How long the rest of a stream is read after ``[DONE]`` (the ``openai`` client's own drain time).
+_DRAIN_SECONDS = 0.1
 
 
-class Httpx2Bridge:
-    """An ``httpx2`` transport that sends every request through an httpx client of ours.
+@dataclass(frozen=True)
+class CallSite:
+    """Where a provider's calls go: its SDK, its base error class, its name for messages, its key."""
 
-    Made with :func:`httpx2_client`; the SDK's own client stays ``httpx2``, the
-    pool, the size cap and the read-timeout rule are those of :func:`http_client`.
+    sdk: ModuleType
+    errors: type[Exception]
+    who: str  # "provider 'name' (base URL)"
+    timeout: float
+    redactor: Redactor
+
+    async def run(self, call: Awaitable[_T], *, streamed: bool) -> _T:
+        """Await ``call`` in the scope a read timeout cancels; every failure as a :class:`ProviderError`."""
+        failure: ProviderError | None = None
+        with anyio.CancelScope() as scope:
+            token = CALL.set(scope)
+            try:
+                return await call
+            except self.errors as exc:
+                failure = sdk_failure(self.sdk, exc, self.who, self.timeout, self.redactor)
+            except ProviderError as exc:
+                failure = ProviderError(f"{self.who}: {exc}")
+            except json.JSONDecodeError as exc:
+                what = "stream" if streamed else "reply"
+                failure = ProviderError(f"{self.who}: the backend's {what} is not JSON ({json_where(exc)})")
+            finally:
+                CALL.reset(token)
+        if failure is None:  # the read timed out: the call was cancelled before a retry
+            failure = ProviderError(f"{self.who}: no response within {self.timeout:g} s (not retried)")
+        log.debug("sampling failed: %s", failure)
+        raise failure
+
+
+async def event_data(response: Any, sdk: ModuleType) -> AsyncGenerator[str, None]:
+    """The data of each event of a streamed response (up to ``[DONE]``, then the rest of the body).
+
+    The events are read by ``httpx-sse`` (an ``httpx`` or ``httpx2`` response); a
+    body that is not ``text/event-stream`` is a :class:`ProviderError`, and a
+    transport failure is ``sdk``'s error, as its own stream raises it.
     """
+    timeouts, failures = _transport_errors()
+    events = EventSource(response).aiter_sse()
+    try:
+        async for event in events:
+            if event.data.startswith("[DONE]"):
+                with anyio.move_on_after(_DRAIN_SECONDS):  # the rest of the body, to keep the connection
+                    async for _ in events:
+                        pass
+                return
+            if event.data:
+                yield event.data
+    except SSEError as exc:
+        raise ProviderError(f"the backend's stream is not an event stream ({exc})") from None
+    except timeouts as exc:
+        raise sdk.APITimeoutError(request=response.request) from exc
+    except failures as exc:
+        raise sdk.APIConnectionError(request=response.request) from exc
+    finally:
+        await events.aclose()
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self._client = client
 
-    async def handle_async_request(self, request: Any) -> Any:
+def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """The timeout and request-error classes of httpx, and of httpx2 where it is installed."""
+    timeouts: list[type[Exception]] = [httpx.TimeoutException]
+    failures: list[type[Exception]] = [httpx.RequestError]
+    try:
         import httpx2
-
-        sent = httpx.Request(
-            request.method,
-            str(request.url),
-            headers=request.headers.raw,
-            content=await request.aread(),
-            extensions=request.extensions,
-        )
-        try:
-            response = await self._client.send(sent, stream=True)
-        except httpx.HTTPError as exc:
-            raise _as_httpx2(exc) from exc
-        return httpx2.Response(
-            response.status_code,
-            headers=response.headers.raw,
-            stream=cast(Any, _Httpx2Body(response)),
-            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
-        )
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-
-class _Httpx2Body:
-    """An httpx response's body as an ``httpx2`` byte stream (its errors as ``httpx2``'s)."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self._response = response
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._response.aiter_raw():
-                yield chunk
-        except httpx.HTTPError as exc:
-            raise _as_httpx2(exc) from exc
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
-
-
-def _as_httpx2(exc: httpx.HTTPError) -> Exception:
-    """``exc`` as the ``httpx2`` exception of the same name (a fork: the same hierarchy)."""
-    import httpx2
-
-    kind = getattr(httpx2, type(exc).__name__, None)
-    if not (isinstance(kind, type) and issubclass(kind, Exception)):
-        kind = httpx2.TransportError if isinstance(exc, httpx.TransportError) else httpx2.HTTPError
-    return kind(str(exc))
-
-
-def httpx2_client(base_url: str, transport: HttpTransport = "lean") -> Any:
-    """An ``httpx2`` client for an SDK built on it, sending through :func:`http_client`."""
-    import httpx2
-
-    bridge: Any = Httpx2Bridge(http_client(base_url, transport))
-    return httpx2.AsyncClient(transport=bridge, follow_redirects=True)
+    except ImportError:
+        pass
+    else:
+        timeouts.append(httpx2.TimeoutException)
+        failures.append(httpx2.RequestError)
+    return tuple(timeouts), tuple(failures)
 
 
 # --- failures --------------------------------------------------------------------------------

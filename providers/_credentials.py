@@ -7,9 +7,11 @@ Rules:
 * The key for an entry is looked up in this order, first found wins:
 
   1. the variable named by the entry's ``api_key_env``;
-  2. ``OPENAI_API_KEY``, only for an entry without a ``base_url`` of its own
-     (it follows ``OPENAI_BASE_URL`` exactly as the ``openai`` library does, so
-     the standard key never goes to a host it was not meant for);
+  2. the vendor's standard variable (:data:`VENDOR_KEY_ENV`: ``OPENAI_API_KEY``
+     for an ``openai`` entry, ``ANTHROPIC_API_KEY`` for an ``anthropic`` one),
+     only for an entry without a ``base_url`` of its own (it follows the
+     vendor's base URL variable exactly as the vendor's library does, so the
+     standard key never goes to a host it was not meant for);
   3. the keyring.
 
 * A keyring that is missing or locked reads as "no key"; storing into it then
@@ -30,17 +32,27 @@ from host_receiver.sanitize import safe_logger
 
 from ._config import ProviderEntry
 
-__all__ = ["KEYRING_SERVICE", "FoundKey", "delete_key", "find_key", "keyring_key", "store_key"]
+__all__ = [
+    "KEYRING_SERVICE",
+    "VENDOR_KEY_ENV",
+    "FoundKey",
+    "delete_key",
+    "find_key",
+    "keyring_key",
+    "store_key",
+]
 
 log = safe_logger("providers.credentials")
 
 KEYRING_SERVICE = "host-receiver"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
+#: Per entry type, the variable the vendor's own library reads its key from.
+VENDOR_KEY_ENV = {"openai": OPENAI_KEY_ENV, "anthropic": "ANTHROPIC_API_KEY"}
 
 
 @dataclass(frozen=True)
 class FoundKey:
-    """A key and where it came from (``source`` is safe to show)."""
+    """A key and where it came from (``source`` is safe to show: ``keyring`` or ``from $VAR``)."""
 
     value: str
     source: str
@@ -86,9 +98,10 @@ def delete_key(provider: str) -> bool:
 def find_key(entry: ProviderEntry, environ: Mapping[str, str]) -> FoundKey | None:
     """The key for ``entry`` by the lookup order in the module docstring."""
     if entry.api_key_env and environ.get(entry.api_key_env):
-        return FoundKey(environ[entry.api_key_env], f"env {entry.api_key_env}")
-    if entry.base_url is None and environ.get(OPENAI_KEY_ENV):
-        return FoundKey(environ[OPENAI_KEY_ENV], f"env {OPENAI_KEY_ENV}")
+        return FoundKey(environ[entry.api_key_env], f"from ${entry.api_key_env}")
+    standard = VENDOR_KEY_ENV.get(entry.type)
+    if entry.base_url is None and standard and environ.get(standard):
+        return FoundKey(environ[standard], f"from ${standard}")
     stored = keyring_key(entry.name)
     if stored:
         return FoundKey(stored, "keyring")

@@ -56,23 +56,19 @@ Rules:
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-import anyio
 import httpx
 import openai
 import orjson
-from httpx_sse import EventSource, SSEError
 
-from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_url
 
-from ._client import CALL, http_client, json_where, sdk_failure
+from ._client import CallSite, event_data, http_client
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._openai_json import StreamFold, completion_reply
@@ -85,8 +81,6 @@ log = safe_logger("providers.openai")
 
 #: What ``chat.completions.create`` passes: the API key as a bearer token (and no admin key).
 _CHAT_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
-#: How long the rest of a stream is read after ``[DONE]`` (the ``openai`` client's own drain time).
-_DRAIN_SECONDS = 0.1
 
 
 def default_max_tokens_param(base_url: str) -> MaxTokensParam:
@@ -135,7 +129,6 @@ class OpenAIProvider:
         self.forward_metadata = forward_metadata
         self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
         self.http_transport = http_transport
-        self._redactor = Redactor([api_key])
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self.base_url,
@@ -148,6 +141,8 @@ class OpenAIProvider:
         )
         # The client joins a relative path to its base URL on every call; this is the same URL, once.
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+        where = f"provider {name!r} ({safe_url(self.base_url)})"
+        self._site = CallSite(openai, openai.OpenAIError, where, timeout, Redactor([api_key]))
 
     @property
     def name(self) -> str:
@@ -175,31 +170,11 @@ class OpenAIProvider:
             forward_metadata=self.forward_metadata,
         )
         log.debug("sampling %s via %s", model.id, self)
-        streamed = self.stream and progress is not None
-        failure: ProviderError | None = None
-        with anyio.CancelScope() as call:
-            token = CALL.set(call)
-            try:
-                if streamed:
-                    assert progress is not None
-                    reply = await self._streamed(body, progress)
-                else:
-                    reply = await self._plain(body)
-                return make_result(reply, model.id, params.stop_sequences)
-            except openai.OpenAIError as exc:
-                failure = sdk_failure(openai, exc, self._who(), self.timeout, self._redactor)
-            except ProviderError as exc:
-                failure = ProviderError(f"{self._who()}: {exc}")
-            except json.JSONDecodeError as exc:
-                what = "stream" if streamed else "reply"
-                where = json_where(exc)
-                failure = ProviderError(f"{self._who()}: the backend's {what} is not JSON ({where})")
-            finally:
-                CALL.reset(token)
-        if failure is None:  # the read timed out: the call was cancelled before a retry
-            failure = ProviderError(f"{self._who()}: no response within {self.timeout:g} s (not retried)")
-        log.debug("sampling failed: %s", failure)
-        raise failure
+        if self.stream and progress is not None:
+            reply = await self._site.run(self._streamed(body, progress), streamed=True)
+        else:
+            reply = await self._site.run(self._plain(body), streamed=False)
+        return make_result(reply, model.id, params.stop_sequences)
 
     # --- calls -------------------------------------------------------------
 
@@ -221,7 +196,7 @@ class OpenAIProvider:
             stream=True,
         )
         try:
-            async with aclosing(_event_data(response)) as events:
+            async with aclosing(event_data(response, openai)) as events:
                 async for data in events:
                     chunk = orjson.loads(data)
                     if isinstance(chunk, dict) and chunk.get("error"):
@@ -236,38 +211,6 @@ class OpenAIProvider:
         finally:
             await response.aclose()
         return fold.reply()
-
-    # --- failures ----------------------------------------------------------
-
-    def _who(self) -> str:
-        return f"provider {self._name!r} ({safe_url(self.base_url)})"
-
-
-async def _event_data(response: httpx.Response) -> AsyncGenerator[str, None]:
-    """The data of each event of a streamed response up to ``[DONE]``, then the rest of the body.
-
-    The events are read by ``httpx-sse``; a body that is not ``text/event-stream``
-    is a :class:`ProviderError`, and a transport failure is the ``openai``
-    client's error, as its own stream raises it.
-    """
-    events = EventSource(response).aiter_sse()
-    try:
-        async for event in events:
-            if event.data.startswith("[DONE]"):
-                with anyio.move_on_after(_DRAIN_SECONDS):  # the rest of the body, to keep the connection
-                    async for _ in events:
-                        pass
-                return
-            if event.data:
-                yield event.data
-    except SSEError as exc:
-        raise ProviderError(f"the backend's stream is not an event stream ({exc})") from None
-    except httpx.TimeoutException as exc:
-        raise openai.APITimeoutError(request=cast(Any, response.request)) from exc
-    except httpx.RequestError as exc:
-        raise openai.APIConnectionError(request=cast(Any, response.request)) from exc
-    finally:
-        await events.aclose()
 
 
 def _stream_error(error: object, request: httpx.Request) -> openai.APIError:

@@ -147,7 +147,7 @@ BAD = [
     ("unknown top-level key", "colour = 1", "colour is not a known setting"),
     ("typo in an entry", '[providers.x]\nbase_ulr = "u"', "providers.x.base_ulr is not a known"),
     ("key in the file", '[providers.x]\ntoken = "t"', "API keys are never read from the config"),
-    ("bad type", '[providers.x]\ntype = "anthropic"', 'providers.x.type must be "openai" or "echo"'),
+    ("bad type", '[providers.x]\ntype = "claude"', 'type must be "openai" or "anthropic" or "echo"'),
     ("rating out of range", '[[providers.x.models]]\nid = "m"\ncost = 2', "models[0].cost must be between"),
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
@@ -211,9 +211,9 @@ def entry(name: str, **kwargs: Any) -> ProviderEntry:
 # (case, entry, environment, keyring contents, expected key source or None)
 KEYS = [
     ("api_key_env first", entry("p", api_key_env="MINE"), {"MINE": "a", "OPENAI_API_KEY": "b"},
-     {"p": "c"}, "env MINE"),
+     {"p": "c"}, "from $MINE"),
     ("OPENAI_API_KEY before the keyring", entry("p"), {"OPENAI_API_KEY": "b"}, {"p": "c"},
-     "env OPENAI_API_KEY"),
+     "from $OPENAI_API_KEY"),
     ("keyring", entry("p"), {}, {"p": "c"}, "keyring"),
     ("empty variable skipped", entry("p", api_key_env="MINE"), {"MINE": ""}, {"p": "c"}, "keyring"),
     ("OPENAI_API_KEY never goes to another base URL", entry("p", base_url="http://h/v1"),
@@ -278,7 +278,8 @@ def test_settings_reach_the_registry_and_providers() -> None:
 
 
 def test_unknown_provider_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown provider 'groq' \(known: echo, openai, openai, ollama"):
+    known = r"unknown provider 'groq' \(known: echo, openai, anthropic, ollama"  # each name once
+    with pytest.raises(ConfigError, match=known):
         build_registry(provider="groq", config=FULL, environ={})
 
 
