@@ -5,13 +5,14 @@ Request rules:
 * ``systemPrompt`` becomes ``system``; ``maxTokens`` ``max_tokens``;
   ``stopSequences`` ``stop_sequences``.
 * Messages keep their role and their blocks, in order: text as ``text``,
-  images as ``image`` with a ``base64`` source, a PDF (an embedded resource
-  whose blob is ``application/pdf``) as a ``document``; ``toolUse`` as
-  ``tool_use`` and ``toolResult`` as ``tool_result`` with their ids exactly
-  as given (parallel tool uses are several blocks of one message). A tool
-  result's content keeps its text and images; a resource link and a text
-  resource become text; structured content is sent as JSON text when there
-  is no text; ``isError`` is ``is_error``. Audio has no place in the Messages
+  images as ``image`` with a ``base64`` source; ``toolUse`` as ``tool_use``
+  and ``toolResult`` as ``tool_result`` with their ids exactly as given
+  (parallel tool uses are several blocks of one message). A tool result's
+  content keeps its text and images, a PDF (an embedded resource whose blob
+  is ``application/pdf``) becomes a ``document``; a resource link and a text
+  resource become text, another binary resource is refused; structured
+  content is sent as JSON text when there is no text; ``isError`` is
+  ``is_error``. Audio has no place in the Messages
   API and is refused (the model's ``audio = false`` refuses it before a task
   exists).
 * ``tools`` become ``tools`` (name, description, ``input_schema``);
@@ -140,8 +141,6 @@ def _block(block: object, role: str) -> Json:
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultContent):
         return _tool_result(block)
-    if isinstance(block, EmbeddedResource):
-        return _resource(block)
     kind = getattr(block, "type", "unknown")
     raise UnsupportedRequest(f"{kind} content in a {role} message cannot be sent to the Anthropic API")
 
@@ -241,8 +240,13 @@ class MessageFold:
             elif _get(block, "type") == "tool_use":
                 self._parts[index] = []
                 self._blocks[index] = ToolCallBuffer(_str(_get(block, "id")), _str(_get(block, "name")))
-        elif kind == "content_block_delta" and index in self._parts:
+        elif kind == "content_block_delta" and isinstance(index, int):
             delta = _get(event, "delta")
+            if index not in self._parts and _get(delta, "type") == "text_delta":  # text without its start
+                self._parts[index] = []
+                self._blocks[index] = ""
+            if index not in self._parts:
+                return False
             piece = _str(_get(delta, "text")) or _str(_get(delta, "partial_json"))
             if piece:
                 self._parts[index].append(piece)

@@ -50,7 +50,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "Completion",
@@ -283,7 +283,7 @@ class FakeOpenAI:
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeOpenAI:
+    def start(self) -> Self:
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(ready,), name="fake-openai", daemon=True)
         self._thread.start()
@@ -338,7 +338,7 @@ class FakeOpenAI:
             if tasks:
                 await asyncio.wait(tasks, timeout=5)
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
