@@ -42,6 +42,7 @@ from ._config import (
 )
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
+    LeavesOut,
     ModelInfo,
     ProgressSink,
     Provider,
@@ -60,7 +61,7 @@ from ._limits import (
 )
 from ._plan import SamplingPlan
 from ._registry import ProviderRegistry
-from ._selection import Requirements, estimate_input_tokens, requirements, select_model
+from ._selection import Requirements, choose_model, estimate_input_tokens, requirements, select_model
 
 __all__ = [
     "CONFIG_ENV",
@@ -73,6 +74,7 @@ __all__ = [
     "AnthropicProvider",
     "Config",
     "EchoProvider",
+    "LeavesOut",
     "MaxTokensPolicy",
     "ModelInfo",
     "OpenAIProvider",
@@ -88,6 +90,7 @@ __all__ = [
     "build_provider",
     "build_registry",
     "check_request",
+    "choose_model",
     "config_path",
     "delete_key",
     "estimate_input_tokens",

@@ -70,6 +70,9 @@ _PATH = "/v1/messages"
 class AnthropicProvider:
     """A provider backed by the Anthropic Messages API."""
 
+    #: The vendor whose models hints such as ``claude-*`` name (model choice).
+    vendor = "anthropic"
+
     def __init__(
         self,
         name: str,

@@ -98,6 +98,9 @@ def default_max_tokens_param(base_url: str) -> MaxTokensParam:
 class OpenAIProvider:
     """A provider backed by an OpenAI-compatible chat-completions endpoint."""
 
+    #: The vendor whose models hints such as ``gpt-*`` name (model choice).
+    vendor = "openai"
+
     def __init__(
         self,
         name: str,

@@ -8,18 +8,28 @@ came back (schema-valid).
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
+from host_receiver.approval import (
+    Approve,
+    RequestDecision,
+    ResultDecision,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+)
 from host_receiver.errors import INVALID_PARAMS, ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import AnthropicProvider, ModelInfo, ProviderRegistry, SamplingProgress
+from providers import AnthropicProvider, ModelInfo, OpenAIProvider, ProviderRegistry, SamplingProgress
 from providers._anthropic import SDK_API_VERSION
 from tests.fake_anthropic import FakeAnthropic
-from tests.fake_openai import Completion, ErrorReply, ToolCall
+from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, ToolCall
 from tests.receiver_harness import connect, sampling_params
 from tests.schema import validate
 
@@ -298,3 +308,51 @@ async def test_audio_is_refused_before_a_task_exists_naming_the_content(fake: Fa
         == "no permitted model can serve this request: claude-test does not accept audio content"
     )
     assert tasks["tasks"] == [] and fake.requests == []
+
+
+@dataclass
+class Watching:
+    """Approves everything and keeps the views it was shown."""
+
+    views: list[SamplingRequestView] = field(default_factory=list)
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        self.views.append(view)
+        return Approve()
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return Send()
+
+
+async def test_a_claude_hint_is_served_by_the_anthropic_provider_and_the_plan_says_why(
+    fake: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With OpenAI and Anthropic configured, a Claude hint goes to Claude; the audit line and the
+    approval view name the provider, the model, the reason and the temperature not sent."""
+    caplog.set_level(logging.INFO, logger="host_receiver.audit")
+    fake.queue(Completion(text="Bonjour."))
+    with FakeOpenAI() as other:
+        registry = ProviderRegistry(
+            [
+                OpenAIProvider("openai", [ModelInfo("gpt-test", "openai")], api_key=KEY, base_url=other.url),
+                AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url),
+            ]
+        )
+        person = Watching()
+        hinted = sampling_params(modelPreferences={"hints": [{"name": "claude-3-sonnet"}]}, temperature=0.5)
+        async with registry, connect(Receiver(sampling=SamplingService(registry, person)), "notes") as server:
+            task_id = await server.create_task("sampling/createMessage", hinted)
+            result = await server.request("tasks/result", {"taskId": task_id})
+        assert other.requests == []
+    assert result["model"] == "claude-test" and result["content"] == {"type": "text", "text": "Bonjour."}
+    assert "temperature" not in fake.requests[0].body
+    reason = "hint 'claude-3-sonnet' is of the anthropic family"
+    planned = "sampling planned requestor=notes provider=claude model=claude-test"
+    assert f"{planned} reason={reason} not_sent=temperature" in caplog.messages
+    (view,) = person.views
+    assert (view.provider, view.model, view.reason, view.not_sent) == (
+        "claude",
+        "claude-test",
+        reason,
+        ("temperature",),
+    )
