@@ -14,8 +14,11 @@ Rules:
      standard key never goes to a host it was not meant for);
   3. the keyring.
 
-* A keyring that is missing or locked reads as "no key"; storing into it then
-  fails with a :class:`ConfigError` that suggests an environment variable.
+* A keyring that is missing or locked, or one that would not keep a secret
+  safe (keyring's null backend, a plain-text file:
+  :func:`keyring_problem`, the check the OAuth token store makes too), reads
+  as "no key"; storing into it fails with a :class:`ConfigError` that names
+  ``--runtime-key-env`` (read the key from a variable at every run).
 * No function here logs or formats a key.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 import keyring
 import keyring.errors
 
+from host_receiver._keyring import secret_store_problem
 from host_receiver.errors import ConfigError
 from host_receiver.sanitize import safe_logger
 
@@ -39,6 +43,8 @@ __all__ = [
     "delete_key",
     "find_key",
     "keyring_key",
+    "keyring_problem",
+    "runtime_key_hint",
     "store_key",
 ]
 
@@ -61,8 +67,17 @@ class FoundKey:
         return f"FoundKey(value='***', source={self.source!r})"
 
 
+def keyring_problem(provider: str) -> str | None:
+    """Why the OS keyring cannot keep ``provider``'s key, or None when it can."""
+    return secret_store_problem(KEYRING_SERVICE, provider)
+
+
 def keyring_key(provider: str) -> str | None:
     """The key stored for ``provider``; ``None`` when absent or no keyring is usable."""
+    problem = keyring_problem(provider)
+    if problem is not None:
+        log.debug("keyring not used: %s", problem)
+        return None
     try:
         return keyring.get_password(KEYRING_SERVICE, provider) or None
     except keyring.errors.KeyringError as exc:
@@ -74,13 +89,22 @@ def store_key(provider: str, key: str) -> None:
     """Store ``key`` for ``provider`` in the OS keyring."""
     if not key:
         raise ConfigError("refusing to store an empty API key")
+    problem = keyring_problem(provider)
     try:
-        keyring.set_password(KEYRING_SERVICE, provider, key)
+        if problem is None:
+            keyring.set_password(KEYRING_SERVICE, provider, key)
     except keyring.errors.KeyringError as exc:
-        raise ConfigError(
-            f"cannot store the key for {provider!r} in the OS keyring ({type(exc).__name__}); "
-            "set api_key_env in the provider entry and export the key in that variable instead"
-        ) from None
+        problem = f"the OS keyring failed ({type(exc).__name__})"
+    if problem is not None:
+        raise ConfigError(f"cannot store the key for {provider!r}: {problem}; {runtime_key_hint(provider)}")
+
+
+def runtime_key_hint(provider: str) -> str:
+    """What to do instead of storing a key: read it from a variable at every run."""
+    return (
+        f"store no key and read it from a variable at every run instead: "
+        f"`host-receiver providers add {provider} --runtime-key-env VAR`, then export VAR"
+    )
 
 
 def delete_key(provider: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import keyring
 import keyring.backends.fail
+import keyring.backends.null
 import platformdirs.macos
 import platformdirs.unix
 import platformdirs.windows
@@ -34,7 +35,7 @@ from providers import (
     store_key,
 )
 from tests.fake_openai import FakeOpenAI
-from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
+from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("memory_keyring")]
 __all__ = ["memory_keyring"]
@@ -288,7 +289,33 @@ def test_without_a_usable_keyring_lookups_are_empty_and_storing_explains() -> No
     keyring.set_keyring(keyring.backends.fail.Keyring())  # type: ignore[no-untyped-call]
     try:
         assert find_key(entry("p"), {}) is None
-        with pytest.raises(ConfigError, match="set api_key_env in the provider entry"):
+        with pytest.raises(
+            ConfigError, match=r"no OS keyring is available; store no key .*--runtime-key-env VAR"
+        ):
             store_key("p", "secret")
+    finally:
+        keyring.set_keyring(previous)
+
+
+@pytest.mark.parametrize(
+    ("backend", "problem"),
+    [
+        (keyring.backends.null.Keyring, "keeps nothing"),
+        (PlaintextKeyring, "stores secrets unencrypted"),
+    ],
+    ids=["null", "plain-text"],
+)
+def test_a_keyring_that_would_not_keep_the_key_safe_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: type[Any], problem: str
+) -> None:
+    """As the OAuth token store does: a null keyring drops keys, a plain-text one exposes them."""
+    monkeypatch.setenv(FILE_ENV, str(tmp_path / "keys.json"))
+    previous = keyring.get_keyring()
+    keyring.set_keyring(backend())
+    try:
+        with pytest.raises(ConfigError, match=f"{problem}; store no key and read it from a variable"):
+            store_key("p", "secret")
+        assert not (tmp_path / "keys.json").exists()
+        assert find_key(entry("p"), {}) is None
     finally:
         keyring.set_keyring(previous)
