@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from host_receiver.errors import ConfigError
 
@@ -44,6 +45,10 @@ from ._contract import ModelInfo, Provider
 from ._credentials import VENDOR_KEY_ENV, find_key
 from ._echo import ECHO_MODEL, EchoProvider
 from ._registry import ProviderRegistry
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider
+    from ._openai import OpenAIProvider
 
 __all__ = ["build_provider", "build_registry"]
 
@@ -90,40 +95,33 @@ def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider
     found = find_key(entry, environ)
     if found is None and entry.api_key_required:
         raise ConfigError(f"no API key for provider {entry.name!r}: {', or '.join(key_ways(entry))}")
-    key = found.value if found else NO_KEY_PLACEHOLDER
+    return vendor_provider(entry, found.value if found else NO_KEY_PLACEHOLDER, environ)
+
+
+def vendor_provider(
+    entry: ProviderEntry, key: str, environ: Mapping[str, str]
+) -> OpenAIProvider | AnthropicProvider:
+    """The ``openai`` or ``anthropic`` provider for ``entry`` with ``key`` (its models as listed)."""
     variable, default_url = VENDOR_BASE_URL[entry.type]
     base_url = entry.base_url or environ.get(variable) or default_url
+    options: dict[str, Any] = {
+        "api_key": key,
+        "base_url": base_url,
+        "timeout": entry.timeout,
+        "max_retries": entry.max_retries,
+        "stream": entry.stream,
+        "forward_metadata": entry.forward_metadata,
+        "http_transport": entry.http_transport,
+    }
     # Imported here: each vendor's package takes about a second to import, and runs that
     # use only the echo provider (the demo, most CLI calls) never need it.
     if entry.type == "anthropic":
         from ._anthropic import AnthropicProvider
 
-        return AnthropicProvider(
-            entry.name,
-            entry.models,
-            api_key=key,
-            base_url=base_url,
-            timeout=entry.timeout,
-            max_retries=entry.max_retries,
-            stream=entry.stream,
-            forward_metadata=entry.forward_metadata,
-            api_version=entry.api_version,
-            http_transport=entry.http_transport,
-        )
+        return AnthropicProvider(entry.name, entry.models, api_version=entry.api_version, **options)
     from ._openai import OpenAIProvider
 
-    return OpenAIProvider(
-        entry.name,
-        entry.models,
-        api_key=key,
-        base_url=base_url,
-        timeout=entry.timeout,
-        max_retries=entry.max_retries,
-        stream=entry.stream,
-        forward_metadata=entry.forward_metadata,
-        max_tokens_param=entry.max_tokens_param,
-        http_transport=entry.http_transport,
-    )
+    return OpenAIProvider(entry.name, entry.models, max_tokens_param=entry.max_tokens_param, **options)
 
 
 def key_ways(entry: ProviderEntry) -> list[str]:

@@ -179,6 +179,14 @@ class OpenAIProvider:
             reply = await self._site.run(self._plain(body), streamed=False)
         return make_result(reply, model.id, params.stop_sequences)
 
+    async def list_models(self) -> list[str]:
+        """The ids the backend's models endpoint lists for this key."""
+
+        async def listing() -> list[str]:
+            return [model.id async for model in self._client.models.list()]
+
+        return await self._site.run(listing(), streamed=False)
+
     # --- calls -------------------------------------------------------------
 
     async def _plain(self, body: dict[str, Any]) -> Reply:

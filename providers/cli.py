@@ -1,14 +1,19 @@
-"""Command-line pieces: ``host-receiver providers add|list|remove`` and ``run --provider/--model``.
+"""Command-line pieces: ``host-receiver providers add|list|test|remove`` and ``run --provider/--model``.
 
 The lead's ``host_receiver.cli`` calls :func:`add_providers_command` with its
 subparsers and :func:`add_run_arguments` on its ``run`` parser, then dispatches
 with ``args.func(args)`` (an exit code) and builds the registry with
-:func:`registry_from_args`. ``python -m providers add|list|remove`` runs the
+:func:`registry_from_args`. ``python -m providers add|list|test|remove`` runs the
 same commands on their own.
 
 Rules: a key is read from a prompt (no echo), from stdin or from an
 environment variable, and goes to the OS keyring only; it is never printed,
-logged or written to the config file. Errors go to stderr with exit code 1.
+logged or written to the config file. A keyring that cannot keep it
+(:func:`~providers._credentials.keyring_problem`) is named before the key is
+asked for, with ``--runtime-key-env`` as the way out. ``add`` for a vendor's
+API without ``--model`` lists the models from the API with the key given
+(which checks the key too). ``test`` makes one tiny call and says how long it
+took, or what failed and what to do. Errors go to stderr with exit code 1.
 """
 
 from __future__ import annotations
@@ -17,17 +22,37 @@ import argparse
 import getpass
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from host_receiver.errors import ConfigError
-from host_receiver.sanitize import safe_url
+import anyio
 
-from ._build import build_registry
-from ._config import CONFIG_ENV, DEFAULT_BASE_URL, ProviderEntry, config_path, load_config, save_config
+from host_receiver.errors import ConfigError, ProviderError
+from host_receiver.protocol.types import CreateMessageRequestParams, TextContent
+from host_receiver.sanitize import safe_text, safe_url
+
+from ._build import NO_KEY_PLACEHOLDER, VENDOR_BASE_URL, build_registry, vendor_provider
+from ._config import (
+    CONFIG_ENV,
+    DEFAULT_BASE_URL,
+    PROVIDER_TYPES,
+    ProviderEntry,
+    ProviderType,
+    config_path,
+    load_config,
+    save_config,
+)
 from ._contract import ModelInfo
-from ._credentials import delete_key, find_key, keyring_key, store_key
+from ._credentials import (
+    delete_key,
+    find_key,
+    keyring_key,
+    keyring_problem,
+    runtime_key_hint,
+    store_key,
+)
 from ._registry import ProviderRegistry
 
 __all__ = ["add_providers_command", "add_run_arguments", "main", "parse_model_spec", "registry_from_args"]
@@ -98,7 +123,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     config_help = f"the config file (default: ${CONFIG_ENV}, else {config_path(environ={})})"
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", help=config_help)
-    actions = parser.add_subparsers(title="commands", metavar="{add,list,remove}")
+    actions = parser.add_subparsers(title="commands", metavar="{add,list,test,remove}")
     parser.set_defaults(func=lambda _args: _usage(parser))
 
     add = actions.add_parser(
@@ -107,10 +132,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="add or update a provider and store its API key",
         description="Add a provider entry (or update the given settings of an existing one) "
         "and store its API key in the OS keyring. Without a key option, the key is asked "
-        "for (no echo) on a terminal, or read from the first line of stdin.",
+        "for (no echo) on a terminal, or read from the first line of stdin. Without --model, "
+        "the models are listed from the API with that key.",
     )
-    add.add_argument("name", help="the entry's name, e.g. openai, ollama, openrouter")
-    add.add_argument("--type", choices=["openai", "echo"], help="openai: any OpenAI-compatible API (default)")
+    add.add_argument("name", help="the entry's name, e.g. openai, anthropic, ollama, openrouter")
+    add.add_argument(
+        "--type",
+        choices=PROVIDER_TYPES,
+        help="openai: any OpenAI-compatible API; anthropic: the Anthropic Messages API "
+        "(default: the name's, when it is one of these, else openai)",
+    )
     add.add_argument(
         "--base-url",
         metavar="URL",
@@ -140,8 +171,21 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         choices=["max_tokens", "max_completion_tokens"],
         help="how maxTokens is sent (default: max_completion_tokens for OpenAI/Azure, else max_tokens)",
     )
+    add.add_argument("--api-version", metavar="DATE", help="anthropic only: the anthropic-version to send")
     add.add_argument("--delay", type=float, metavar="SECONDS", help="echo only: answer delay")
     add.set_defaults(func=_add)
+
+    test = actions.add_parser(
+        "test",
+        parents=[common],
+        help="make one tiny call to a provider and say how it went",
+        description="Send one short sampling request to a provider (a configured entry, or echo, "
+        "openai, anthropic) and print the model and the latency, or the cause of the failure "
+        "and what to do.",
+    )
+    test.add_argument("name")
+    test.add_argument("--model", metavar="ID", help="the model to call (default: the entry's first)")
+    test.set_defaults(func=_test)
 
     show = actions.add_parser(
         "list",
@@ -171,7 +215,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Handler:
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except ConfigError as exc:
+        except ProviderError as exc:
             print(f"host-receiver: error: {exc}", file=sys.stderr)
             return 1
         except (KeyboardInterrupt, EOFError):
@@ -189,26 +233,119 @@ def _add(args: argparse.Namespace) -> int:
     path = config_path(args.config)
     config = load_config(path)
     existing = config.entry(args.name)
-    entry = _updated(existing or ProviderEntry(args.name), args)
-    if entry.type == "openai" and not entry.models:
-        raise ConfigError("an OpenAI-compatible provider needs at least one --model")
+    entry = _updated(existing or ProviderEntry(args.name, type=_type_of(args.name)), args)
     key_note = "no key needed"
-    if entry.type == "openai" and entry.api_key_required and not entry.api_key_env:
-        key = _read_key(args)
-        if key is not None:
-            store_key(entry.name, key)
-            key_note = "key stored in the OS keyring"
-        elif keyring_key(entry.name):
-            key_note = "kept the stored key"
-        else:
-            key_note = "no key stored yet"
+    key: str | None = None
+    if entry.type != "echo" and entry.api_key_required and not entry.api_key_env:
+        if not args.keep_key:
+            problem = keyring_problem(entry.name)
+            if problem is not None:  # said before the key is asked for
+                raise ConfigError(f"{problem}, so the key cannot be stored; {runtime_key_hint(entry.name)}")
+            key = _read_key(args)
+        key_note = "kept the stored key" if key is None and keyring_key(entry.name) else "no key stored yet"
     elif entry.api_key_env:
         key_note = f"key read from ${entry.api_key_env} at run time"
+    listed = ""
+    if entry.type != "echo" and not entry.models:
+        entry = _with_listed_models(entry, key)
+        listed = f"; {len(entry.models)} models listed by the API: {_some(m.id for m in entry.models)}"
+    if key is not None:
+        store_key(entry.name, key)
+        key_note = "key stored in the OS keyring"
     save_config(config.with_entry(entry), path)
     verb = "updated" if existing else "added"
     where = safe_url(entry.base_url) if entry.base_url else "default URL"
-    print(f"{verb} provider {entry.name!r} ({entry.type}, {where}); {key_note}; config: {path}")
+    print(f"{verb} provider {entry.name!r} ({entry.type}, {where}){listed}; {key_note}; config: {path}")
     return 0
+
+
+def _type_of(name: str) -> ProviderType:
+    """A new entry's type: its name's when that is a vendor's, else ``openai``."""
+    return "anthropic" if name == "anthropic" else "openai"
+
+
+def _with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
+    """``entry`` with the models its API lists (checking the key as it does)."""
+    if key is None:
+        found = find_key(entry, os.environ)
+        key = found.value if found else None
+    if key is None and entry.api_key_required:
+        raise ConfigError(
+            f"provider {entry.name!r} needs at least one --model, or a key to list its models with"
+        )
+    provider = vendor_provider(entry, key or NO_KEY_PLACEHOLDER, os.environ)
+
+    async def listing() -> list[str]:
+        try:
+            return await provider.list_models()
+        finally:
+            await provider.aclose()
+
+    try:
+        ids = anyio.run(listing)
+    except ProviderError as exc:
+        raise ConfigError(f"listing the models failed: {exc}; pass --model ID to name them") from None
+    if not ids:
+        raise ConfigError(f"the API of provider {entry.name!r} lists no models; pass --model ID")
+    return replace(entry, models=tuple(ModelInfo(id=i, provider=entry.name) for i in dict.fromkeys(ids)))
+
+
+def _some(ids: Any, shown: int = 5) -> str:
+    listed = list(ids)
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return ", ".join(safe_text(i, 80) for i in listed[:shown]) + more
+
+
+@_guarded
+def _test(args: argparse.Namespace) -> int:
+    registry = build_registry(provider=args.name, model=args.model, path=args.config)
+    return anyio.run(_one_call, registry, args.name)
+
+
+#: The one tiny request ``providers test`` sends.
+_PROBE = {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "Reply with OK."}}],
+    "maxTokens": 16,
+}
+
+
+async def _one_call(registry: ProviderRegistry, name: str) -> int:
+    async with registry:
+        plan = registry.plan(CreateMessageRequestParams.model_validate(_PROBE))
+        who = f"provider {name!r}, model {plan.model.id}"
+        started = time.monotonic()
+        try:
+            result = await plan.sample()
+        except ProviderError as exc:
+            print(f"failed: {who}, after {time.monotonic() - started:.2f} s", file=sys.stderr)
+            print(f"cause: {exc}", file=sys.stderr)
+            print(f"what to do: {_advice(exc, name)}", file=sys.stderr)
+            return 1
+    elapsed = time.monotonic() - started
+    text = result.content.text if isinstance(result.content, TextContent) else "(not text)"
+    print(f"ok: {who}, answered in {elapsed:.2f} s: {safe_text(text, 80)!r}")
+    return 0
+
+
+def _advice(exc: ProviderError, name: str) -> str:
+    """What to do about a failed call, from its status or its words."""
+    status, text = exc.status, str(exc)
+    if status in (401, 403):
+        return (
+            f"check the key: `host-receiver providers add {name}` stores a new one "
+            "(or export the variable the entry reads)"
+        )
+    if status == 404:
+        return f"check the base URL and the model id (`host-receiver providers test {name} --model ID`)"
+    if status in (429, 503, 529):
+        return "the backend is busy or rate limited: try again later, or check the account's quota"
+    if status is not None and status >= 500:
+        return "the backend failed: try again later"
+    if "connect" in text or "connection" in text:
+        return "check the base URL, the network and any proxy in between"
+    if "no response within" in text or "deadline" in text:
+        return "the backend did not answer in time: check the base URL, or raise the entry's timeout"
+    return "see the cause above"
 
 
 @_guarded
@@ -258,6 +395,7 @@ def _updated(entry: ProviderEntry, args: argparse.Namespace) -> ProviderEntry:
         ("timeout", "timeout"),
         ("max_retries", "max_retries"),
         ("max_tokens_param", "max_tokens_param"),
+        ("api_version", "api_version"),
         ("delay", "delay"),
     ):
         if getattr(args, option) is not None:
@@ -334,16 +472,22 @@ def _flag(raw: str) -> bool:
 def _where(entry: ProviderEntry) -> str:
     if entry.type == "echo":
         return "offline"
-    return safe_url(entry.base_url) if entry.base_url else "$OPENAI_BASE_URL or OpenAI"
+    if entry.base_url:
+        return safe_url(entry.base_url)
+    variable, default = VENDOR_BASE_URL[entry.type]
+    return f"${variable} or {safe_url(default)}"
 
 
 def _key_source(entry: ProviderEntry, environ: Mapping[str, str]) -> str:
-    if entry.type == "echo":
+    """Where the key comes from: ``keyring``, ``from $VAR``, ``missing`` (or not needed)."""
+    if entry.type == "echo" or not entry.api_key_required:
         return "not needed"
     found = find_key(entry, environ)
     if found is not None:
         return found.source
-    return "missing" if entry.api_key_required else "not needed"
+    if entry.api_key_env:
+        return f"from ${entry.api_key_env} (not set here)"
+    return "missing"
 
 
 def _describe_model(model: ModelInfo) -> str:

@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tests.fake_openai import STREAM_ERROR, Completion, FakeOpenAI, OpenAIWire, Reply, _split_words
+from tests.fake_openai import STREAM_ERROR, Completion, FakeOpenAI, OpenAIWire, _split_words
 
 __all__ = ["AnthropicWire", "FakeAnthropic"]
 
@@ -40,9 +40,6 @@ class AnthropicWire(OpenAIWire):
 
     path = "/v1/messages"
     end = b""
-
-    def __init__(self, models: Sequence[str] = ()) -> None:
-        self.models = tuple(models)
 
     def error_body(self, message: str, type_: str, code: str | None) -> dict[str, Any]:
         kind = {"server_error": "api_error"}.get(type_, type_)
@@ -109,11 +106,12 @@ class AnthropicWire(OpenAIWire):
 class FakeAnthropic(FakeOpenAI):
     """The fake server speaking the Messages API; ``models`` is what ``GET /v1/models`` lists."""
 
-    def __init__(
-        self, *, models: Sequence[str] = ("claude-fake-1",), default: Reply | None = None, **options: Any
-    ) -> None:
-        super().__init__(default=default, **options)
-        self.wire = AnthropicWire(models)
+    def __init__(self, *, models: Sequence[str] = ("claude-fake-1",), **options: Any) -> None:
+        super().__init__(models=models, **options)
+
+    @staticmethod
+    def make_wire(models: Sequence[str]) -> AnthropicWire:
+        return AnthropicWire(models)
 
     @property
     def url(self) -> str:

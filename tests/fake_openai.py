@@ -14,7 +14,8 @@ Rules:
   the queue is empty. Whether the answer is JSON or a stream follows the
   request's own ``stream`` flag, so one :class:`Completion` serves both.
 * Every POST is recorded (:class:`RecordedRequest`: method, path, lowercase
-  headers, parsed JSON body), unless ``keep_requests`` is off, as in script
+  headers, parsed JSON body), and every GET (``GET .../models`` lists the
+  fake's ``models``, or fails with ``models_error``), unless ``keep_requests`` is off, as in script
   mode, where nobody reads them. While it waits or streams, the server watches the
   connection: when the client goes away (or the server stops), the request is
   marked ``disconnected`` and waiters of :meth:`FakeOpenAI.wait_for_disconnect`
@@ -46,7 +47,7 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
@@ -202,6 +203,11 @@ class OpenAIWire:
 
     #: The path (its end) that samples.
     path = "/chat/completions"
+
+    def __init__(self, models: Sequence[str] = ()) -> None:
+        #: What ``GET .../models`` lists.
+        self.models = tuple(models)
+
     #: What ends a stream, after its last event.
     end = b"data: [DONE]\n\n"
 
@@ -209,7 +215,10 @@ class OpenAIWire:
         return _error_body(message, type_, code)
 
     def models_body(self) -> dict[str, Any]:
-        return {"object": "list", "data": []}
+        data = [
+            {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "fake"} for m in self.models
+        ]
+        return {"object": "list", "data": data}
 
     def streams(self, body: Any) -> bool:
         return isinstance(body, dict) and bool(body.get("stream"))
@@ -235,7 +244,8 @@ class FakeOpenAI:
     sleeping tasks. Its wire format is :attr:`wire`.
     """
 
-    wire: OpenAIWire = OpenAIWire()
+    #: The wire format this fake speaks (a subclass's ``make_wire`` gives another).
+    wire: OpenAIWire
 
     def __init__(
         self,
@@ -245,7 +255,11 @@ class FakeOpenAI:
         port: int = 0,
         tls: ssl.SSLContext | None = None,
         keep_requests: bool = True,
+        models: Sequence[str] = (),
     ) -> None:
+        self.wire = self.make_wire(models)
+        #: The answer to ``GET .../models`` when set (else the list of ``models``).
+        self.models_error: ErrorReply | None = None
         self.default: Reply = default if default is not None else Completion()
         self.delay = delay
         #: Every request served, when ``keep_requests`` (a long-running script does not keep them).
@@ -265,6 +279,11 @@ class FakeOpenAI:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def make_wire(models: Sequence[str]) -> OpenAIWire:
+        """The wire format, listing ``models``."""
+        return OpenAIWire(models)
 
     # lifecycle
 
@@ -388,6 +407,12 @@ class FakeOpenAI:
             reply = self._replies.popleft() if self._replies else self.default
             self._changed.notify_all()
             return reply, self._counter
+
+    def _listed(self, request: RecordedRequest) -> None:
+        """Record a GET (it takes no scripted reply and is not counted in :attr:`served`)."""
+        with self._changed:
+            if self.keep_requests:
+                self.requests.append(request)
 
     def _mark(self, request: RecordedRequest, *, disconnected: bool) -> None:
         with self._changed:
@@ -549,7 +574,14 @@ class _Connection(asyncio.Protocol):
         route = request.path.split("?", 1)[0].rstrip("/")
         wire = self.fake.wire
         if request.method == "GET":
-            if route.endswith("/models"):
+            self.fake._listed(
+                RecordedRequest("GET", request.path, request.headers, None, connection=self.number)
+            )
+            failing = self.fake.models_error
+            if route.endswith("/models") and failing is not None:
+                error = wire.error_body(failing.message, failing.type, failing.code)
+                self._send_json(failing.status, error, failing.headers)
+            elif route.endswith("/models"):
                 self._send_json(200, wire.models_body())
             else:
                 self._send_json(404, wire.error_body("Not found", "invalid_request_error", None))
