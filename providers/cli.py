@@ -22,7 +22,6 @@ import argparse
 import getpass
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,10 +29,9 @@ from typing import Any
 import anyio
 
 from host_receiver.errors import ConfigError, ProviderError
-from host_receiver.protocol.types import CreateMessageRequestParams, TextContent
-from host_receiver.sanitize import safe_text, safe_url
+from host_receiver.sanitize import safe_url
 
-from ._build import NO_KEY_PLACEHOLDER, VENDOR_BASE_URL, build_registry, vendor_provider
+from ._build import VENDOR_BASE_URL, build_registry
 from ._config import (
     CONFIG_ENV,
     DEFAULT_BASE_URL,
@@ -54,6 +52,7 @@ from ._credentials import (
     store_key,
 )
 from ._registry import ProviderRegistry
+from ._try import one_call, some, with_listed_models
 
 __all__ = ["add_providers_command", "add_run_arguments", "main", "parse_model_spec", "registry_from_args"]
 
@@ -247,8 +246,8 @@ def _add(args: argparse.Namespace) -> int:
         key_note = f"key read from ${entry.api_key_env} at run time"
     listed = ""
     if entry.type != "echo" and not entry.models:
-        entry = _with_listed_models(entry, key)
-        listed = f"; {len(entry.models)} models listed by the API: {_some(m.id for m in entry.models)}"
+        entry = with_listed_models(entry, key)
+        listed = f"; {len(entry.models)} models listed by the API: {some(m.id for m in entry.models)}"
     if key is not None:
         store_key(entry.name, key)
         key_note = "key stored in the OS keyring"
@@ -264,88 +263,10 @@ def _type_of(name: str) -> ProviderType:
     return "anthropic" if name == "anthropic" else "openai"
 
 
-def _with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
-    """``entry`` with the models its API lists (checking the key as it does)."""
-    if key is None:
-        found = find_key(entry, os.environ)
-        key = found.value if found else None
-    if key is None and entry.api_key_required:
-        raise ConfigError(
-            f"provider {entry.name!r} needs at least one --model, or a key to list its models with"
-        )
-    provider = vendor_provider(entry, key or NO_KEY_PLACEHOLDER, os.environ)
-
-    async def listing() -> list[str]:
-        try:
-            return await provider.list_models()
-        finally:
-            await provider.aclose()
-
-    try:
-        ids = anyio.run(listing)
-    except ProviderError as exc:
-        raise ConfigError(f"listing the models failed: {exc}; pass --model ID to name them") from None
-    if not ids:
-        raise ConfigError(f"the API of provider {entry.name!r} lists no models; pass --model ID")
-    return replace(entry, models=tuple(ModelInfo(id=i, provider=entry.name) for i in dict.fromkeys(ids)))
-
-
-def _some(ids: Any, shown: int = 5) -> str:
-    listed = list(ids)
-    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
-    return ", ".join(safe_text(i, 80) for i in listed[:shown]) + more
-
-
 @_guarded
 def _test(args: argparse.Namespace) -> int:
     registry = build_registry(provider=args.name, model=args.model, path=args.config)
-    return anyio.run(_one_call, registry, args.name)
-
-
-#: The one tiny request ``providers test`` sends.
-_PROBE = {
-    "messages": [{"role": "user", "content": {"type": "text", "text": "Reply with OK."}}],
-    "maxTokens": 16,
-}
-
-
-async def _one_call(registry: ProviderRegistry, name: str) -> int:
-    async with registry:
-        plan = registry.plan(CreateMessageRequestParams.model_validate(_PROBE))
-        who = f"provider {name!r}, model {plan.model.id}"
-        started = time.monotonic()
-        try:
-            result = await plan.sample()
-        except ProviderError as exc:
-            print(f"failed: {who}, after {time.monotonic() - started:.2f} s", file=sys.stderr)
-            print(f"cause: {exc}", file=sys.stderr)
-            print(f"what to do: {_advice(exc, name)}", file=sys.stderr)
-            return 1
-    elapsed = time.monotonic() - started
-    text = result.content.text if isinstance(result.content, TextContent) else "(not text)"
-    print(f"ok: {who}, answered in {elapsed:.2f} s: {safe_text(text, 80)!r}")
-    return 0
-
-
-def _advice(exc: ProviderError, name: str) -> str:
-    """What to do about a failed call, from its status or its words."""
-    status, text = exc.status, str(exc)
-    if status in (401, 403):
-        return (
-            f"check the key: `host-receiver providers add {name}` stores a new one "
-            "(or export the variable the entry reads)"
-        )
-    if status == 404:
-        return f"check the base URL and the model id (`host-receiver providers test {name} --model ID`)"
-    if status in (429, 503, 529):
-        return "the backend is busy or rate limited: try again later, or check the account's quota"
-    if status is not None and status >= 500:
-        return "the backend failed: try again later"
-    if "connect" in text or "connection" in text:
-        return "check the base URL, the network and any proxy in between"
-    if "no response within" in text or "deadline" in text:
-        return "the backend did not answer in time: check the base URL, or raise the entry's timeout"
-    return "see the cause above"
+    return anyio.run(one_call, registry, args.name)
 
 
 @_guarded
