@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.mrtr_load import FORM_TEXT, client_main, measure
@@ -26,14 +26,6 @@ from providers import build_registry
 
 #: What the echo provider answers to the server's one-message sampling request.
 ECHO_TEXT = "echo: Say hi."
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    """The first text block of a CallToolResult (an error result's text is returned as well)."""
-    for block in result.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            return str(block.get("text"))
-    return ""
 
 
 async def connect(host: Host, args: argparse.Namespace, command: Sequence[str]) -> ServerConnection:
@@ -54,7 +46,7 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
         connect_ms = (time.perf_counter() - started) * 1e3
 
         async def call(tool: str) -> str:
-            return text_of(await server.call_tool(tool, {}))
+            return (await server.call_tool(tool, {})).text
 
         measured = await measure(call, {"form": FORM_TEXT, "sample": ECHO_TEXT}, args.size)
         version = server.protocol_version

@@ -26,6 +26,8 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
   progress (``ClientConnection.watch_tool``): the latest state, its changes
   as they come, ``cancel()``, and the final result. Task ids are kept in
   memory only: a host that restarts does not resume polling.
+
+Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from host_receiver.errors import (
     RpcError,
 )
 from host_receiver.protocol.modern import RemoteTask, remote_task
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
 __all__ = ["TaskHandle", "TaskObserver", "follow_task"]
@@ -147,7 +150,7 @@ class TaskHandle:
         self._task: RemoteTask | None = None
         self._changed = anyio.Event()
         self._done = anyio.Event()
-        self._result: dict[str, Any] | None = None
+        self._result: CallToolResult | None = None
         self._error: BaseException | None = None
         self._scope = anyio.CancelScope()
 
@@ -197,8 +200,8 @@ class TaskHandle:
         :class:`RemoteTaskCancelled`. Does nothing once the call has ended."""
         self._scope.cancel()
 
-    async def result(self) -> dict[str, Any]:
-        """Wait for the end of the call: its final ``CallToolResult``, or the error that ended it."""
+    async def result(self) -> CallToolResult:
+        """Wait for the end of the call: its final :class:`CallToolResult`, or the error that ended it."""
         await self._done.wait()
         if self._error is not None:
             raise self._error
@@ -210,7 +213,7 @@ class TaskHandle:
         self._task = task
         self._wake()
 
-    async def _run(self, call: Callable[[TaskObserver], Awaitable[dict[str, Any]]]) -> None:
+    async def _run(self, call: Callable[[TaskObserver], Awaitable[CallToolResult]]) -> None:
         """Run ``call`` (given :meth:`_observe`) to its end, keeping its result or error."""
         try:
             with self._scope:

@@ -10,10 +10,16 @@ Rules:
   (live from the first byte: a server may ping early), then agrees on the
   era and version (:mod:`host_receiver._negotiation`: ``protocol="auto"``
   probes with ``server/discover`` and falls back to ``initialize``).
-  A legacy agreement tells the stream the version, sends
-  ``notifications/initialized`` and opens the stream's listener (the HTTP GET
+  A legacy agreement tells the stream's binding the version, sends
+  ``notifications/initialized`` and opens the binding's listener (the HTTP GET
   stream); a modern one needs none of these. Only then is the connection
   handed out.
+- The connection talks to its stream through the stream's four methods
+  and its typed attributes (``StreamAttribute``): the binding, and whether
+  the medium answers every request. When the binding mirrors headers
+  (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
+  each modern request carries its headers, and ``tools/list`` leaves out
+  tools whose header annotations break the binding's rules.
 - With a ``receiver`` (anything that offers ``capabilities(version)`` and
   ``attach(peer)``, such as :class:`~host_receiver.receiver.Receiver`), the
   connection advertises the receiver's capabilities, attaches itself as the
@@ -31,7 +37,9 @@ Rules:
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
-  the final result only. A -32021 answer is a :class:`MissingCapability`
+  the final result only, as a typed model (:mod:`host_receiver.protocol.results`;
+  one that breaks the schema is a :class:`BadResult` naming the field, and
+  only that call fails). A -32021 answer is a :class:`MissingCapability`
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
@@ -48,6 +56,7 @@ from typing import Any, Protocol, Self
 import anyio
 
 from host_receiver._input_rounds import with_input_rounds
+from host_receiver._mirror import HeaderMirror
 from host_receiver._negotiation import AUTO, Agreement, agree, missing_capability, version_refused
 from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
 from host_receiver.errors import (
@@ -68,6 +77,14 @@ from host_receiver.protocol.modern import (
     envelope,
     result_type,
 )
+from host_receiver.protocol.results import (
+    CallToolResult,
+    GetPromptResult,
+    ListedTool,
+    ReadResourceResult,
+    parse_result,
+    parse_tools,
+)
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
 from host_receiver.sanitize import safe_id, safe_logger
@@ -78,7 +95,7 @@ from host_receiver.session import (
     RequestHandler,
     Session,
 )
-from host_receiver.transports.base import MessageStream, Transport
+from host_receiver.transports.base import MessageStream, StreamAttribute, Transport
 
 __all__ = [
     "ClientConnection",
@@ -153,6 +170,8 @@ class ClientConnection:
         if max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
         self._stream = stream
+        self._binding = stream.extra(StreamAttribute.binding, None)
+        self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._client_info = client_info if client_info is not None else default_client_info()
         self._capabilities = capabilities
         self._receiver = receiver
@@ -224,16 +243,20 @@ class ClientConnection:
                 client_info=connection._client_info,
                 discover_timeout=discover_timeout,
                 init_timeout=init_timeout,
-                silence_means_legacy=stream.silence_means_legacy(),
+                silence_means_legacy=not stream.extra(StreamAttribute.answers_every_request, False),
+                mirror=connection._mirror,
             )
             # Known before notifications/initialized: the server may send requests right after it.
             connection._agreement = agreement
             if name is None:
                 session.name = agreement.server_info.name
+            binding = connection._binding
             if agreement.era is Era.LEGACY:
-                stream.set_protocol_version(agreement.version)
+                if binding is not None:
+                    binding.agree(agreement.version)
                 await session.notify("notifications/initialized")
-                await stream.open_listener()
+                if binding is not None:
+                    await binding.open_listener()
             logger.info(
                 "connected to %s %s (protocol %s, %s)",
                 agreement.server_info.name,
@@ -370,9 +393,11 @@ class ClientConnection:
         """
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
+        stamped = self._stamped(params)
+        headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
         try:
             result = await self._session.request(
-                method, self._stamped(params), timeout=timeout, on_progress=on_progress
+                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
             )
         except RpcError as exc:
             if exc.code == UNSUPPORTED_VERSION:
@@ -410,13 +435,14 @@ class ClientConnection:
         """Check that the server answers (legacy connections: 2026-07-28 has no ping)."""
         await self._session.ping(timeout=timeout)
 
-    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    async def list_tools(self, *, timeout: float | None = None) -> list[ListedTool]:
         """Every tool the server offers, following ``nextCursor`` to the last page.
 
         ``timeout`` applies to each page. On HTTP, tools whose header
         annotations break the binding's rules are left out, with a warning.
+        A tool that breaks the schema is a :class:`BadResult` naming its field.
         """
-        tools: list[dict[str, Any]] = []
+        tools: list[ListedTool] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
@@ -426,7 +452,11 @@ class ClientConnection:
             items = page.get("tools")
             if not isinstance(items, list):
                 raise ProtocolError("tools/list result has no tools array")
-            tools.extend(self._stream.accept_tools([t for t in items if isinstance(t, dict)]))
+            page_tools = [t for t in items if isinstance(t, dict)]
+            accepted = (
+                page_tools if self._mirror is None else self._mirror.accept_tools(page_tools, self.name)
+            )
+            tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:
                 return tools
@@ -442,26 +472,28 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_task: TaskObserver | None = None,
-    ) -> dict[str, Any]:
-        """Call a tool and return its final ``CallToolResult``.
+    ) -> CallToolResult:
+        """Call a tool and return its final :class:`CallToolResult`.
 
-        A tool that failed is a result with ``isError: true``, not an
+        A tool that failed is a result with ``is_error=True``, not an
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
         ``on_task`` is told every state of that task. ``timeout`` applies to
-        each request sent.
+        each request sent. A result that breaks the schema is a
+        :class:`BadResult` naming the field.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
             if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
     @asynccontextmanager
     async def watch_tool(
@@ -483,7 +515,7 @@ class ClientConnection:
         cancels it (the server's task gets ``tasks/cancel``).
         """
 
-        def call(observer: TaskObserver) -> Awaitable[dict[str, Any]]:
+        def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
             return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
 
         handle = TaskHandle()
@@ -496,16 +528,18 @@ class ClientConnection:
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Get a prompt (answering a modern server's input rounds); returns ``GetPromptResult``."""
+    ) -> GetPromptResult:
+        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self._with_rounds("prompts/get", params, timeout, None, None)
+        result = await self._with_rounds("prompts/get", params, timeout, None, None)
+        return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """Read a resource (answering a modern server's input rounds); returns ``ReadResourceResult``."""
-        return await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`."""
+        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+        return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
 
     async def _with_rounds(
         self,

@@ -20,7 +20,7 @@ The tree::
     │   ├── UnsupportedProtocolVersion  no version both sides speak
     │   ├── MissingCapability         the server needs a client capability not declared (-32021)
     │   └── InvalidToolHeaders (ValueError)  a tool's x-mcp-header annotations break the rules
-    ├── BadResult                     a modern result that breaks the schema
+    ├── BadResult                     a result that breaks the schema
     ├── InputRoundsExceeded           the server kept asking for input past the round cap
     ├── RemoteTaskCancelled           the server's task for our request was cancelled
     ├── RemoteTaskLost                the server no longer knows our task
@@ -45,6 +45,8 @@ The tree::
 ``providers`` re-exports the ``ProviderError`` branch for provider authors;
 it is defined here, once. This module imports only :mod:`host_receiver.sanitize`,
 so both packages can build on it without loading anything else.
+
+Fixed caps (docs/limits.md): ``_QUOTED_ERROR``.
 """
 
 from __future__ import annotations
@@ -255,7 +257,8 @@ class InvalidToolHeaders(ProtocolError, ValueError):
 
 
 class BadResult(HostReceiverError):
-    """A modern result that breaks the schema; the message names the key or field."""
+    """A result that breaks the schema (a modern round or task, or a typed result's fields); the
+    message names the method or the key, and each bad field."""
 
 
 class InputRoundsExceeded(HostReceiverError):

@@ -7,7 +7,7 @@ a server that fails or exits ends only its own connection. Leaving the host's
 
     async with Host(Receiver(sampling=..., elicitation=...)) as host:
         server = await host.connect_stdio("notes", "python", ["server.py"])
-        print(await server.call_tool("summarise", {"path": "a.txt"}))
+        print((await server.call_tool("summarise", {"path": "a.txt"})).text)
 
 Rules:
 

@@ -23,8 +23,8 @@ Rules:
   order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. An outgoing request that times out or whose caller
-  is cancelled is abandoned: the stream may tell the peer itself (the
-  2026-07-28 HTTP binding closes the request's stream), else the session
+  is cancelled is abandoned: the stream's binding may tell the peer itself
+  (the 2026-07-28 HTTP binding closes the request's stream), else the session
   sends ``notifications/cancelled`` (never for ``initialize``, which MCP
   forbids cancelling).
 - ``notifications/progress`` goes to the ``on_progress`` callback of the
@@ -46,12 +46,16 @@ Rules:
   now (woken by whoever is closing) do, every request still in flight is then
   answered -32603 naming the reason (its handler cancelled), and only then
   may the session be closed. A request the peer cancelled is never answered.
+
+Fixed caps (docs/limits.md): ``_PROGRESS_BUFFER``, ``_NOTIFICATION_BUFFER``,
+``_ABANDONED_MEMORY``, ``_REASON_LIMIT``, ``_ERROR_MESSAGE_LIMIT``,
+``_ERROR_DATA_LIMIT``.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import Any, TypeAlias
@@ -83,7 +87,7 @@ from host_receiver.protocol.jsonrpc import (
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.sanitize import bounded, safe_id, safe_logger, safe_text
-from host_receiver.transports.base import MessageStream
+from host_receiver.transports.base import MessageStream, StreamAttribute
 
 __all__ = [
     "IncomingRequest",
@@ -248,9 +252,12 @@ class Session:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its result.
 
+        ``headers`` travel with the request to the stream, outside the message
+        (:attr:`Request.headers`: the HTTP binding's mirrored headers).
         Raises :class:`RpcError` for an error response, ``TimeoutError`` after
         ``timeout`` seconds, :class:`ConnectionClosed` if the session ends
         first, :class:`TransportError` if the message cannot be sent.
@@ -266,7 +273,7 @@ class Session:
         self._pending[request_id] = pending
         try:
             with anyio.fail_after(timeout):
-                await self._stream.send(Request(request_id, method, params))
+                await self._stream.send(Request(request_id, method, params, headers))
                 if progress_out is None:
                     await pending.done.wait()
                 else:
@@ -277,7 +284,9 @@ class Session:
         except (TimeoutError, anyio.get_cancelled_exc_class()) as exc:
             if not pending.done.is_set():
                 self._abandon(request_id)
-                if not self._stream.abandon(request_id) and method != "initialize":
+                binding = self._stream.extra(StreamAttribute.binding, None)
+                told = binding is not None and binding.abandon(request_id)
+                if not told and method != "initialize":
                     reason = "timed out" if isinstance(exc, TimeoutError) else "cancelled by the caller"
                     await self._send_cancellation(request_id, reason)
             raise

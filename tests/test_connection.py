@@ -25,6 +25,11 @@ pytestmark = pytest.mark.anyio
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
 
 
+def tool(name: str) -> dict[str, Any]:
+    """A ``tools/list`` entry: a name and the least input schema."""
+    return {"name": name, "inputSchema": {"type": "object"}}
+
+
 class FakeServer:
     """An MCP server played by a second session on the other end of a memory pair."""
 
@@ -123,18 +128,18 @@ async def test_an_invalid_initialize_result_is_a_protocol_error() -> None:
 async def test_list_tools_follows_cursors_and_refuses_loops() -> None:
     server = FakeServer()
     server.tool_pages = {
-        None: {"tools": [{"name": "a"}], "nextCursor": "2"},
-        "2": {"tools": [{"name": "b"}, {"name": "c"}], "nextCursor": "3"},
+        None: {"tools": [tool("a")], "nextCursor": "2"},
+        "2": {"tools": [tool("b"), tool("c")], "nextCursor": "3"},
         "3": {"tools": []},
     }
     async with connected(server) as (conn, _):
-        assert [tool["name"] for tool in await conn.list_tools()] == ["a", "b", "c"]
+        assert [listed.name for listed in await conn.list_tools()] == ["a", "b", "c"]
         server.tool_pages["3"] = {"tools": [], "nextCursor": "2"}
         with pytest.raises(ProtocolError, match="repeated cursor"):
             await conn.list_tools()
 
 
-async def test_call_tool_returns_the_raw_result_with_progress() -> None:
+async def test_call_tool_returns_the_result_with_progress() -> None:
     seen: list[float] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -142,7 +147,8 @@ async def test_call_tool_returns_the_raw_result_with_progress() -> None:
 
     async with connected(FakeServer()) as (conn, _):
         result = await conn.call_tool("t", {"x": 1}, on_progress=on_progress)
-    assert result == {"content": [{"type": "text", "text": "t"}], "isError": False}
+    assert result.text == "t" and result.is_error is False
+    assert result.model_dump() == {"content": [{"type": "text", "text": "t"}], "isError": False}
     assert seen == [1.0]
 
 
@@ -153,7 +159,7 @@ async def test_over_stdio_negotiation_and_pagination() -> None:
         sent = json.loads((conn.instructions or "").removeprefix("client sent "))
         assert sent["capabilities"] == {"elicitation": {}}
         assert sent["clientInfo"]["name"] == "host-receiver"
-        assert len(await conn.list_tools()) == 7
+        assert len(await conn.list_tools()) == 8
 
     older = StdioTransport(sys.executable, [str(SERVER_SCRIPT), "--version", "2025-06-18"])
     async with ClientConnection.connect(older, capabilities={}) as conn:

@@ -26,6 +26,7 @@ import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.errors
 import host_receiver.paths
+import host_receiver.protocol.results
 import host_receiver.protocol.types
 import host_receiver.protocol.versions
 import host_receiver.receiver
@@ -49,6 +50,7 @@ DOORS = (
     host_receiver.paths,
     host_receiver.protocol.types,
     host_receiver.protocol.versions,
+    host_receiver.protocol.results,
     host_receiver.transports,
     host_receiver.session,
     host_receiver.receiver,
@@ -139,6 +141,7 @@ BASE = {
 }
 
 
+@pytest.mark.slow
 def test_providers_import_only_the_base_of_host_receiver() -> None:
     upward = {
         (module, target)
@@ -150,12 +153,14 @@ def test_providers_import_only_the_base_of_host_receiver() -> None:
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_the_base_imports_nothing_above_it() -> None:
     edges = graph()
     above = {(module, target) for module in BASE for target in edges.get(module, set()) if target not in BASE}
     assert above == set()
 
 
+@pytest.mark.slow
 def test_no_module_imports_itself_through_others() -> None:
     edges = graph()
     # A package imports its own submodules to re-export them; that is not a circle.
@@ -190,6 +195,7 @@ def architecture_layers() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
     layers = architecture_layers()
 
@@ -207,11 +213,47 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
             continue
         assert not {t for t in targets if t.startswith("host_receiver.cli")}, module
+
+
+#: An MCP method name: one of the spec's namespaces, or a bare ``initialize`` or ``ping``.
+MCP_METHOD = re.compile(
+    r"(?<![\w/])(notifications|tools|prompts|resources|tasks|sampling|elicitation|completion|"
+    r"logging|roots|server)/\w"
+)
+BARE_METHODS = {"initialize", "ping"}
+
+
+def code_strings(path: Path) -> Iterator[tuple[int, str]]:
+    """The string constants of ``path`` (f-string parts too), docstrings left out, with their lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield getattr(node, "lineno", 0), node.value
+
+
+def test_transports_parse_no_mcp_method() -> None:
+    # docs/architecture.md: transports know bytes and JSON-RPC; what the HTTP binding mirrors
+    # from a request's method is computed above them (host_receiver/_mirror.py).
+    found = [
+        f"{name}:{line}: {text!r}"
+        for name, path in modules()
+        if name.startswith("host_receiver.transports")
+        for line, text in code_strings(path)
+        if MCP_METHOD.search(text) or text.strip() in BARE_METHODS
+    ]
+    assert found == []
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -220,10 +262,12 @@ def loaded_after(statement: str) -> set[str]:
     return set(done.stdout.split())
 
 
+@pytest.mark.slow
 def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:
     assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} <= BASE
 
 
+@pytest.mark.slow
 def test_importing_the_top_level_loads_only_itself() -> None:
     assert {m for m in loaded_after("import host_receiver") if m.startswith("host_receiver")} == {
         "host_receiver",
@@ -231,6 +275,7 @@ def test_importing_the_top_level_loads_only_itself() -> None:
     }
 
 
+@pytest.mark.slow
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
     unwanted = {
@@ -241,6 +286,7 @@ def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> N
     assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
 
 
+@pytest.mark.slow
 def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
     statement = "import " + ", ".join(adapter.__name__ for adapter in ADAPTERS)
     loaded = loaded_after(statement)
@@ -279,6 +325,7 @@ def test_every_exception_derives_from_the_one_base() -> None:
     assert host_receiver.errors.RpcError(-32602, "x").code == -32602
 
 
+@pytest.mark.slow
 def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
     # The application (host_receiver.cli) keeps its own few; names with "_" are private control flow.
     elsewhere = []

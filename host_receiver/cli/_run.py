@@ -266,8 +266,8 @@ async def _serve(
             return EXIT_FAILURE
         finally:
             await server.close()
-        print(safe_json(result))
-        return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
+        print(safe_json(result.model_dump()))
+        return EXIT_TOOL_ERROR if result.is_error is True else EXIT_OK
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -28,6 +28,8 @@ Rules:
   default the child sees only :func:`safe_environment` plus ``env``; on
   leaving, queued writes are finished, stdin closed, and the child and any
   helper it left behind are stopped, shielded from cancellation.
+
+Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``.
 """
 
 from __future__ import annotations
@@ -235,6 +237,10 @@ class _StdioStream(MessageStream):
 
     async def send(self, message: Message) -> None:
         await self._writer.write(dumps_message(message) + b"\n", hold=bool(self._lines))
+
+    async def aclose(self) -> None:
+        """Stop writing: what is queued is still written, then the child's stdin is closed."""
+        self._writer.close()
 
     def send_nowait(self, message: Message) -> None:
         # Lines still to be received: the session is answering a burst, and

@@ -60,6 +60,7 @@ def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
 
 
+@pytest.mark.slow
 def test_add_list_remove(cli: Cli) -> None:
     spec = "anthropic/claude-3.5-sonnet,cost=0.3,intelligence=0.9,images=yes,context=200000"
     added = cli(
@@ -101,6 +102,7 @@ def test_add_list_remove(cli: Cli) -> None:
     assert "openrouter" not in cli.config.read_text()
 
 
+@pytest.mark.slow
 def test_key_from_an_environment_variable_and_updating_settings(cli: Cli) -> None:
     cli.env["MY_OPENAI_KEY"] = SECRET
     first = cli("add", "openai", "--model", "gpt-4o-mini", "--api-key-env", "MY_OPENAI_KEY")
@@ -114,6 +116,7 @@ def test_key_from_an_environment_variable_and_updating_settings(cli: Cli) -> Non
     assert cli.stored() == {"host-receiver/openai": SECRET}
 
 
+@pytest.mark.slow
 def test_runtime_environment_key_is_not_stored(cli: Cli) -> None:
     result = cli("add", "vllm", "--base-url", "http://gpu:8000/v1", "--model", "m", "--runtime-key-env", "VK")
     assert result.returncode == 0, result.stderr
@@ -125,6 +128,7 @@ def test_runtime_environment_key_is_not_stored(cli: Cli) -> None:
     assert "vllm: openai, http://gpu:8000/v1, key: from $VK" in cli("list").stdout.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "stdin", "message"),
     [
@@ -147,6 +151,7 @@ def test_errors_are_reported_with_exit_code_1(cli: Cli, argv: list[str], stdin: 
     assert result.stderr.startswith("host-receiver: error: ")
 
 
+@pytest.mark.slow
 def test_without_a_command_usage_is_shown(cli: Cli) -> None:
     result = cli()
     assert result.returncode == 2
@@ -172,6 +177,7 @@ def test_the_commands_plug_into_the_host_receiver_parser(tmp_path: Path) -> None
 # --- set-up that works on the first try ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_add_without_a_model_lists_the_models_from_the_api(cli: Cli, kind: str) -> None:
     fake_class = FakeAnthropic if kind == "anthropic" else FakeOpenAI
@@ -191,6 +197,7 @@ def test_add_without_a_model_lists_the_models_from_the_api(cli: Cli, kind: str) 
     assert f'type = "{kind}"' in text and 'id = "model-a"' in text and 'id = "model-b"' in text
 
 
+@pytest.mark.slow
 def test_a_key_the_api_refuses_is_not_stored(cli: Cli) -> None:
     with FakeAnthropic() as fake:
         fake.models_error = ErrorReply(status=401, message="invalid x-api-key", type="authentication_error")
@@ -200,6 +207,7 @@ def test_a_key_the_api_refuses_is_not_stored(cli: Cli) -> None:
     assert cli.stored() == {} and not cli.config.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "problem"),
     [
@@ -228,6 +236,7 @@ def test_without_a_working_keyring_add_says_so_before_asking_and_names_the_way_o
     assert runtime.returncode == 0, runtime.stderr
 
 
+@pytest.mark.slow
 def test_providers_test_says_the_model_and_the_latency(cli: Cli) -> None:
     with FakeAnthropic(models=("claude-test",)) as fake:
         fake.default = Completion(text="OK")
@@ -245,6 +254,7 @@ def test_providers_test_says_the_model_and_the_latency(cli: Cli) -> None:
     assert offline.returncode == 0 and offline.stdout.startswith("ok: provider 'echo', model echo-offline")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("reply", "cause", "advice"),
     [

@@ -98,8 +98,7 @@ async def through_own(args: argparse.Namespace, h: Host, name: str) -> AsyncIter
 
         async def call_own(tool: str, **arguments: Any) -> Any:
             result = await server.call_tool(tool, arguments)
-            text = next((c["text"] for c in result["content"] if c.get("type") == "text"), "")
-            return report_of(text) if not result.get("isError") else {"is_error": True, "text": text}
+            return report_of(result.text) if not result.is_error else {"is_error": True, "text": result.text}
 
         yield call_own
 
