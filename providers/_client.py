@@ -3,7 +3,7 @@
 (About 400 lines, one idea: what an SDK's HTTP client does for a provider
 call, from the request sent to the error shown.)
 
-Every backend package (``openai``, ``anthropic``, ``google-genai``) takes an
+Every backend package (``openai``, ``anthropic``) takes an
 HTTP client of ours, so what follows holds for all of them alike; nothing of
 it is written per provider.
 

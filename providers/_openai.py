@@ -1,16 +1,13 @@
 """The OpenAI-compatible provider, on the official ``openai`` client (``AsyncOpenAI``).
 
-(About 350 lines, one idea: one call to one backend, from the posted body to
-the mapped error; splitting streaming from plain replies would split that path.)
-
 One provider entry is one backend (a base URL and a key): OpenAI itself, Azure
 OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, OpenRouter and the like.
 
 Rules:
 
 * The wire mapping lives in :mod:`providers._openai_wire` and the reading of
-  replies in :mod:`providers._openai_json`; this module does the I/O, the
-  streaming and the error mapping.
+  replies in :mod:`providers._openai_json`; this module does the I/O and the
+  streaming, and :mod:`providers._client` maps the failures.
 * The body built by ``_openai_wire`` is already in wire form, so it is posted
   as it is with the client's ``post`` (what ``chat.completions.create`` does
   after converting its arguments, with the same bearer auth) to the endpoint's
