@@ -21,6 +21,7 @@ from benchmarks.mrtr_load import FORM_TEXT, client_main, measure
 from host_receiver.approval import AutoApprove, FillDefaults
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import ConnectionOptions
 from host_receiver.receiver import Receiver
 from providers import build_registry
 
@@ -40,7 +41,7 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
         sampling=SamplingService(registry, AutoApprove()),
         elicitation=ElicitationService(FillDefaults()),
     )
-    async with registry, Host(receiver, protocol=args.protocol) as host:
+    async with registry, Host(receiver, ConnectionOptions(protocol=args.protocol)) as host:
         started = time.perf_counter()
         server = await connect(host, args, command)
         connect_ms = (time.perf_counter() - started) * 1e3

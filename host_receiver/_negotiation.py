@@ -62,6 +62,7 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import AUTO, ConnectionOptions
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
@@ -90,7 +91,6 @@ __all__ = [
 
 logger = safe_logger("host_receiver.connection")
 
-AUTO = "auto"
 #: The most characters of a server's text (an error message, a version list) quoted in an error.
 _QUOTED = 300
 
@@ -120,21 +120,22 @@ CapabilitiesFor = Callable[[str], dict[str, Any]]
 
 async def agree(
     session: Session,
-    protocol: str,
+    options: ConnectionOptions,
     *,
     capabilities_for: CapabilitiesFor,
-    client_info: Implementation,
-    discover_timeout: float | None,
-    init_timeout: float | None,
     silence_means_legacy: bool = True,
     mirror: HeaderMirror | None = None,
 ) -> Agreement:
-    """Find the era and version to speak (rules in the module docstring)."""
-    if protocol != AUTO and protocol not in LEGACY_VERSIONS and protocol not in MODERN_VERSIONS:
-        known = ", ".join((AUTO, *MODERN_VERSIONS, *LEGACY_VERSIONS))
-        raise ValueError(f"unknown protocol choice {protocol!r} (one of {known})")
+    """Find the era and version to speak (rules in the module docstring), as ``options`` choose."""
+    protocol = options.protocol
     talk = _Talk(
-        session, capabilities_for, client_info, discover_timeout, init_timeout, silence_means_legacy, mirror
+        session,
+        capabilities_for,
+        options.client_info,
+        options.discover_timeout,
+        options.init_timeout,
+        silence_means_legacy,
+        mirror,
     )
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, suppress
+from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -171,7 +171,7 @@ class Session:
         name: str = "peer",
         reply_grace: float = 5.0,
     ) -> None:
-        self.name = name
+        self._name = name
         self.reply_grace = reply_grace
         self._stream = stream
         self._request_handler = request_handler or _no_such_method
@@ -188,15 +188,16 @@ class Session:
         self._notifications_in, self._notifications_out = anyio.create_memory_object_stream[
             tuple[str, dict[str, Any] | None]
         ](_NOTIFICATION_BUFFER)
-        self._lifetime: AbstractAsyncContextManager[TaskGroup] | None = None
+        self._lifetime = AsyncExitStack()
         self._tasks: TaskGroup | None = None
 
     # --- lifetime --------------------------------------------------------
 
     async def __aenter__(self) -> Session:
-        self._lifetime = background_task_group()
-        group: TaskGroup = await self._lifetime.__aenter__()
-        await group.start(self._run)
+        async with AsyncExitStack() as opening:
+            group = await opening.enter_async_context(background_task_group())
+            await group.start(self._run)
+            self._lifetime = opening.pop_all()
         return self
 
     async def __aexit__(
@@ -206,8 +207,16 @@ class Session:
         tb: TracebackType | None,
     ) -> None:
         self._close("the session was closed")
-        assert self._lifetime is not None
         await self._lifetime.__aexit__(exc_type, exc, tb)
+
+    @property
+    def name(self) -> str:
+        """The peer's name in log messages."""
+        return self._name
+
+    def rename(self, name: str) -> None:
+        """Call the peer ``name`` from now on (a connection learns the server's name as it agrees)."""
+        self._name = name
 
     @property
     def closed_reason(self) -> str | None:

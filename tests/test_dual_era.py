@@ -33,7 +33,6 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -48,6 +47,7 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
 from host_receiver.protocol.types import ElicitResult
@@ -72,7 +72,7 @@ def receiver(**kwargs: Any) -> Receiver:
 async def connected(
     server: FakeServer, host_receiver: Receiver | None = None, **options: Any
 ) -> AsyncIterator[ServerConnection]:
-    async with server, Host(host_receiver or receiver(), **options) as host:
+    async with server, Host(host_receiver or receiver(), ConnectionOptions(**options)) as host:
         yield await host.connect("fake", server.transport)
     check_wire(server)
 
@@ -180,7 +180,7 @@ async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -
     server = FakeServer(protocol_version=LEGACY, methods={"server/discover": never})
     async with server, Host(receiver()) as host:
         host_connection = ServerConnection.connect(
-            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+            server.transport, ConnectionOptions(discover_timeout=0.2), receiver=host.receiver, name="fake"
         )
         async with host_connection as connection:
             assert connection.era is Era.LEGACY
@@ -207,7 +207,7 @@ async def test_a_modern_server_that_misses_the_probe_is_found_modern_by_its_answ
     )
     async with server, Host(receiver()) as host:
         opened = ServerConnection.connect(
-            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+            server.transport, ConnectionOptions(discover_timeout=0.2), receiver=host.receiver, name="fake"
         )
         async with opened as connection:
             assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
@@ -233,7 +233,7 @@ async def test_a_modern_server_found_by_its_answer_to_initialize_gets_more_than_
     server = FakeServer(protocol_version=MODERN, methods={"server/discover": discover})
     async with server, Host(receiver()) as host:
         opened = ServerConnection.connect(
-            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.05
+            server.transport, ConnectionOptions(discover_timeout=0.05), receiver=host.receiver, name="fake"
         )
         async with opened as connection:
             assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
@@ -256,7 +256,8 @@ async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_cli
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])
 async def test_a_forced_version_is_spoken_or_fails_clearly(protocol: str) -> None:
     other = LEGACY if protocol == MODERN else MODERN
-    async with FakeServer(protocol_version=other) as server, Host(receiver(), protocol=protocol) as host:
+    forced = ConnectionOptions(protocol=protocol)
+    async with FakeServer(protocol_version=other) as server, Host(receiver(), forced) as host:
         with pytest.raises(UnsupportedProtocolVersion) as raised:
             await host.connect("fake", server.transport)
     assert "2026-07-28" in str(raised.value) and "2025-11-25" in str(raised.value)
@@ -452,7 +453,7 @@ async def test_the_default_round_cap_is_ten() -> None:
     assert DEFAULT_MAX_INPUT_ROUNDS == 10
     server = FakeServer(protocol_version=MODERN, tools={"forever": forever})
     async with connected(server) as connection:
-        assert connection.max_input_rounds == 10
+        assert connection.options.max_input_rounds == 10
         with pytest.raises(InputRoundsExceeded, match="more than 10 times"):
             await connection.call_tool("forever")
     assert len(server.requests_of("tools/call")) == 11  # the call and ten retries

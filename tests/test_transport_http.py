@@ -25,6 +25,7 @@ from host_receiver.errors import (
     TransportError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
@@ -142,7 +143,8 @@ async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -
     """On HTTP a legacy server answers with a status: silence is no sign of one."""
     with StreamableHttpServer(discover_silent=True) as server:
         transport = HttpTransport(server.url)
-        opened = ClientConnection.connect(transport, capabilities={}, discover_timeout=0.1, init_timeout=1.0)
+        options = ConnectionOptions(discover_timeout=0.1, init_timeout=1.0)
+        opened = ClientConnection.connect(transport, options, capabilities={})
         with pytest.raises(TimeoutError, match="did not answer server/discover"):
             async with opened:
                 pass

@@ -41,6 +41,7 @@ from host_receiver.approval import (
 from host_receiver.errors import InvalidMessage
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
     Message,
@@ -315,13 +316,13 @@ async def running_host(
     config: ReceiverConfig = TEST_CONFIG,
     opener: Callable[[str], bool] | None = None,
     receiver_options: dict[str, Any] | None = None,
-    host_options: dict[str, Any] | None = None,
+    options: ConnectionOptions | None = None,
 ) -> AsyncIterator[Harness]:
     """A host with sampling (echo provider and AutoApprove unless told) and FillDefaults
     elicitation; on a clean exit, every message it sent is checked against the schema of its era.
 
     ``opener`` stands for the browser of URL elicitation (it notes the URL);
-    ``receiver_options`` and ``host_options`` go to ``Receiver`` and ``Host``.
+    ``receiver_options`` go to ``Receiver``, ``options`` to ``Host``.
     """
     registry = router if router is not None else build_registry(provider="echo", config=Config(), environ={})
     elicitation = (
@@ -338,7 +339,7 @@ async def running_host(
     async with AsyncExitStack() as stack:
         if isinstance(registry, ProviderRegistry):
             await stack.enter_async_context(registry)
-        host = await stack.enter_async_context(Host(receiver, **(host_options or {})))
+        host = await stack.enter_async_context(Host(receiver, options))
         harness = Harness(host, receiver)
         yield harness
     for log in harness.wires.values():

@@ -33,6 +33,7 @@ from host_receiver.errors import (
     RemoteTaskCancelled,
     RpcError,
 )
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import Era
@@ -163,9 +164,8 @@ async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spok
     async with running_host(ui=Forms("Ada")) as h:
         log = h.wires["fastmcp"] = WireLog("fastmcp")
         recorded = RecordingTransport(transport("fastmcp", "stdio", modern_peers), log)
-        opened = ServerConnection.connect(
-            recorded, receiver=h.receiver, name="fastmcp", discover_timeout=0.01
-        )
+        quick = ConnectionOptions(discover_timeout=0.01)
+        opened = ServerConnection.connect(recorded, quick, receiver=h.receiver, name="fastmcp")
         async with opened as server:
             log.agreed(server.era.value)
             assert (server.era, server.protocol_version) == (Era.MODERN, MODERN)
@@ -180,7 +180,7 @@ async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spok
 
 
 async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes() -> None:
-    async with running_host(ui=Forms(), host_options={"protocol": "2025-11-25"}) as h:
+    async with running_host(ui=Forms(), options=ConnectionOptions(protocol="2025-11-25")) as h:
         server = await h.connect("py2", transport("py2", "stdio", ModernPeers()))
         assert server.era is Era.LEGACY
         report = report_of(await server.call_tool("elicit_form", {"tag": "legacy"}))
@@ -313,7 +313,7 @@ async def test_a_refused_sampling_ends_the_call_and_nothing_is_sent(modern_peers
 
 
 async def test_the_round_cap_ends_a_server_that_keeps_asking(modern_peers: ModernPeers) -> None:
-    async with running_host(ui=Forms(), host_options={"max_input_rounds": 3}) as h:
+    async with running_host(ui=Forms(), options=ConnectionOptions(max_input_rounds=3)) as h:
         server = await h.connect("py2", transport("py2", "stdio", modern_peers))
         done = report_of(await server.call_tool("rounds", {"n": 3, "tag": "cap-ok"}))
         with pytest.raises(InputRoundsExceeded, match="more than 3 times"):
@@ -456,7 +456,7 @@ async def test_a_task_handle_watches_a_real_task_and_cancels_another(modern_peer
 
 
 async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_peers: ModernPeers) -> None:
-    async with running_host(host_options={"tasks_extension": False}) as h:
+    async with running_host(options=ConnectionOptions(tasks_extension=False)) as h:
         server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
         with pytest.raises(MissingCapability, match=r"extensions\.io\.modelcontextprotocol/tasks"):
             await server.call_tool("task_form", {"tag": "no-ext"})

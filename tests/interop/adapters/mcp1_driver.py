@@ -35,7 +35,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 import host_receiver
-from host_receiver import Receiver
+from host_receiver import ConnectionOptions, Receiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CONFIG, Host, host, main, parser, report_of, run
@@ -88,12 +88,13 @@ async def through_adapter(args: argparse.Namespace, h: Host, name: str) -> Async
 async def through_own(args: argparse.Namespace, h: Host, name: str) -> AsyncIterator[Call]:
     """Tool calls through host-receiver's own connection (``host_receiver.Host``), serving ``name``."""
     async with host_receiver.Host(h.receiver) as own:
+        options = ConnectionOptions(protocol=VERSION)
         if args.url:
-            server = await own.connect_url(name, args.url, protocol=VERSION)
+            server = await own.connect_url(name, args.url, options=options)
         else:
             python, script = args.server
             server = await own.connect_stdio(
-                name, python, [script], env={"PEER_WAIT_S": "20"}, protocol=VERSION
+                name, python, [script], env={"PEER_WAIT_S": "20"}, options=options
             )
 
         async def call_own(tool: str, **arguments: Any) -> Any:
