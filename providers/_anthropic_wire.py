@@ -32,6 +32,8 @@ text block is returned as one block. ``stop_reason`` ``end_turn``,
 ``maxTokens``, ``stopSequence``, ``toolUse``; any other reason is passed on in
 camelCase (``refusal`` stays ``refusal``, ``pause_turn`` becomes ``pauseTurn``),
 as the spec lets ``stopReason`` be any string.
+
+Fixed caps (docs/limits.md): ``_USER_ID_LIMIT``.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ Rules:
   the provider, the base URL (no credentials) and the cause: the HTTP status
   with its meaning and ``retry-after``, a reset, a timeout, the number of
   attempts; the backend's own message redacted.
+
+Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ with the key just given (which checks the key before it is stored);
 ``providers test`` sends :data:`PROBE` to the chosen model and prints the
 model and the latency, or the cause (the diagnostic a failed task gets) and
 what to do about it, from the HTTP status or the kind of failure.
+
+Fixed caps (docs/limits.md): ``_MODELS_SHOWN``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from ._credentials import find_key
 from ._registry import ProviderRegistry
 
 __all__ = ["PROBE", "one_call", "some", "with_listed_models"]
+
+#: The most model ids ``providers add`` names when it lists them.
+_MODELS_SHOWN = 5
 
 
 def with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
@@ -56,8 +61,9 @@ def with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
     return replace(entry, models=tuple(ModelInfo(id=i, provider=entry.name) for i in dict.fromkeys(ids)))
 
 
-def some(ids: Iterable[str], shown: int = 5) -> str:
-    """The first ``shown`` of ``ids``, and how many more."""
+def some(ids: Iterable[str]) -> str:
+    """The first :data:`_MODELS_SHOWN` of ``ids``, and how many more."""
+    shown = _MODELS_SHOWN
     listed = list(ids)
     more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
     return ", ".join(safe_text(i, 80) for i in listed[:shown]) + more
