@@ -213,6 +213,17 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
     assert upward == set()
 
 
+#: Folders of tests/ that are suites across the packages, not one package's tests.
+SUITES = {"interop", "security", "servers"}
+
+
+def test_the_tests_tree_mirrors_the_packages() -> None:
+    packages = {p.name for p in (ROOT / "host_receiver").iterdir() if (p / "__init__.py").exists()}
+    packages |= {"providers", "benchmarks"}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert folders - packages - SUITES == set()
+
+
 @pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():

@@ -39,9 +39,9 @@ from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import Era
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
+from tests.cli.test_terminal import HOST
 from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
 from tests.interop.conftest import RecordingTransport, WireLog, running_host
-from tests.test_terminal import HOST
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"

@@ -121,7 +121,7 @@ class Console:
         self.input = input if input is not None else create_input()
         self.output = output if output is not None else create_output(stdout=sys.stderr)
         self.activity = activity if activity is not None else Activity()
-        self.activity.on_change = self._wake_up
+        self.activity.subscribe(self._wake_up)
         self.refresh_interval = refresh_interval
         self._turns = anyio.Lock()
         self._waiting = 0

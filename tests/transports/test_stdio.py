@@ -21,7 +21,7 @@ from host_receiver.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio
 
-SERVERS = Path(__file__).parent / "servers"
+SERVERS = Path(__file__).parent.parent / "servers"
 LOGGER = "host_receiver.transports.stdio"
 
 

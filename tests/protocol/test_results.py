@@ -35,7 +35,7 @@ from tests.schema import LEGACY, MODERN, validate
 
 pytestmark = pytest.mark.anyio
 
-RAW_SERVER = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
+RAW_SERVER = Path(__file__).parent.parent / "servers" / "stdio_mcp_server.py"
 
 #: Keys in an order no model declares, and an integer in a float field (priority).
 TEXT = {
