@@ -67,6 +67,11 @@ class SamplingRequestView:
     allowed_models: tuple[str, ...]
     #: The ``maxTokens`` the server asked for (None: the same as ``params``).
     requested_max_tokens: int | None = None
+    #: The provider that serves ``model``, and why the host chose that model.
+    provider: str | None = None
+    reason: str = ""
+    #: Fields of ``params`` the provider will not send (its API does not take them).
+    not_sent: tuple[str, ...] = ()
 
     @property
     def max_tokens(self) -> int:

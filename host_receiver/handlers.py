@@ -135,10 +135,12 @@ class SamplingService:
     def accept(self, params: CreateMessageRequestParams, server: str) -> SamplingWork:
         """Plan ``params`` now (before a task exists); the work reviews, samples, reviews.
 
-        A lowered ``maxTokens`` is audited here, where it is decided: once per
+        The plan (provider, model, why, fields not sent) and a lowered
+        ``maxTokens`` are audited here, where they are decided: once per
         request, whether or not its work ever starts.
         """
         plan = self._plan(params, server, None)
+        _audit.sampling_planned(server, plan.provider.name, plan.model.id, plan.reason, plan.dropped)
         if plan.clamped:
             requested, granted = plan.requested_max_tokens, plan.params.max_tokens
             _audit.max_tokens_clamped(server, plan.model.id, requested, granted)
@@ -157,6 +159,9 @@ class SamplingService:
             model=plan.model.id,
             allowed_models=tuple(self.router.allowed_models(server)),
             requested_max_tokens=plan.requested_max_tokens,
+            provider=plan.provider.name,
+            reason=plan.reason,
+            not_sent=plan.dropped,
         )
         await context.set_status_message(
             f"Waiting for the user to approve the request (model {plan.model.id})"

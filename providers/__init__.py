@@ -17,7 +17,9 @@ builds on it. What the sampling layer uses from here:
   :class:`SamplingPlan`.
 
 Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
-``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
+``openai`` client), :class:`AnthropicProvider` (the Anthropic Messages API, on
+the official ``anthropic`` package, extra ``[anthropic]``) and
+:class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
 """
@@ -29,7 +31,9 @@ from host_receiver._moved import moved_names
 from ._build import build_provider, build_registry
 from ._config import (
     CONFIG_ENV,
+    DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
+    PROVIDER_TYPES,
     Config,
     ProviderEntry,
     config_path,
@@ -38,6 +42,7 @@ from ._config import (
 )
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
+    LeavesOut,
     ModelInfo,
     ProgressSink,
     Provider,
@@ -56,16 +61,20 @@ from ._limits import (
 )
 from ._plan import SamplingPlan
 from ._registry import ProviderRegistry
-from ._selection import Requirements, estimate_input_tokens, requirements, select_model
+from ._selection import Requirements, choose_model, estimate_input_tokens, requirements, select_model
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_ANTHROPIC_URL",
     "DEFAULT_BASE_URL",
     "ECHO_MODEL",
     "KEYRING_SERVICE",
     "PROGRESS_TEXT_LIMIT",
+    "PROVIDER_TYPES",
+    "AnthropicProvider",
     "Config",
     "EchoProvider",
+    "LeavesOut",
     "MaxTokensPolicy",
     "ModelInfo",
     "OpenAIProvider",
@@ -81,6 +90,7 @@ __all__ = [
     "build_provider",
     "build_registry",
     "check_request",
+    "choose_model",
     "config_path",
     "delete_key",
     "estimate_input_tokens",
@@ -136,13 +146,18 @@ _moved = moved_names(__name__, _MOVED)
 
 
 if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider
     from ._openai import OpenAIProvider
 else:  # a type checker sees the import above, and flags a moved name
 
     def __getattr__(name: str) -> object:
-        # OpenAIProvider loads the openai package (about a second); only import it when asked.
+        # Each backend loads its vendor's package (about a second); only import it when asked.
         if name == "OpenAIProvider":
             from ._openai import OpenAIProvider
 
             return OpenAIProvider
+        if name == "AnthropicProvider":
+            from ._anthropic import AnthropicProvider
+
+            return AnthropicProvider
         return _moved(name)

@@ -5,19 +5,23 @@ Rules:
 * Without ``--provider``: every configured provider; with none configured, the
   offline echo provider alone (so the demo runs offline). Environment keys
   alone never switch on a paid backend.
-* ``--provider NAME``: that entry alone. ``echo`` and ``openai`` work without
-  an entry: ``openai`` then means the ``openai`` library's own defaults
-  (``OPENAI_BASE_URL`` or OpenAI's URL, ``OPENAI_API_KEY`` or the keyring).
+* ``--provider NAME``: that entry alone. ``echo``, ``openai`` and
+  ``anthropic`` work without an entry: ``openai`` then means the ``openai``
+  library's own defaults (``OPENAI_BASE_URL`` or OpenAI's URL,
+  ``OPENAI_API_KEY`` or the keyring), ``anthropic`` the ``anthropic``
+  library's (``ANTHROPIC_BASE_URL`` or Anthropic's URL, ``ANTHROPIC_API_KEY``
+  or the keyring).
 * ``--model ID``: the catalogue shrinks to that model. A model the chosen
   provider does not list is added with neutral ratings (0.5) and permissive
   capabilities (tools and images yes, audio no, 128k context); without
   ``--provider`` it must be listed by some configured provider, or exactly one
   provider must be configured.
-* An OpenAI-compatible entry without models needs ``--model``.
+* An OpenAI-compatible or Anthropic entry without models needs ``--model``.
 * Keys follow :mod:`providers._credentials`; a missing key is a
   :class:`ConfigError` naming the ways to provide one, unless the entry says
   ``api_key_required = false`` (a placeholder key is sent then).
-* ``OPENAI_BASE_URL`` applies to entries without a ``base_url`` of their own.
+* ``OPENAI_BASE_URL`` (``ANTHROPIC_BASE_URL``) applies to ``openai``
+  (``anthropic``) entries without a ``base_url`` of their own.
 """
 
 from __future__ import annotations
@@ -25,18 +29,35 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from host_receiver.errors import ConfigError
 
-from ._config import DEFAULT_BASE_URL, Config, ProviderEntry, config_path, load_config
+from ._config import (
+    DEFAULT_ANTHROPIC_URL,
+    DEFAULT_BASE_URL,
+    Config,
+    ProviderEntry,
+    config_path,
+    load_config,
+)
 from ._contract import ModelInfo, Provider
-from ._credentials import find_key
+from ._credentials import VENDOR_KEY_ENV, find_key
 from ._echo import ECHO_MODEL, EchoProvider
 from ._registry import ProviderRegistry
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider
+    from ._openai import OpenAIProvider
 
 __all__ = ["build_provider", "build_registry"]
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
+#: Per entry type: the variable naming the vendor's base URL, and the vendor's own URL.
+VENDOR_BASE_URL = {
+    "openai": (BASE_URL_ENV, DEFAULT_BASE_URL),
+    "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL),
+}
 #: Sent as the key to servers that need none (the openai client insists on one).
 NO_KEY_PLACEHOLDER = "no-key-needed"
 
@@ -73,28 +94,44 @@ def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider
         raise ConfigError(f"provider {entry.name!r} lists no models; pass --model or add models to its entry")
     found = find_key(entry, environ)
     if found is None and entry.api_key_required:
-        ways = [f"export {entry.api_key_env}"] if entry.api_key_env else []
-        if entry.base_url is None:
-            ways.append("export OPENAI_API_KEY")
-        ways.append(f"run `host-receiver providers add {entry.name}`")
-        raise ConfigError(f"no API key for provider {entry.name!r}: {', or '.join(ways)}")
-    base_url = entry.base_url or environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
-    # Imported here: the openai package takes about a second to import, and runs that
+        raise ConfigError(f"no API key for provider {entry.name!r}: {', or '.join(key_ways(entry))}")
+    return vendor_provider(entry, found.value if found else NO_KEY_PLACEHOLDER, environ)
+
+
+def vendor_provider(
+    entry: ProviderEntry, key: str, environ: Mapping[str, str]
+) -> OpenAIProvider | AnthropicProvider:
+    """The ``openai`` or ``anthropic`` provider for ``entry`` with ``key`` (its models as listed)."""
+    variable, default_url = VENDOR_BASE_URL[entry.type]
+    base_url = entry.base_url or environ.get(variable) or default_url
+    options: dict[str, Any] = {
+        "api_key": key,
+        "base_url": base_url,
+        "timeout": entry.timeout,
+        "max_retries": entry.max_retries,
+        "stream": entry.stream,
+        "forward_metadata": entry.forward_metadata,
+        "http_transport": entry.http_transport,
+    }
+    # Imported here: each vendor's package takes about a second to import, and runs that
     # use only the echo provider (the demo, most CLI calls) never need it.
+    if entry.type == "anthropic":
+        from ._anthropic import AnthropicProvider
+
+        return AnthropicProvider(entry.name, entry.models, api_version=entry.api_version, **options)
     from ._openai import OpenAIProvider
 
-    return OpenAIProvider(
-        entry.name,
-        entry.models,
-        api_key=found.value if found else NO_KEY_PLACEHOLDER,
-        base_url=base_url,
-        timeout=entry.timeout,
-        max_retries=entry.max_retries,
-        stream=entry.stream,
-        forward_metadata=entry.forward_metadata,
-        max_tokens_param=entry.max_tokens_param,
-        http_transport=entry.http_transport,
-    )
+    return OpenAIProvider(entry.name, entry.models, max_tokens_param=entry.max_tokens_param, **options)
+
+
+def key_ways(entry: ProviderEntry) -> list[str]:
+    """The ways to give ``entry`` a key, each named once."""
+    variables = [entry.api_key_env]
+    if entry.base_url is None:
+        variables.append(VENDOR_KEY_ENV.get(entry.type))
+    ways = [f"export {v}" for v in dict.fromkeys(variables) if v]
+    ways.append(f"run `host-receiver providers add {entry.name}`")
+    return ways
 
 
 def _entries(config: Config, provider: str | None) -> list[ProviderEntry]:
@@ -107,7 +144,9 @@ def _entries(config: Config, provider: str | None) -> list[ProviderEntry]:
         return [ProviderEntry("echo", type="echo")]
     if provider == "openai":
         return [ProviderEntry("openai", type="openai")]
-    known = ", ".join(["echo", "openai", *(p.name for p in config.providers)])
+    if provider == "anthropic":
+        return [ProviderEntry("anthropic", type="anthropic")]
+    known = ", ".join(dict.fromkeys(["echo", "openai", "anthropic", *(p.name for p in config.providers)]))
     raise ConfigError(
         f"unknown provider {provider!r} (known: {known}); add it with "
         f"`host-receiver providers add {provider} --base-url URL`"

@@ -27,7 +27,7 @@ Layout::
     "claude-3-sonnet" = "gpt-4o"
 
     [providers.openai]
-    type = "openai"                # "openai" (any OpenAI-compatible API) or "echo"
+    type = "openai"                # "openai" (any OpenAI-compatible API), "anthropic" or "echo"
     base_url = "https://api.openai.com/v1"   # absent: $OPENAI_BASE_URL, else OpenAI
     api_key_env = "MY_OPENAI_KEY"  # optional: read the key from this variable
     api_key_required = true        # false for keyless local servers (Ollama)
@@ -47,6 +47,10 @@ Layout::
     images = true
     audio = false
     context_tokens = 128000
+
+    [providers.claude]
+    type = "anthropic"             # the Messages API; base_url absent: $ANTHROPIC_BASE_URL, else Anthropic
+    api_version = "2023-06-01"     # optional: the anthropic-version sent (absent: the SDK's)
 
     [providers.demo]
     type = "echo"                  # offline; no key, no models to list
@@ -74,9 +78,13 @@ from ._limits import SamplingLimits
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Where an Anthropic provider entry without its own base URL sends requests.
+DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_ANTHROPIC_URL",
+    "PROVIDER_TYPES",
     "Config",
     "ProviderEntry",
     "config_path",
@@ -86,7 +94,9 @@ __all__ = [
 ]
 
 CONFIG_ENV = "HOST_RECEIVER_CONFIG"
-ProviderType = Literal["openai", "echo"]
+ProviderType = Literal["openai", "anthropic", "echo"]
+#: The entry types, as the config file and ``providers add --type`` spell them.
+PROVIDER_TYPES: tuple[ProviderType, ...] = ("openai", "anthropic", "echo")
 HttpTransport = Literal["lean", "httpx"]
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
@@ -106,6 +116,7 @@ class ProviderEntry:
     forward_metadata: bool = False
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
     http_transport: HttpTransport = "lean"
+    api_version: str | None = None  # anthropic only: the anthropic-version to send (absent: the SDK's)
     delay: float = 0.0  # echo only: seconds per answer
     models: tuple[ModelInfo, ...] = ()
 
@@ -233,8 +244,8 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
     r.keys(table, where, _ENTRY_KEYS)
     default = ProviderEntry(name)
     kind = table.get("type", default.type)
-    if kind not in ("openai", "echo"):
-        raise r.error(f"{where}.type", 'must be "openai" or "echo"')
+    if kind not in PROVIDER_TYPES:
+        raise r.error(f"{where}.type", "must be " + " or ".join(f'"{t}"' for t in PROVIDER_TYPES))
     param = table.get("max_tokens_param")
     if param not in (None, "max_tokens", "max_completion_tokens"):
         raise r.error(f"{where}.max_tokens_param", 'must be "max_tokens" or "max_completion_tokens"')
@@ -264,6 +275,7 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
         forward_metadata=r.boolean(table.get("forward_metadata", False), f"{where}.forward_metadata"),
         max_tokens_param=param,
         http_transport=cast(HttpTransport, transport),
+        api_version=optional(table.get("api_version"), f"{where}.api_version"),
         delay=r.number(table.get("delay", 0.0), f"{where}.delay"),
         models=models,
     )

@@ -18,6 +18,11 @@ Rules:
   backpressure). The sink raises only :class:`~host_receiver.errors.ProviderError`, to
   stop the call (the reply size cap of :mod:`providers._plan`); the provider
   lets it through, closing what it holds.
+* Optional: a provider whose backend is one vendor's names it in ``vendor``
+  (``"openai"``, ``"anthropic"``; model choice maps hints such as
+  ``claude-*`` to it), and one that leaves out fields its API does not take
+  says which in ``dropped(params)`` (:class:`LeavesOut`; the plan, the audit
+  line and the approval view show them).
 * Time and size are bounded for every provider alike by the
   :class:`~providers.SamplingPlan` that calls it (:mod:`providers._plan`):
   a provider need not bound them itself. A provider that reads replies off
@@ -36,7 +41,7 @@ from typing import Protocol, runtime_checkable
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 
-__all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
+__all__ = ["LeavesOut", "ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,19 @@ def progress_text(text: str) -> str:
     return "…" + text[-(PROGRESS_TEXT_LIMIT - 1) :]
 
 
+def progress_tail(parts: list[str]) -> str:
+    """The tail of the text made of ``parts`` that fits in a :class:`SamplingProgress`, built without
+    joining the whole text."""
+    tail: list[str] = []
+    size = 0
+    for part in reversed(parts):
+        tail.append(part)
+        size += len(part)
+        if size >= PROGRESS_TEXT_LIMIT:
+            break
+    return progress_text("".join(reversed(tail)))
+
+
 @runtime_checkable
 class Provider(Protocol):
     """An LLM backend: a named catalogue of models and the call that samples one."""
@@ -123,4 +141,13 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections; the provider is not used afterwards."""
+        ...
+
+
+@runtime_checkable
+class LeavesOut(Protocol):
+    """A provider that leaves out request fields its backend does not take."""
+
+    def dropped(self, params: SamplingRequest) -> tuple[str, ...]:
+        """The wire names of the fields of ``params`` that will not be sent."""
         ...

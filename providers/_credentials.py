@@ -7,13 +7,18 @@ Rules:
 * The key for an entry is looked up in this order, first found wins:
 
   1. the variable named by the entry's ``api_key_env``;
-  2. ``OPENAI_API_KEY``, only for an entry without a ``base_url`` of its own
-     (it follows ``OPENAI_BASE_URL`` exactly as the ``openai`` library does, so
-     the standard key never goes to a host it was not meant for);
+  2. the vendor's standard variable (:data:`VENDOR_KEY_ENV`: ``OPENAI_API_KEY``
+     for an ``openai`` entry, ``ANTHROPIC_API_KEY`` for an ``anthropic`` one),
+     only for an entry without a ``base_url`` of its own (it follows the
+     vendor's base URL variable exactly as the vendor's library does, so the
+     standard key never goes to a host it was not meant for);
   3. the keyring.
 
-* A keyring that is missing or locked reads as "no key"; storing into it then
-  fails with a :class:`ConfigError` that suggests an environment variable.
+* A keyring that is missing or locked, or one that would not keep a secret
+  safe (keyring's null backend, a plain-text file:
+  :func:`keyring_problem`, the check the OAuth token store makes too), reads
+  as "no key"; storing into it fails with a :class:`ConfigError` that names
+  ``--runtime-key-env`` (read the key from a variable at every run).
 * No function here logs or formats a key.
 """
 
@@ -25,22 +30,35 @@ from dataclasses import dataclass
 import keyring
 import keyring.errors
 
+from host_receiver._keyring import secret_store_problem
 from host_receiver.errors import ConfigError
 from host_receiver.sanitize import safe_logger
 
 from ._config import ProviderEntry
 
-__all__ = ["KEYRING_SERVICE", "FoundKey", "delete_key", "find_key", "keyring_key", "store_key"]
+__all__ = [
+    "KEYRING_SERVICE",
+    "VENDOR_KEY_ENV",
+    "FoundKey",
+    "delete_key",
+    "find_key",
+    "keyring_key",
+    "keyring_problem",
+    "runtime_key_hint",
+    "store_key",
+]
 
 log = safe_logger("providers.credentials")
 
 KEYRING_SERVICE = "host-receiver"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
+#: Per entry type, the variable the vendor's own library reads its key from.
+VENDOR_KEY_ENV = {"openai": OPENAI_KEY_ENV, "anthropic": "ANTHROPIC_API_KEY"}
 
 
 @dataclass(frozen=True)
 class FoundKey:
-    """A key and where it came from (``source`` is safe to show)."""
+    """A key and where it came from (``source`` is safe to show: ``keyring`` or ``from $VAR``)."""
 
     value: str
     source: str
@@ -49,8 +67,17 @@ class FoundKey:
         return f"FoundKey(value='***', source={self.source!r})"
 
 
+def keyring_problem(provider: str) -> str | None:
+    """Why the OS keyring cannot keep ``provider``'s key, or None when it can."""
+    return secret_store_problem(KEYRING_SERVICE, provider)
+
+
 def keyring_key(provider: str) -> str | None:
     """The key stored for ``provider``; ``None`` when absent or no keyring is usable."""
+    problem = keyring_problem(provider)
+    if problem is not None:
+        log.debug("keyring not used: %s", problem)
+        return None
     try:
         return keyring.get_password(KEYRING_SERVICE, provider) or None
     except keyring.errors.KeyringError as exc:
@@ -62,13 +89,22 @@ def store_key(provider: str, key: str) -> None:
     """Store ``key`` for ``provider`` in the OS keyring."""
     if not key:
         raise ConfigError("refusing to store an empty API key")
+    problem = keyring_problem(provider)
     try:
-        keyring.set_password(KEYRING_SERVICE, provider, key)
+        if problem is None:
+            keyring.set_password(KEYRING_SERVICE, provider, key)
     except keyring.errors.KeyringError as exc:
-        raise ConfigError(
-            f"cannot store the key for {provider!r} in the OS keyring ({type(exc).__name__}); "
-            "set api_key_env in the provider entry and export the key in that variable instead"
-        ) from None
+        problem = f"the OS keyring failed ({type(exc).__name__})"
+    if problem is not None:
+        raise ConfigError(f"cannot store the key for {provider!r}: {problem}; {runtime_key_hint(provider)}")
+
+
+def runtime_key_hint(provider: str) -> str:
+    """What to do instead of storing a key: read it from a variable at every run."""
+    return (
+        f"store no key and read it from a variable at every run instead: "
+        f"`host-receiver providers add {provider} --runtime-key-env VAR`, then export VAR"
+    )
 
 
 def delete_key(provider: str) -> bool:
@@ -86,9 +122,10 @@ def delete_key(provider: str) -> bool:
 def find_key(entry: ProviderEntry, environ: Mapping[str, str]) -> FoundKey | None:
     """The key for ``entry`` by the lookup order in the module docstring."""
     if entry.api_key_env and environ.get(entry.api_key_env):
-        return FoundKey(environ[entry.api_key_env], f"env {entry.api_key_env}")
-    if entry.base_url is None and environ.get(OPENAI_KEY_ENV):
-        return FoundKey(environ[OPENAI_KEY_ENV], f"env {OPENAI_KEY_ENV}")
+        return FoundKey(environ[entry.api_key_env], f"from ${entry.api_key_env}")
+    standard = VENDOR_KEY_ENV.get(entry.type)
+    if entry.base_url is None and standard and environ.get(standard):
+        return FoundKey(environ[standard], f"from ${standard}")
     stored = keyring_key(entry.name)
     if stored:
         return FoundKey(stored, "keyring")

@@ -65,7 +65,9 @@ class SamplingPlan:
 
     ``params.max_tokens`` is what may be generated; ``requested_max_tokens``
     is what the server asked for (more, when the host clamped it); ``limits``
-    bound the call (its deadline and reply size).
+    bound the call (its deadline and reply size). ``reason`` says why this
+    model was chosen, ``dropped`` which fields of ``params`` its provider will
+    not send (its API does not take them).
     """
 
     provider: Provider
@@ -73,6 +75,8 @@ class SamplingPlan:
     params: SamplingRequest
     requested_max_tokens: int
     limits: SamplingLimits = _DEFAULT_LIMITS
+    reason: str = ""
+    dropped: tuple[str, ...] = ()
 
     @property
     def clamped(self) -> bool:

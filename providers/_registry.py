@@ -9,7 +9,9 @@ Rules:
 * Allow-lists are per server name; the ``"*"`` entry applies to servers that
   have none of their own; without either, every model is allowed.
 * :meth:`ProviderRegistry.plan` (the ``ModelRouter`` of
-  ``host_receiver.handlers``) picks the model with :func:`select_model`, or
+  ``host_receiver.handlers``) picks the model with :func:`choose_model`
+  (hints reach every configured provider's models; a vendor's family, such
+  as ``claude-*``, reaches the providers whose ``vendor`` it names), or
   takes the one the host forces if the server may use it, and bounds the
   request for it with :func:`bound_request` and the registry's
   :class:`SamplingLimits`: the one check of size, made before anyone is asked
@@ -26,10 +28,10 @@ from types import TracebackType
 from host_receiver.errors import NoSuitableModel
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 
-from ._contract import ModelInfo, ProgressSink, Provider
+from ._contract import LeavesOut, ModelInfo, ProgressSink, Provider
 from ._limits import SamplingLimits, bound_request
 from ._plan import SamplingPlan
-from ._selection import requirements, select_model
+from ._selection import choose_model, requirements
 
 __all__ = ["ProviderRegistry"]
 
@@ -53,6 +55,7 @@ class ProviderRegistry:
         self._allowed = {k: frozenset(v) for k, v in (allowed or {}).items()}
         self._providers = {p.name: p for p in providers}
         self._catalogue = tuple(m for p in providers for m in p.models())
+        self._vendors = {p.name: str(getattr(p, "vendor", "")) for p in providers}
 
     @property
     def providers(self) -> Sequence[Provider]:
@@ -96,12 +99,13 @@ class ProviderRegistry:
         allowed = self.allowed_for(server)
         needs = requirements(params)
         if model is None:
-            chosen = select_model(
+            chosen, reason = choose_model(
                 self._catalogue,
                 params.model_preferences,
                 aliases=self.aliases,
                 allowed=allowed,
                 needs=needs,
+                vendors=self._vendors,
             )
         else:
             candidates = [m for m in self._catalogue if m.id == model]
@@ -109,12 +113,14 @@ class ProviderRegistry:
                 raise NoSuitableModel(f"model {model!r} is not configured")
             if model not in self.allowed_models(server):
                 raise NoSuitableModel(f"model {model!r} is not allowed for this server")
-            chosen = candidates[0]
+            chosen, reason = candidates[0], "chosen by the host"
             unmet = needs.unmet_by(chosen)
             if unmet:
                 raise NoSuitableModel(f"model {chosen.id!r} {' and '.join(unmet)}")
         bounded = bound_request(params, chosen, self.limits, needs)
-        return SamplingPlan(self.provider_for(chosen), chosen, bounded, params.max_tokens, self.limits)
+        provider = self.provider_for(chosen)
+        dropped = provider.dropped(bounded) if isinstance(provider, LeavesOut) else ()
+        return SamplingPlan(provider, chosen, bounded, params.max_tokens, self.limits, reason, dropped)
 
     def choose(
         self,

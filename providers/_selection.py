@@ -18,6 +18,11 @@ The rules, applied in this order (deterministic: same inputs, same model):
       ``claude-3-sonnet-20240229`` both reach an alias keyed
       ``claude-3-sonnet``; the first alias whose target is eligible wins.
 
+   c. otherwise, a hint naming a vendor's family (``claude…``, ``gemini…``,
+      ``gpt…``: :data:`FAMILIES`) leads to the eligible models of the
+      providers of that vendor (``vendors``: provider name -> its ``vendor``),
+      so ``claude-3-sonnet`` prefers an Anthropic model when one is configured.
+
    Several models matching one hint are ranked by the priorities (step 3).
 3. **Priorities.** Each model scores
    ``costPriority*cost + speedPriority*speed + intelligencePriority*intelligence``
@@ -26,6 +31,9 @@ The rules, applied in this order (deterministic: same inputs, same model):
    decimals, and ties go to the model listed first in the catalogue. When every
    priority is 0 or absent, the first eligible model wins: the catalogue order
    is the host's own preference.
+
+:func:`choose_model` also says why (``reason``), for the audit line and the
+approval view.
 """
 
 from __future__ import annotations
@@ -48,13 +56,24 @@ from host_receiver.protocol.types import (
 
 from ._contract import ModelInfo
 
-__all__ = ["Requirements", "estimate_input_tokens", "requirements", "select_model"]
+__all__ = [
+    "FAMILIES",
+    "Requirements",
+    "choose_model",
+    "estimate_input_tokens",
+    "requirements",
+    "select_model",
+]
 
 #: Tokens counted for one image or audio clip in :func:`estimate_input_tokens`.
 MEDIA_TOKENS = 1000
 #: Characters per token in :func:`estimate_input_tokens`.
 CHARS_PER_TOKEN = 4
 _NO_PREFERENCES = ModelPreferences()
+#: A hint's start -> the vendor whose models it names (a provider's ``vendor``).
+FAMILIES = {"claude": "anthropic", "gemini": "gemini", "gpt": "openai"}
+#: The most characters of a hint a reason quotes.
+_HINT_SHOWN = 60
 
 
 @dataclass(frozen=True)
@@ -138,22 +157,43 @@ def select_model(
     needs: Requirements | None = None,
 ) -> ModelInfo:
     """The model that serves a request, by the rules in this module's docstring."""
+    return choose_model(catalogue, preferences, aliases=aliases, allowed=allowed, needs=needs)[0]
+
+
+def choose_model(
+    catalogue: Sequence[ModelInfo],
+    preferences: ModelPreferences | None,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    allowed: Collection[str] | None = None,
+    needs: Requirements | None = None,
+    vendors: Mapping[str, str] | None = None,
+) -> tuple[ModelInfo, str]:
+    """The model that serves a request and why (rules in this module's docstring)."""
     eligible = _eligible(catalogue, allowed, needs or Requirements())
     prefs = preferences or _NO_PREFERENCES
+    ranked = " (ranked by the priorities)" if _weights(prefs) != (0.0, 0.0, 0.0) else ""
     for hint in prefs.hints or ():
         name = (hint.name or "").strip().lower()
         if not name:
             continue
+        shown = name if len(name) <= _HINT_SHOWN else name[: _HINT_SHOWN - 1] + "…"
         direct = [m for m in eligible if name in m.id.lower()]
         if direct:
-            return _best(direct, prefs)
+            return _best(direct, prefs), f"hint {shown!r} is in its id{ranked}"
         for key, target in (aliases or {}).items():
             key = key.lower()
             if key and (name in key or key in name):
                 served = [m for m in eligible if m.id == target]
                 if served:
-                    return _best(served, prefs)
-    return _best(eligible, prefs)
+                    return _best(served, prefs), f"hint {shown!r} matches the alias {key!r}"
+        vendor = next((v for family, v in FAMILIES.items() if name.startswith(family)), None)
+        family = [m for m in eligible if vendor and (vendors or {}).get(m.provider) == vendor]
+        if family:
+            return _best(family, prefs), f"hint {shown!r} is of the {vendor} family{ranked}"
+    if ranked:
+        return _best(eligible, prefs), "the best score for the cost, speed and intelligence priorities"
+    return eligible[0], "the first eligible model of the catalogue"
 
 
 def _eligible(
@@ -175,12 +215,12 @@ def _eligible(
     return eligible
 
 
+def _weights(prefs: ModelPreferences) -> tuple[float, float, float]:
+    return (prefs.cost_priority or 0.0, prefs.speed_priority or 0.0, prefs.intelligence_priority or 0.0)
+
+
 def _best(models: list[ModelInfo], prefs: ModelPreferences) -> ModelInfo:
-    weights = (
-        prefs.cost_priority or 0.0,
-        prefs.speed_priority or 0.0,
-        prefs.intelligence_priority or 0.0,
-    )
+    weights = _weights(prefs)
     if not any(weights):
         return models[0]
 

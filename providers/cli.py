@@ -1,14 +1,19 @@
-"""Command-line pieces: ``host-receiver providers add|list|remove`` and ``run --provider/--model``.
+"""Command-line pieces: ``host-receiver providers add|list|test|remove`` and ``run --provider/--model``.
 
 The lead's ``host_receiver.cli`` calls :func:`add_providers_command` with its
 subparsers and :func:`add_run_arguments` on its ``run`` parser, then dispatches
 with ``args.func(args)`` (an exit code) and builds the registry with
-:func:`registry_from_args`. ``python -m providers add|list|remove`` runs the
+:func:`registry_from_args`. ``python -m providers add|list|test|remove`` runs the
 same commands on their own.
 
 Rules: a key is read from a prompt (no echo), from stdin or from an
 environment variable, and goes to the OS keyring only; it is never printed,
-logged or written to the config file. Errors go to stderr with exit code 1.
+logged or written to the config file. A keyring that cannot keep it
+(:func:`~providers._credentials.keyring_problem`) is named before the key is
+asked for, with ``--runtime-key-env`` as the way out. ``add`` for a vendor's
+API without ``--model`` lists the models from the API with the key given
+(which checks the key too). ``test`` makes one tiny call and says how long it
+took, or what failed and what to do. Errors go to stderr with exit code 1.
 """
 
 from __future__ import annotations
@@ -21,14 +26,33 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from host_receiver.errors import ConfigError
+import anyio
+
+from host_receiver.errors import ConfigError, ProviderError
 from host_receiver.sanitize import safe_url
 
-from ._build import build_registry
-from ._config import CONFIG_ENV, DEFAULT_BASE_URL, ProviderEntry, config_path, load_config, save_config
+from ._build import VENDOR_BASE_URL, build_registry
+from ._config import (
+    CONFIG_ENV,
+    DEFAULT_BASE_URL,
+    PROVIDER_TYPES,
+    ProviderEntry,
+    ProviderType,
+    config_path,
+    load_config,
+    save_config,
+)
 from ._contract import ModelInfo
-from ._credentials import delete_key, find_key, keyring_key, store_key
+from ._credentials import (
+    delete_key,
+    find_key,
+    keyring_key,
+    keyring_problem,
+    runtime_key_hint,
+    store_key,
+)
 from ._registry import ProviderRegistry
+from ._try import one_call, some, with_listed_models
 
 __all__ = ["add_providers_command", "add_run_arguments", "main", "parse_model_spec", "registry_from_args"]
 
@@ -98,7 +122,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     config_help = f"the config file (default: ${CONFIG_ENV}, else {config_path(environ={})})"
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", help=config_help)
-    actions = parser.add_subparsers(title="commands", metavar="{add,list,remove}")
+    actions = parser.add_subparsers(title="commands", metavar="{add,list,test,remove}")
     parser.set_defaults(func=lambda _args: _usage(parser))
 
     add = actions.add_parser(
@@ -107,10 +131,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="add or update a provider and store its API key",
         description="Add a provider entry (or update the given settings of an existing one) "
         "and store its API key in the OS keyring. Without a key option, the key is asked "
-        "for (no echo) on a terminal, or read from the first line of stdin.",
+        "for (no echo) on a terminal, or read from the first line of stdin. Without --model, "
+        "the models are listed from the API with that key.",
     )
-    add.add_argument("name", help="the entry's name, e.g. openai, ollama, openrouter")
-    add.add_argument("--type", choices=["openai", "echo"], help="openai: any OpenAI-compatible API (default)")
+    add.add_argument("name", help="the entry's name, e.g. openai, anthropic, ollama, openrouter")
+    add.add_argument(
+        "--type",
+        choices=PROVIDER_TYPES,
+        help="openai: any OpenAI-compatible API; anthropic: the Anthropic Messages API "
+        "(default: the name's, when it is one of these, else openai)",
+    )
     add.add_argument(
         "--base-url",
         metavar="URL",
@@ -140,8 +170,21 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         choices=["max_tokens", "max_completion_tokens"],
         help="how maxTokens is sent (default: max_completion_tokens for OpenAI/Azure, else max_tokens)",
     )
+    add.add_argument("--api-version", metavar="DATE", help="anthropic only: the anthropic-version to send")
     add.add_argument("--delay", type=float, metavar="SECONDS", help="echo only: answer delay")
     add.set_defaults(func=_add)
+
+    test = actions.add_parser(
+        "test",
+        parents=[common],
+        help="make one tiny call to a provider and say how it went",
+        description="Send one short sampling request to a provider (a configured entry, or echo, "
+        "openai, anthropic) and print the model and the latency, or the cause of the failure "
+        "and what to do.",
+    )
+    test.add_argument("name")
+    test.add_argument("--model", metavar="ID", help="the model to call (default: the entry's first)")
+    test.set_defaults(func=_test)
 
     show = actions.add_parser(
         "list",
@@ -171,7 +214,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Handler:
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except ConfigError as exc:
+        except ProviderError as exc:
             print(f"host-receiver: error: {exc}", file=sys.stderr)
             return 1
         except (KeyboardInterrupt, EOFError):
@@ -189,26 +232,41 @@ def _add(args: argparse.Namespace) -> int:
     path = config_path(args.config)
     config = load_config(path)
     existing = config.entry(args.name)
-    entry = _updated(existing or ProviderEntry(args.name), args)
-    if entry.type == "openai" and not entry.models:
-        raise ConfigError("an OpenAI-compatible provider needs at least one --model")
+    entry = _updated(existing or ProviderEntry(args.name, type=_type_of(args.name)), args)
     key_note = "no key needed"
-    if entry.type == "openai" and entry.api_key_required and not entry.api_key_env:
-        key = _read_key(args)
-        if key is not None:
-            store_key(entry.name, key)
-            key_note = "key stored in the OS keyring"
-        elif keyring_key(entry.name):
-            key_note = "kept the stored key"
-        else:
-            key_note = "no key stored yet"
+    key: str | None = None
+    if entry.type != "echo" and entry.api_key_required and not entry.api_key_env:
+        if not args.keep_key:
+            problem = keyring_problem(entry.name)
+            if problem is not None:  # said before the key is asked for
+                raise ConfigError(f"{problem}, so the key cannot be stored; {runtime_key_hint(entry.name)}")
+            key = _read_key(args)
+        key_note = "kept the stored key" if key is None and keyring_key(entry.name) else "no key stored yet"
     elif entry.api_key_env:
         key_note = f"key read from ${entry.api_key_env} at run time"
+    listed = ""
+    if entry.type != "echo" and not entry.models:
+        entry = with_listed_models(entry, key)
+        listed = f"; {len(entry.models)} models listed by the API: {some(m.id for m in entry.models)}"
+    if key is not None:
+        store_key(entry.name, key)
+        key_note = "key stored in the OS keyring"
     save_config(config.with_entry(entry), path)
     verb = "updated" if existing else "added"
     where = safe_url(entry.base_url) if entry.base_url else "default URL"
-    print(f"{verb} provider {entry.name!r} ({entry.type}, {where}); {key_note}; config: {path}")
+    print(f"{verb} provider {entry.name!r} ({entry.type}, {where}){listed}; {key_note}; config: {path}")
     return 0
+
+
+def _type_of(name: str) -> ProviderType:
+    """A new entry's type: its name's when that is a vendor's, else ``openai``."""
+    return "anthropic" if name == "anthropic" else "openai"
+
+
+@_guarded
+def _test(args: argparse.Namespace) -> int:
+    registry = build_registry(provider=args.name, model=args.model, path=args.config)
+    return anyio.run(one_call, registry, args.name)
 
 
 @_guarded
@@ -258,6 +316,7 @@ def _updated(entry: ProviderEntry, args: argparse.Namespace) -> ProviderEntry:
         ("timeout", "timeout"),
         ("max_retries", "max_retries"),
         ("max_tokens_param", "max_tokens_param"),
+        ("api_version", "api_version"),
         ("delay", "delay"),
     ):
         if getattr(args, option) is not None:
@@ -334,16 +393,22 @@ def _flag(raw: str) -> bool:
 def _where(entry: ProviderEntry) -> str:
     if entry.type == "echo":
         return "offline"
-    return safe_url(entry.base_url) if entry.base_url else "$OPENAI_BASE_URL or OpenAI"
+    if entry.base_url:
+        return safe_url(entry.base_url)
+    variable, default = VENDOR_BASE_URL[entry.type]
+    return f"${variable} or {safe_url(default)}"
 
 
 def _key_source(entry: ProviderEntry, environ: Mapping[str, str]) -> str:
-    if entry.type == "echo":
+    """Where the key comes from: ``keyring``, ``from $VAR``, ``missing`` (or not needed)."""
+    if entry.type == "echo" or not entry.api_key_required:
         return "not needed"
     found = find_key(entry, environ)
     if found is not None:
         return found.source
-    return "missing" if entry.api_key_required else "not needed"
+    if entry.api_key_env:
+        return f"from ${entry.api_key_env} (not set here)"
+    return "missing"
 
 
 def _describe_model(model: ModelInfo) -> str:

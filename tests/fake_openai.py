@@ -14,7 +14,8 @@ Rules:
   the queue is empty. Whether the answer is JSON or a stream follows the
   request's own ``stream`` flag, so one :class:`Completion` serves both.
 * Every POST is recorded (:class:`RecordedRequest`: method, path, lowercase
-  headers, parsed JSON body), unless ``keep_requests`` is off, as in script
+  headers, parsed JSON body), and every GET (``GET .../models`` lists the
+  fake's ``models``, or fails with ``models_error``), unless ``keep_requests`` is off, as in script
   mode, where nobody reads them. While it waits or streams, the server watches the
   connection: when the client goes away (or the server stops), the request is
   marked ``disconnected`` and waiters of :meth:`FakeOpenAI.wait_for_disconnect`
@@ -46,11 +47,11 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "Completion",
@@ -192,13 +193,59 @@ STREAM_ERROR = "The server had an error while processing your request."
 # --- the server --------------------------------------------------------------
 
 
+class OpenAIWire:
+    """The chat-completions wire format: what the fake says, in the words of an OpenAI-compatible API.
+
+    A fake of another vendor's API is this server with another wire
+    (tests/fake_anthropic.py): the scripted replies, the faults and the
+    recording are the same.
+    """
+
+    #: The path (its end) that samples.
+    path = "/chat/completions"
+
+    def __init__(self, models: Sequence[str] = ()) -> None:
+        #: What ``GET .../models`` lists.
+        self.models = tuple(models)
+
+    #: What ends a stream, after its last event.
+    end = b"data: [DONE]\n\n"
+
+    def error_body(self, message: str, type_: str, code: str | None) -> dict[str, Any]:
+        return _error_body(message, type_, code)
+
+    def models_body(self) -> dict[str, Any]:
+        data = [
+            {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "fake"} for m in self.models
+        ]
+        return {"object": "list", "data": data}
+
+    def streams(self, body: Any) -> bool:
+        return isinstance(body, dict) and bool(body.get("stream"))
+
+    def reply_body(self, reply: Completion, model: str, number: int) -> dict[str, Any]:
+        return _completion_body(reply, model, number)
+
+    def events(self, reply: Completion, model: str, number: int, body: Any) -> Iterator[bytes]:
+        """Each event of the streamed reply, as the bytes of its SSE event."""
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        for chunk in _stream_chunks(reply, model, number, include_usage):
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+
+    def error_event(self) -> bytes:
+        return f"data: {json.dumps(_error_body(STREAM_ERROR, 'server_error', None))}\n\n".encode()
+
+
 class FakeOpenAI:
     """The fake server; a context manager that serves from a background thread.
 
     The thread runs its own asyncio event loop: one task per connection and no
     thread per request, so a thousand concurrent slow requests cost a thousand
-    sleeping tasks.
+    sleeping tasks. Its wire format is :attr:`wire`.
     """
+
+    #: The wire format this fake speaks (a subclass's ``make_wire`` gives another).
+    wire: OpenAIWire
 
     def __init__(
         self,
@@ -208,7 +255,11 @@ class FakeOpenAI:
         port: int = 0,
         tls: ssl.SSLContext | None = None,
         keep_requests: bool = True,
+        models: Sequence[str] = (),
     ) -> None:
+        self.wire = self.make_wire(models)
+        #: The answer to ``GET .../models`` when set (else the list of ``models``).
+        self.models_error: ErrorReply | None = None
         self.default: Reply = default if default is not None else Completion()
         self.delay = delay
         #: Every request served, when ``keep_requests`` (a long-running script does not keep them).
@@ -229,6 +280,11 @@ class FakeOpenAI:
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
 
+    @staticmethod
+    def make_wire(models: Sequence[str]) -> OpenAIWire:
+        """The wire format, listing ``models``."""
+        return OpenAIWire(models)
+
     # lifecycle
 
     @property
@@ -246,7 +302,7 @@ class FakeOpenAI:
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeOpenAI:
+    def start(self) -> Self:
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(ready,), name="fake-openai", daemon=True)
         self._thread.start()
@@ -301,7 +357,7 @@ class FakeOpenAI:
             if tasks:
                 await asyncio.wait(tasks, timeout=5)
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -339,7 +395,7 @@ class FakeOpenAI:
     def chat_bodies(self) -> list[Any]:
         """The JSON bodies of the chat-completions requests, in arrival order."""
         with self._changed:
-            return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+            return [r.body for r in self.requests if r.path.endswith(self.wire.path)]
 
     # used by the connections
 
@@ -351,6 +407,12 @@ class FakeOpenAI:
             reply = self._replies.popleft() if self._replies else self.default
             self._changed.notify_all()
             return reply, self._counter
+
+    def _listed(self, request: RecordedRequest) -> None:
+        """Record a GET (it takes no scripted reply and is not counted in :attr:`served`)."""
+        with self._changed:
+            if self.keep_requests:
+                self.requests.append(request)
 
     def _mark(self, request: RecordedRequest, *, disconnected: bool) -> None:
         with self._changed:
@@ -510,14 +572,22 @@ class _Connection(asyncio.Protocol):
         """Answer one request; whether the connection may serve another."""
         keep_alive = request.version == "HTTP/1.1" and request.headers.get("connection") != "close"
         route = request.path.split("?", 1)[0].rstrip("/")
+        wire = self.fake.wire
         if request.method == "GET":
-            if route.endswith("/models"):
-                self._send_json(200, {"object": "list", "data": []})
+            self.fake._listed(
+                RecordedRequest("GET", request.path, request.headers, None, connection=self.number)
+            )
+            failing = self.fake.models_error
+            if route.endswith("/models") and failing is not None:
+                error = wire.error_body(failing.message, failing.type, failing.code)
+                self._send_json(failing.status, error, failing.headers)
+            elif route.endswith("/models"):
+                self._send_json(200, wire.models_body())
             else:
-                self._send_json(404, _error_body("Not found", "invalid_request_error", None))
+                self._send_json(404, wire.error_body("Not found", "invalid_request_error", None))
             return keep_alive
         if request.method != "POST":
-            self._send_json(501, _error_body("Unsupported method", "invalid_request_error", None))
+            self._send_json(501, wire.error_body("Unsupported method", "invalid_request_error", None))
             return keep_alive
         try:
             body: Any = json.loads(request.body) if request.body else None
@@ -527,9 +597,9 @@ class _Connection(asyncio.Protocol):
             method="POST", path=request.path, headers=request.headers, body=body, connection=self.number
         )
         fake = self.fake
-        if not route.endswith("/chat/completions"):
+        if not route.endswith(wire.path):
             fake._record(record)
-            self._send_json(404, _error_body("Not found", "invalid_request_error", None))
+            self._send_json(404, wire.error_body("Not found", "invalid_request_error", None))
             return keep_alive
         reply, number = fake._record(record)
         delay = reply.delay if reply.delay is not None else fake.delay
@@ -538,7 +608,7 @@ class _Connection(asyncio.Protocol):
             if isinstance(reply, Drop):
                 raise _Dropped
             if isinstance(reply, ErrorReply):
-                body_out = _error_body(reply.message, reply.type, reply.code)
+                body_out = wire.error_body(reply.message, reply.type, reply.code)
                 self._send_json(reply.status, body_out, reply.headers)
             elif isinstance(reply, RawBody):
                 head = {"Content-Type": reply.content_type, "Content-Length": str(len(reply.body))}
@@ -549,11 +619,10 @@ class _Connection(asyncio.Protocol):
                 await self._raw_stream(reply)
             elif isinstance(reply, Completion):
                 model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                if isinstance(body, dict) and body.get("stream"):
-                    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    await self._stream(reply, model, number, include_usage)
+                if wire.streams(body):
+                    await self._stream(reply, model, number, body)
                 else:
-                    self._send_json(200, _completion_body(reply, model, number))
+                    self._send_json(200, wire.reply_body(reply, model, number))
             fake._mark(record, disconnected=False)
         except _Dropped:
             return False  # neither completed nor a client disconnect
@@ -584,7 +653,7 @@ class _Connection(asyncio.Protocol):
         }
         self._write(self._head(status, head) + data)
 
-    async def _stream(self, reply: Completion, model: str, number: int, include_usage: bool) -> None:
+    async def _stream(self, reply: Completion, model: str, number: int, body: Any) -> None:
         """Send the stream; chunks without a delay between them go out in one write."""
         head = {
             "Content-Type": "text/event-stream",
@@ -592,7 +661,8 @@ class _Connection(asyncio.Protocol):
             "Transfer-Encoding": "chunked",
         }
         pending = [self._head(200, head)]
-        for index, chunk in enumerate(_stream_chunks(reply, model, number, include_usage)):
+        wire = self.fake.wire
+        for index, event in enumerate(wire.events(reply, model, number, body)):
             if reply.drop_after is not None and index >= reply.drop_after:
                 self._write(b"".join(pending))
                 raise _Dropped
@@ -601,12 +671,11 @@ class _Connection(asyncio.Protocol):
                 pending.clear()
                 await self._wait(reply.chunk_delay)
             failing = reply.error_after is not None and index >= reply.error_after
-            if failing:
-                chunk = _error_body(STREAM_ERROR, "server_error", None)
-            pending.append(_chunk(f"data: {json.dumps(chunk)}\n\n".encode()))
+            pending.append(_chunk(wire.error_event() if failing else event))
             if failing:
                 break
-        pending.append(_chunk(b"data: [DONE]\n\n"))
+        if wire.end:
+            pending.append(_chunk(wire.end))
         pending.append(b"0\r\n\r\n")
         self._write(b"".join(pending))
 
@@ -619,7 +688,7 @@ class _Connection(asyncio.Protocol):
                 if (round_ or index) and reply.chunk_delay:
                     await self._wait(reply.chunk_delay)
                 self._write(_chunk(f"data: {event}\n\n".encode()))
-        self._write(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        self._write((_chunk(self.fake.wire.end) if self.fake.wire.end else b"") + b"0\r\n\r\n")
 
     async def _endless(self, reply: Endless) -> None:
         """Write the head, then the filler until the client hangs up (waiting while its buffer is full)."""

@@ -16,11 +16,9 @@ Rules:
 - :func:`default_token_store` is the keyring when a backend works; when none
   does (a headless machine) it logs one warning per process and keeps
   entries in memory for the run. A backend that would not keep secrets safe
-  counts as none (:func:`keyring_problem`): keyring's null backend (it drops
-  them) and plain-text ones (keyrings.alt's ``PlaintextKeyring`` writes them
-  to a file in clear text); for a chain of backends, the first one, where
-  writes go. keyring's ``priority`` does not tell them apart (keyrings.alt's
-  ``EncryptedKeyring``, which encrypts, ranks below 1 too). A keyring that
+  counts as none (:func:`keyring_problem`, the same check as for API keys:
+  :mod:`host_receiver._keyring`): keyring's null backend (it drops them) and
+  plain-text ones, for a chain the first backend, where writes go. A keyring that
   fails later (locked) warns once likewise and keeps that entry in memory.
   Nothing is ever written to a plain file unless the user chose
   :class:`FileTokenStore`.
@@ -45,6 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from host_receiver._keyring import secret_store_problem
 from host_receiver.errors import AuthError
 from host_receiver.sanitize import safe_logger
 
@@ -352,41 +351,9 @@ def _name(key: tuple[str, str]) -> str:
     return f"{key[0]} {key[1]}"  # neither a URL nor an issuer holds a space
 
 
-_NO_KEYRING = "no OS keyring is available"
-
-
-def _unfit(backend: Any) -> str | None:
-    """Why ``backend`` cannot hold tokens (it has none, drops or exposes them), or None."""
-    import keyring.backends.chainer
-    import keyring.backends.fail
-    import keyring.backends.null
-
-    if isinstance(backend, keyring.backends.chainer.ChainerBackend):
-        chain = list(backend.backends)
-        return _unfit(chain[0]) if chain else _NO_KEYRING  # writes go to the first that takes them
-    name = f"{type(backend).__module__}.{type(backend).__qualname__}"
-    if isinstance(backend, keyring.backends.fail.Keyring):
-        return _NO_KEYRING
-    if isinstance(backend, keyring.backends.null.Keyring):
-        return f"the keyring backend {name} keeps nothing"
-    if "plaintext" in type(backend).__name__.lower() or getattr(backend, "scheme", None) == "no encryption":
-        return f"the keyring backend {name} stores secrets unencrypted"
-    return None
-
-
 def keyring_problem() -> str | None:
     """Why the OS keyring cannot hold tokens, or None when its backend is fit and answers a read."""
-    import keyring
-    import keyring.errors
-
-    problem = _unfit(keyring.get_keyring())
-    if problem is not None:
-        return problem
-    try:
-        keyring.get_password(KEYRING_SERVICE, _INDEX)
-    except keyring.errors.KeyringError:
-        return _NO_KEYRING
-    return None
+    return secret_store_problem(KEYRING_SERVICE, _INDEX)
 
 
 async def default_token_store() -> TokenStore:

@@ -31,6 +31,7 @@ from host_receiver.cli import build_parser
 from host_receiver.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import Completion, FakeOpenAI
 from tests.interop import RAW_SERVER, HttpPeer, peer_command
 
@@ -181,12 +182,15 @@ def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[st
 
 
 @pytest.mark.slow
-def test_provider_from_the_config_file(env: dict[str, str], py_peer: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_provider_from_the_config_file(
+    env: dict[str, str], py_peer: list[str], tmp_path: Path, kind: str
+) -> None:
     config = tmp_path / "config.toml"
-    with FakeOpenAI() as fake:
+    with (FakeAnthropic if kind == "anthropic" else FakeOpenAI)() as fake:
         config.write_text(
             "[providers.fake]\n"
-            'type = "openai"\n'
+            f'type = "{kind}"\n'
             f'base_url = "{fake.url}"\n'
             "api_key_required = false\n"
             "max_retries = 0\n"

@@ -161,6 +161,7 @@ def run(
 def test_approve_a_request_and_send_its_result(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_task", prompt="hello there")
     task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
+    t.expect(r"provider\s+echo\s+\(the first eligible model of the catalogue\)")  # who serves it, and why
     t.expect(r"max tokens\s+200")
     t.expect(r"\[1\] user: hello there")
     t.answer("Approve this request? [y/s/a/e/n/x]", "y")

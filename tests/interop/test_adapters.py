@@ -229,12 +229,21 @@ def test_mcp1_the_adapters_audit_lines_are_the_own_connections(mcp1: dict[str, A
     s = mcp1["scenarios"]
     own, adapter = without_ids(s["audit_own"]), without_ids(s["audit_adapter"])
     assert own == adapter
-    assert own[:3] == [
+    assert own[:4] == [
+        "sampling planned requestor=same provider=echo model=echo-offline "
+        "reason=the first eligible model of the catalogue not_sent=-",
         "task created requestor=same task=T1 method=sampling/createMessage ttl=60000",
         "task completed requestor=same task=T1",
         "task result retrieved requestor=same task=T1 status=completed",
     ]
-    assert {line.split()[1] for line in own} >= {"created", "completed", "failed", "cancelled", "lookup"}
+    assert {line.split()[1] for line in own} >= {
+        "planned",
+        "created",
+        "completed",
+        "failed",
+        "cancelled",
+        "lookup",
+    }
 
 
 def without_ids(lines: list[str]) -> list[str]:

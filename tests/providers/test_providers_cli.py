@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from providers import OpenAIProvider
 from providers.cli import add_providers_command, add_run_arguments, registry_from_args
+from tests.fake_anthropic import FakeAnthropic
+from tests.fake_openai import Completion, Drop, ErrorReply, FakeOpenAI
 from tests.providers.keyring_backends import FILE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +37,7 @@ class Cli:
             "HOST_RECEIVER_CONFIG": str(self.config),
         }
         self.env.pop("OPENAI_API_KEY", None)
+        self.env.pop("ANTHROPIC_API_KEY", None)
 
     def __call__(self, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -118,14 +123,20 @@ def test_runtime_environment_key_is_not_stored(cli: Cli) -> None:
     assert "key read from $VK at run time" in result.stdout
     assert cli.stored() == {}
     assert 'api_key_env = "VK"' in cli.config.read_text()
-    assert "key: missing" in cli("list").stdout
+    assert "key: from $VK (not set here)" in cli("list").stdout
+    cli.env["VK"] = SECRET
+    assert "vllm: openai, http://gpu:8000/v1, key: from $VK" in cli("list").stdout.splitlines()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "stdin", "message"),
     [
-        (["add", "x", "--api-key-stdin"], "k\n", "needs at least one --model"),
+        (
+            ["add", "x", "--runtime-key-env", "UNSET_VAR_X"],
+            "",
+            "needs at least one --model, or a key to list",
+        ),
         (["add", "x", "--model", "m,cost=7", "--no-key"], "", "cost must be between 0 and 1"),
         (["add", "x", "--model", "m,colour=red", "--no-key"], "", "unknown key 'colour'"),
         (["add", "x", "--model", "m"], "\n", "no API key given"),
@@ -144,7 +155,7 @@ def test_errors_are_reported_with_exit_code_1(cli: Cli, argv: list[str], stdin: 
 def test_without_a_command_usage_is_shown(cli: Cli) -> None:
     result = cli()
     assert result.returncode == 2
-    assert "{add,list,remove}" in result.stderr
+    assert "{add,list,test,remove}" in result.stderr
 
 
 def test_the_commands_plug_into_the_host_receiver_parser(tmp_path: Path) -> None:
@@ -161,3 +172,116 @@ def test_the_commands_plug_into_the_host_receiver_parser(tmp_path: Path) -> None
     (provider,) = registry.providers
     assert isinstance(provider, OpenAIProvider) and provider.base_url == "http://h/v1"
     assert [m.id for m in registry.catalogue()] == ["gpt-x"]
+
+
+# --- set-up that works on the first try ------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_add_without_a_model_lists_the_models_from_the_api(cli: Cli, kind: str) -> None:
+    fake_class = FakeAnthropic if kind == "anthropic" else FakeOpenAI
+    with fake_class(models=("model-a", "model-b")) as fake:
+        url = fake.url
+        added = cli("add", kind, "--base-url", url, "--api-key-stdin", stdin=SECRET + "\n")
+        (listing,) = fake.requests
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith(
+        f"added provider '{kind}' ({kind}, {url}); 2 models listed by the API: model-a, model-b; "
+        "key stored in the OS keyring"
+    )
+    assert (listing.method, listing.path.split("?")[0]) == ("GET", "/v1/models")
+    assert SECRET in listing.headers.get("authorization", "") + listing.headers.get("x-api-key", "")
+    assert cli.stored() == {f"host-receiver/{kind}": SECRET}
+    text = cli.config.read_text()
+    assert f'type = "{kind}"' in text and 'id = "model-a"' in text and 'id = "model-b"' in text
+
+
+@pytest.mark.slow
+def test_a_key_the_api_refuses_is_not_stored(cli: Cli) -> None:
+    with FakeAnthropic() as fake:
+        fake.models_error = ErrorReply(status=401, message="invalid x-api-key", type="authentication_error")
+        added = cli("add", "anthropic", "--base-url", fake.url, "--api-key-stdin", stdin=SECRET + "\n")
+    assert added.returncode == 1
+    assert "listing the models failed" in added.stderr and "HTTP 401, authentication failed" in added.stderr
+    assert cli.stored() == {} and not cli.config.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("backend", "problem"),
+    [
+        ("keyring.backends.fail.Keyring", "no OS keyring is available"),
+        ("keyring.backends.null.Keyring", "the keyring backend keyring.backends.null.Keyring keeps nothing"),
+        (
+            "tests.providers.keyring_backends.PlaintextKeyring",
+            "the keyring backend tests.providers.keyring_backends.PlaintextKeyring stores secrets "
+            "unencrypted",
+        ),
+    ],
+    ids=["none", "null", "plain-text"],
+)
+def test_without_a_working_keyring_add_says_so_before_asking_and_names_the_way_out(
+    cli: Cli, backend: str, problem: str
+) -> None:
+    cli.env["PYTHON_KEYRING_BACKEND"] = backend
+    added = cli("add", "anthropic", "--model", "claude-x", stdin=SECRET + "\n")
+    assert added.returncode == 1
+    assert added.stderr.startswith(f"host-receiver: error: {problem}")
+    assert "so the key cannot be stored" in added.stderr
+    assert "`host-receiver providers add anthropic --runtime-key-env VAR`, then export VAR" in added.stderr
+    assert "API key for" not in added.stderr  # said before the key is asked for
+    assert cli.stored() == {} and not cli.config.exists()
+    runtime = cli("add", "anthropic", "--model", "claude-x", "--runtime-key-env", "CLAUDE_KEY")
+    assert runtime.returncode == 0, runtime.stderr
+
+
+@pytest.mark.slow
+def test_providers_test_says_the_model_and_the_latency(cli: Cli) -> None:
+    with FakeAnthropic(models=("claude-test",)) as fake:
+        fake.default = Completion(text="OK")
+        assert cli("add", "claude", "--type", "anthropic", "--base-url", fake.url, "--model", "claude-test",
+                   "--runtime-key-env", "CLAUDE_KEY").returncode == 0  # fmt: skip
+        cli.env["CLAUDE_KEY"] = SECRET
+        tested = cli("test", "claude")
+        (sent,) = fake.chat_bodies
+    assert tested.returncode == 0, tested.stderr
+    assert re.fullmatch(
+        r"ok: provider 'claude', model claude-test, answered in \d+\.\d\d s: 'OK'\n", tested.stdout
+    )
+    assert sent["model"] == "claude-test" and sent["max_tokens"] == 16
+    offline = cli("test", "echo")
+    assert offline.returncode == 0 and offline.stdout.startswith("ok: provider 'echo', model echo-offline")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("reply", "cause", "advice"),
+    [
+        (
+            ErrorReply(status=401, message="invalid x-api-key", type="authentication_error"),
+            "HTTP 401, authentication failed",
+            "check the key: `host-receiver providers add claude` stores a new one "
+            "(or export the variable the entry reads)",
+        ),
+        (
+            ErrorReply(status=404, message="model: claude-nope", type="not_found_error"),
+            "HTTP 404, not found",
+            "check the base URL and the model id (`host-receiver providers test claude --model ID`)",
+        ),
+        (Drop(), "connection failed", "check the base URL, the network and any proxy in between"),
+    ],
+    ids=["401", "404", "reset"],
+)
+def test_providers_test_says_the_cause_and_what_to_do(cli: Cli, reply: Any, cause: str, advice: str) -> None:
+    with FakeAnthropic() as fake:
+        fake.default = reply
+        cli("add", "claude", "--type", "anthropic", "--base-url", fake.url, "--model", "claude-nope",
+            "--api-key-stdin", stdin=SECRET + "\n")  # fmt: skip
+        tested = cli("test", "claude", "--model", "claude-nope")
+    assert tested.returncode == 1
+    lines = tested.stderr.splitlines()
+    assert lines[0].startswith("failed: provider 'claude', model claude-nope, after ")
+    assert lines[1].startswith("cause: provider 'claude' (") and cause in lines[1]
+    assert lines[2] == f"what to do: {advice}"
+    assert SECRET not in tested.stderr + tested.stdout

@@ -10,6 +10,7 @@ from typing import Any
 
 import keyring
 import keyring.backends.fail
+import keyring.backends.null
 import platformdirs.macos
 import platformdirs.unix
 import platformdirs.windows
@@ -34,7 +35,7 @@ from providers import (
     store_key,
 )
 from tests.fake_openai import FakeOpenAI
-from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
+from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("memory_keyring")]
 __all__ = ["memory_keyring"]
@@ -147,7 +148,7 @@ BAD = [
     ("unknown top-level key", "colour = 1", "colour is not a known setting"),
     ("typo in an entry", '[providers.x]\nbase_ulr = "u"', "providers.x.base_ulr is not a known"),
     ("key in the file", '[providers.x]\ntoken = "t"', "API keys are never read from the config"),
-    ("bad type", '[providers.x]\ntype = "anthropic"', 'providers.x.type must be "openai" or "echo"'),
+    ("bad type", '[providers.x]\ntype = "claude"', 'type must be "openai" or "anthropic" or "echo"'),
     ("rating out of range", '[[providers.x.models]]\nid = "m"\ncost = 2', "models[0].cost must be between"),
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
@@ -211,9 +212,9 @@ def entry(name: str, **kwargs: Any) -> ProviderEntry:
 # (case, entry, environment, keyring contents, expected key source or None)
 KEYS = [
     ("api_key_env first", entry("p", api_key_env="MINE"), {"MINE": "a", "OPENAI_API_KEY": "b"},
-     {"p": "c"}, "env MINE"),
+     {"p": "c"}, "from $MINE"),
     ("OPENAI_API_KEY before the keyring", entry("p"), {"OPENAI_API_KEY": "b"}, {"p": "c"},
-     "env OPENAI_API_KEY"),
+     "from $OPENAI_API_KEY"),
     ("keyring", entry("p"), {}, {"p": "c"}, "keyring"),
     ("empty variable skipped", entry("p", api_key_env="MINE"), {"MINE": ""}, {"p": "c"}, "keyring"),
     ("OPENAI_API_KEY never goes to another base URL", entry("p", base_url="http://h/v1"),
@@ -278,7 +279,8 @@ def test_settings_reach_the_registry_and_providers() -> None:
 
 
 def test_unknown_provider_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown provider 'groq' \(known: echo, openai, openai, ollama"):
+    known = r"unknown provider 'groq' \(known: echo, openai, anthropic, ollama"  # each name once
+    with pytest.raises(ConfigError, match=known):
         build_registry(provider="groq", config=FULL, environ={})
 
 
@@ -287,7 +289,33 @@ def test_without_a_usable_keyring_lookups_are_empty_and_storing_explains() -> No
     keyring.set_keyring(keyring.backends.fail.Keyring())  # type: ignore[no-untyped-call]
     try:
         assert find_key(entry("p"), {}) is None
-        with pytest.raises(ConfigError, match="set api_key_env in the provider entry"):
+        with pytest.raises(
+            ConfigError, match=r"no OS keyring is available; store no key .*--runtime-key-env VAR"
+        ):
             store_key("p", "secret")
+    finally:
+        keyring.set_keyring(previous)
+
+
+@pytest.mark.parametrize(
+    ("backend", "problem"),
+    [
+        (keyring.backends.null.Keyring, "keeps nothing"),
+        (PlaintextKeyring, "stores secrets unencrypted"),
+    ],
+    ids=["null", "plain-text"],
+)
+def test_a_keyring_that_would_not_keep_the_key_safe_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: type[Any], problem: str
+) -> None:
+    """As the OAuth token store does: a null keyring drops keys, a plain-text one exposes them."""
+    monkeypatch.setenv(FILE_ENV, str(tmp_path / "keys.json"))
+    previous = keyring.get_keyring()
+    keyring.set_keyring(backend())
+    try:
+        with pytest.raises(ConfigError, match=f"{problem}; store no key and read it from a variable"):
+            store_key("p", "secret")
+        assert not (tmp_path / "keys.json").exists()
+        assert find_key(entry("p"), {}) is None
     finally:
         keyring.set_keyring(previous)

@@ -23,9 +23,9 @@ import pytest
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
+from providers._client import OneReadTimeout
 from providers._config import HttpTransport
 from providers._http import LeanTransport
-from providers._openai import _OneReadTimeout
 from tests.fake_openai import Completion, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -421,7 +421,7 @@ async def test_an_http_proxy_from_the_environment_is_used(
     ],
 )
 def test_requests_are_built_as_httpx_builds_them(url: str, extra: dict[str, Any]) -> None:
-    client = _OneReadTimeout(follow_redirects=True)
+    client = OneReadTimeout(follow_redirects=True)
     headers = [("Accept", "application/json"), ("User-Agent", "OpenAI/Python"), ("Authorization", "Bearer k")]
     args: dict[str, Any] = {"content": b"{}", "headers": headers, "timeout": httpx.Timeout(30.0), **extra}
     ours = client.build_request("POST", url, **args)

@@ -8,7 +8,7 @@ import pytest
 
 from host_receiver.errors import NoSuitableModel
 from host_receiver.protocol.types import ModelHint, ModelPreferences
-from providers import ModelInfo, Requirements, select_model
+from providers import ModelInfo, Requirements, choose_model, select_model
 
 CATALOGUE = (
     ModelInfo("gpt-4o-mini", "openai", cost=0.9, speed=0.8, intelligence=0.5),
@@ -160,3 +160,68 @@ def test_selection_is_deterministic_whatever_the_alias_map_object() -> None:
 def test_ratings_must_be_in_range() -> None:
     with pytest.raises(ValueError, match="cost must be between 0 and 1"):
         ModelInfo("m", "p", cost=1.5)
+
+
+# --- across vendors: a hint naming a vendor's family, and the reason given -----------------------
+
+VENDORS = {"openai": "openai", "claude": "anthropic", "ollama": "openai"}
+SONNET = "claude-3-sonnet"
+BEST_SCORE = "the best score for the cost, speed and intelligence priorities"
+CLAUDES = (
+    ModelInfo("claude-haiku-4-5", "claude", cost=0.9, speed=0.9, intelligence=0.5),
+    ModelInfo("claude-opus-4-5", "claude", cost=0.2, speed=0.3, intelligence=1.0),
+)
+
+
+@pytest.mark.parametrize(
+    ("hints", "priorities", "aliases", "expected", "reason"),
+    [
+        (
+            ["claude-3-sonnet"],
+            {},
+            {},
+            "claude-haiku-4-5",
+            "hint 'claude-3-sonnet' is of the anthropic family",
+        ),
+        (
+            ["claude-3-sonnet"],
+            {"intelligencePriority": 1},
+            {},
+            "claude-opus-4-5",
+            "hint 'claude-3-sonnet' is of the anthropic family (ranked by the priorities)",
+        ),
+        (
+            ["claude-3-sonnet"],
+            {},
+            ALIASES,
+            "gpt-4o",
+            "hint 'claude-3-sonnet' matches the alias 'claude-3-sonnet'",
+        ),
+        (["opus"], {}, {}, "claude-opus-4-5", "hint 'opus' is in its id"),
+        (["gemini-2.5-pro"], {}, {}, "gpt-4o-mini", "the first eligible model of the catalogue"),
+        (
+            [],
+            {"costPriority": 1},
+            {},
+            "llama3.2:3b",
+            "the best score for the cost, speed and intelligence priorities",
+        ),
+    ],
+)
+def test_a_vendors_family_hint_reaches_that_vendors_models(
+    hints: list[str], priorities: dict[str, float], aliases: dict[str, str], expected: str, reason: str
+) -> None:
+    prefs = ModelPreferences.model_validate({"hints": [{"name": h} for h in hints], **priorities})
+    chosen, why = choose_model(CATALOGUE + CLAUDES, prefs, aliases=aliases, vendors=VENDORS)
+    assert (chosen.id, why) == (expected, reason)
+
+
+def test_a_family_hint_without_that_vendor_configured_falls_through() -> None:
+    prefs = ModelPreferences(hints=[ModelHint(name="claude-3-sonnet")])
+    assert choose_model(CATALOGUE, prefs, vendors=VENDORS)[0].id == "gpt-4o-mini"
+
+
+def test_a_long_hint_is_cut_in_the_reason() -> None:
+    prefs = ModelPreferences(hints=[ModelHint(name="claude" + "x" * 500)])
+    _, why = choose_model(CLAUDES, prefs, vendors=VENDORS)
+    assert len(why) < 120 and "…" in why

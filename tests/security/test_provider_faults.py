@@ -1,7 +1,9 @@
 """Every fault of an LLM backend ends in a failed task whose diagnostic says what happened.
 
-The backend is tests/fake_openai.py on 127.0.0.1, spoken to by the real
-``openai`` client (OpenAIProvider). The provider faults (an HTTP status, a
+Each test runs against each backend: tests/fake_openai.py on 127.0.0.1 spoken
+to by the real ``openai`` client (OpenAIProvider), and tests/fake_anthropic.py
+spoken to by the real ``anthropic`` package (AnthropicProvider). The provider
+faults (an HTTP status, a
 reset, a reply that is not JSON, no choices, a reply over the size cap, a
 backend that hangs or trickles) are run through the one place every provider
 is sampled, :meth:`providers.SamplingPlan.sample` (the registry's plan, with
@@ -15,7 +17,8 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +29,11 @@ from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INTERNAL_ERROR, ConfigError, ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
+    AnthropicProvider,
     EchoProvider,
     ModelInfo,
     OpenAIProvider,
+    Provider,
     ProviderRegistry,
     SamplingLimits,
     SamplingProgress,
@@ -36,6 +41,7 @@ from providers import (
     load_config,
     save_config,
 )
+from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import Completion, Drop, Endless, ErrorReply, FakeOpenAI, RawBody, RawStream
 from tests.receiver_harness import connect, sampling_params
 
@@ -48,15 +54,58 @@ CHUNK = {"id": "c", "object": "chat.completion.chunk", "model": "gpt-test"}
 CHUNK_HEAD = b'{"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "'
 
 
+def chunk(**choice: Any) -> str:
+    return json.dumps({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": None, **choice}]})
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend under test: its fake, its provider, and its wire's words for a fault."""
+
+    fake: type[FakeOpenAI]
+    provider: Callable[..., Provider]
+    #: The data of a streamed event that adds this text.
+    text: Callable[[str], str]
+    #: A stream that carries no answer, and how the provider names it.
+    empty: str
+    empty_diagnostic: str
+
+
+BACKENDS = {
+    "openai": Backend(
+        FakeOpenAI,
+        OpenAIProvider,
+        lambda text: chunk(delta={"content": text}),
+        json.dumps({**CHUNK, "choices": [], "usage": {"completion_tokens": 0}}),
+        "the backend returned no choices",
+    ),
+    "anthropic": Backend(
+        FakeAnthropic,
+        AnthropicProvider,
+        lambda text: json.dumps(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+        ),
+        json.dumps({"type": "ping"}),
+        "the backend returned no message",
+    ),
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return BACKENDS[request.param]
+
+
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
+def fake(backend: Backend) -> Iterator[FakeOpenAI]:
+    with backend.fake() as server:
         yield server
 
 
 def registry(fake: FakeOpenAI, limits: SamplingLimits | None = None, **options: Any) -> ProviderRegistry:
     options.setdefault("max_retries", 0)
-    provider = OpenAIProvider("fake", [MODEL], api_key=KEY, base_url=fake.url, **options)
+    kind = AnthropicProvider if isinstance(fake, FakeAnthropic) else OpenAIProvider
+    provider = kind("fake", [MODEL], api_key=KEY, base_url=fake.url, **options)
     return ProviderRegistry([provider], limits=limits)
 
 
@@ -76,15 +125,11 @@ async def failure(routes: ProviderRegistry, *, streamed: bool = True) -> str:
     return str(caught.value)
 
 
-def chunk(**choice: Any) -> str:
-    return json.dumps({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": None, **choice}]})
-
-
 # --- each fault, through the plan -------------------------------------------------------------
 
 
-async def test_a_stream_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None:
-    fake.queue(RawStream(events=(chunk(delta={"content": "Hel"}), '{"choices": [oops')))
+async def test_a_stream_that_is_not_json_names_the_byte(fake: FakeOpenAI, backend: Backend) -> None:
+    fake.queue(RawStream(events=(backend.text("Hel"), '{"choices": [oops')))
     message = await failure(registry(fake))
     assert message.startswith(f"provider 'fake' ({fake.url}): ")
     assert "the backend's stream is not JSON" in message
@@ -104,10 +149,11 @@ async def test_a_reply_that_is_not_json_names_the_byte(fake: FakeOpenAI) -> None
     assert "the backend's reply is not JSON" in message and "at byte 24" in message
 
 
-async def test_a_stream_with_no_choices_is_a_failure_not_an_empty_answer(fake: FakeOpenAI) -> None:
-    usage = json.dumps({**CHUNK, "choices": [], "usage": {"completion_tokens": 0}})
-    fake.queue(RawStream(events=(usage,)))
-    assert "the backend returned no choices" in await failure(registry(fake))
+async def test_a_stream_without_an_answer_is_a_failure_not_an_empty_answer(
+    fake: FakeOpenAI, backend: Backend
+) -> None:
+    fake.queue(RawStream(events=(backend.empty,)))
+    assert backend.empty_diagnostic in await failure(registry(fake))
 
 
 async def test_an_http_status_is_named(fake: FakeOpenAI) -> None:
@@ -125,9 +171,9 @@ async def test_a_reset_in_the_middle_of_the_stream_is_named(fake: FakeOpenAI) ->
     assert "connection failed: peer closed connection" in await failure(registry(fake))
 
 
-async def test_a_reply_over_the_size_cap_stops_the_stream(fake: FakeOpenAI) -> None:
+async def test_a_reply_over_the_size_cap_stops_the_stream(fake: FakeOpenAI, backend: Backend) -> None:
     piece = "x" * 65_536
-    fake.queue(RawStream(events=(chunk(delta={"content": piece}),), chunk_delay=0.002, repeat=320))  # 20 MB
+    fake.queue(RawStream(events=(backend.text(piece),), chunk_delay=0.002, repeat=320))  # 20 MB
     started = time.monotonic()
     message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_048_576)))
     assert "the reply is longer than this host's limit of 1,048,576 characters" in message
@@ -164,10 +210,10 @@ async def test_a_reply_that_never_ends_is_read_to_the_size_cap_and_no_further(
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)  # the response was closed
 
 
-async def test_one_huge_streamed_event_is_refused_by_its_size_not_read_whole(fake: FakeOpenAI) -> None:
-    fake.queue(
-        RawStream(events=(chunk(delta={"content": "x" * 4_000_000}),))
-    )  # 4 MB against 1,000 characters
+async def test_one_huge_streamed_event_is_refused_by_its_size_not_read_whole(
+    fake: FakeOpenAI, backend: Backend
+) -> None:
+    fake.queue(RawStream(events=(backend.text("x" * 4_000_000),)))  # 4 MB against 1,000 characters
     assert f"{SIZE_CAP}: a streamed event" in await failure(registry(fake, SMALL))
 
 
@@ -199,9 +245,9 @@ async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
 
 
 @pytest.mark.slow
-async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI) -> None:
+async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI, backend: Backend) -> None:
     """A backend that trickles (each chunk in time for the read timeout) meets the total deadline."""
-    fake.queue(RawStream(events=(chunk(delta={"content": "."}),), chunk_delay=0.1, repeat=10_000))
+    fake.queue(RawStream(events=(backend.text("."),), chunk_delay=0.1, repeat=10_000))
     started = time.monotonic()
     message = await failure(registry(fake, SamplingLimits(deadline=1.0), timeout=5))
     assert "no complete reply within 1 s (this host's deadline for one sampling call)" in message
@@ -223,19 +269,19 @@ async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "diagnostic"),
-    [
-        (ErrorReply(status=500, message="boom"), "HTTP 500, server error: boom"),
-        (Drop(), "connection failed"),
-        (RawStream(events=('{"choices": [oops',)), "the backend's stream is not JSON"),
-        (RawStream(events=(json.dumps({**CHUNK, "choices": []}),)), "the backend returned no choices"),
-        (RawStream(events=(chunk(delta={"content": "z" * 5_000}),)), "longer than this host's limit"),
-    ],
-    ids=["http-500", "reset", "not-json", "no-choices", "over-cap"],
+    "fault",
+    ["http-500", "reset", "not-json", "no-answer", "over-cap"],
 )
 async def test_a_faulty_backend_fails_the_task_with_a_diagnostic(
-    fake: FakeOpenAI, reply: Any, diagnostic: str
+    fake: FakeOpenAI, backend: Backend, fault: str
 ) -> None:
+    reply, diagnostic = {
+        "http-500": (ErrorReply(status=500, message="boom"), "HTTP 500, server error: boom"),
+        "reset": (Drop(), "connection failed"),
+        "not-json": (RawStream(events=('{"choices": [oops',)), "the backend's stream is not JSON"),
+        "no-answer": (RawStream(events=(backend.empty,)), backend.empty_diagnostic),
+        "over-cap": (RawStream(events=(backend.text("z" * 5_000),)), "longer than this host's limit"),
+    }[fault]
     fake.queue(reply)
     routes = registry(fake, SamplingLimits(max_reply_chars=4_000))
     async with routes, connect(Receiver(sampling=SamplingService(routes, AutoApprove()))) as server:

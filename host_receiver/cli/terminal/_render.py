@@ -89,6 +89,8 @@ def sampling_request(view: SamplingRequestView, edits: Approve | None = None) ->
     lines = title("Sampling request", view.server, view.task_id)
     allowed = ", ".join(label(m) for m in view.allowed_models) or "none"
     lines += _row("model", f"{label(view.model)}   (allowed for this server: {allowed})")
+    if view.provider is not None:
+        lines += _row("provider", f"{label(view.provider)}   ({label(view.reason) or 'chosen'})")
     limit = str(view.max_tokens)
     if view.clamped:
         limit += f" (the server asked for {view.requested_max_tokens}; lowered to this host's limit)"
@@ -101,7 +103,8 @@ def sampling_request(view: SamplingRequestView, edits: Approve | None = None) ->
     else:
         lines += _row("tools", "none")
     if params.temperature is not None:
-        lines += _row("temperature", str(params.temperature))
+        unsent = "   (not sent: the model's API does not take it)" if "temperature" in view.not_sent else ""
+        lines += _row("temperature", f"{params.temperature}{unsent}")
     if params.include_context not in (None, "none"):
         lines += _row("context", f"asks to include {params.include_context} (not provided by this host)")
     lines += _row("messages", str(len(params.messages)))

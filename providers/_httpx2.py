@@ -1,0 +1,80 @@
+"""The HTTP client of :mod:`providers._client` for an SDK built on ``httpx2`` (``anthropic`` 2.x).
+
+``httpx2`` is a fork of httpx under another name: an SDK on it takes only an
+``httpx2`` client. :func:`httpx2_client` is one whose transport,
+:class:`Httpx2Bridge`, sends every request through the httpx client of
+:func:`providers._client.http_client`, so the pool, the size cap and the
+read-timeout rule are the same as for every other provider. Exceptions come
+back as ``httpx2``'s of the same name, which the SDK retries as its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import httpx2
+
+from ._client import http_client
+from ._config import HttpTransport
+
+__all__ = ["Httpx2Bridge", "httpx2_client"]
+
+
+def httpx2_client(base_url: str, transport: HttpTransport = "lean") -> httpx2.AsyncClient:
+    """An ``httpx2`` client for an SDK built on it, sending through :func:`http_client`."""
+    return httpx2.AsyncClient(transport=Httpx2Bridge(http_client(base_url, transport)), follow_redirects=True)
+
+
+class Httpx2Bridge(httpx2.AsyncBaseTransport):
+    """An ``httpx2`` transport that sends every request through an httpx client of ours."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        sent = httpx.Request(
+            request.method,
+            str(request.url),
+            headers=request.headers.raw,
+            content=await request.aread(),
+            extensions=request.extensions,
+        )
+        try:
+            response = await self._client.send(sent, stream=True)
+        except httpx.HTTPError as exc:
+            raise _as_httpx2(exc) from exc
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=_Body(response),
+            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class _Body(httpx2.AsyncByteStream):
+    """An httpx response's body as an ``httpx2`` byte stream (its errors as ``httpx2``'s)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise _as_httpx2(exc) from exc
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+def _as_httpx2(exc: httpx.HTTPError) -> Exception:
+    """``exc`` as the ``httpx2`` exception of the same name (the fork keeps the hierarchy)."""
+    kind = getattr(httpx2, type(exc).__name__, None)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        kind = httpx2.TransportError if isinstance(exc, httpx.TransportError) else httpx2.HTTPError
+    return kind(str(exc))
