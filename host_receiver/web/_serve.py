@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
 import anyio
+import anyio.abc
 import sniffio
 from hypercorn.config import Config
 from hypercorn.typing import ASGIFramework
@@ -104,20 +105,31 @@ async def serve(
     inbox.allowed_hosts = None if wildcard else {f"{n}:{port}".lower() for n in names}
     inbox.origin = f"{'https' if tls else 'http'}://{_shown(host)}:{port}"
     app = cast(ASGIFramework, inbox.app)  # Starlette's ASGI types are looser than hypercorn's
-    stop = anyio.Event()
+    stop, stopped = anyio.Event(), anyio.Event()
+
+    async def run(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # On trio, anyio hands hypercorn trio's own TaskStatus (the ignore below).
+        try:
+            if sniffio.current_async_library() == "trio":
+                from hypercorn.trio import serve as serve_trio
+
+                await serve_trio(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
+            else:
+                from hypercorn.asyncio import serve as serve_asyncio
+
+                task_status.started()
+                await serve_asyncio(app, config, shutdown_trigger=stop.wait)
+        finally:
+            stopped.set()
+
     async with anyio.create_task_group() as group:
-        if sniffio.current_async_library() == "trio":
-            from hypercorn.trio import serve as serve_on
-
-            await group.start(
-                lambda task_status: serve_on(app, config, shutdown_trigger=stop.wait, task_status=task_status)
-            )
-        else:
-            from hypercorn.asyncio import serve as serve_asyncio
-
-            group.start_soon(lambda: serve_asyncio(app, config, shutdown_trigger=stop.wait))
+        await group.start(run)
         try:
             yield inbox
         finally:
             inbox.close()
             stop.set()
+            # Let hypercorn shut down by itself, even when the block failed: cancelled in the
+            # middle of its graceful shutdown, its asyncio worker raises InvalidStateError.
+            with anyio.move_on_after(2 * config.graceful_timeout + 1, shield=True):
+                await stopped.wait()

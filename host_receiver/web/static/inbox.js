@@ -24,7 +24,8 @@
   }
 
   function serverName(item) {
-    return item.serverTitle ? `${item.serverTitle} (${item.server})` : item.server;
+    if (!item.serverTitle || item.serverTitle === item.server) return item.server;
+    return `${item.serverTitle} (${item.server})`;
   }
 
   function clock(iso) {
