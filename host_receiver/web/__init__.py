@@ -40,7 +40,8 @@ except ModuleNotFoundError as missing:
         name=missing.name,
     ) from missing
 
-from host_receiver.web._inbox import WAITING, AlreadyAnswered, Item, UnknownItem, WebInbox
+from host_receiver.web._inbox import WAITING, AlreadyAnswered, Item, UnknownItem
 from host_receiver.web._items import InvalidAnswer
+from host_receiver.web._webinbox import WebInbox
 
 __all__ = ["WAITING", "AlreadyAnswered", "InvalidAnswer", "Item", "UnknownItem", "WebInbox"]

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from host_receiver.web._inbox import AlreadyAnswered, UnknownItem, WebInbox
+from host_receiver.web._inbox import AlreadyAnswered, Inbox, UnknownItem
 from host_receiver.web._items import InvalidAnswer, body
 
 COOKIE = "host_receiver_inbox"
@@ -74,7 +74,7 @@ class Session:
 class Guard:
     """The checks of the module rules, shared by every route of one app."""
 
-    def __init__(self, inbox: WebInbox) -> None:
+    def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox
         #: Session id (the cookie) -> its CSRF token.
         self.sessions: dict[str, str] = {}
@@ -135,7 +135,7 @@ def _secure(response: Response) -> Response:
     return response
 
 
-def build_app(inbox: WebInbox) -> Starlette:
+def build_app(inbox: Inbox) -> Starlette:
     """The inbox's page, static files and JSON API (module rules)."""
     guard = Guard(inbox)
 
@@ -216,7 +216,7 @@ def _read(name: str) -> bytes:
     return files("host_receiver.web").joinpath("static", name).read_bytes()
 
 
-async def _event_stream(inbox: WebInbox) -> AsyncIterator[str]:
+async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
     """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), and keep-alive comments."""
     async with inbox.events() as events:
         while True:

@@ -1,34 +1,35 @@
 """The inbox itself: the hooks put items in, answers take them out, listeners hear both.
 
+:class:`Inbox` is what :class:`~host_receiver.web.WebInbox` serves.
+
 Rules:
 
 - Each hook call is one pending item; it waits until the first answer
-  (:meth:`WebInbox.answer`, synchronous: on one event loop the first wins and
+  (:meth:`Inbox.answer`, synchronous: on one event loop the first wins and
   a later one is :class:`AlreadyAnswered`), until ``timeout`` seconds pass
   (sampling and its result are refused, a form or link cancelled, with the
   reason "no answer in the web inbox within N s"), or until its work is
   cancelled (the item is withdrawn). Every end is one history entry with its
   outcome, when, and the audit line written to ``host_receiver.audit``.
 - While an item waits, its task's ``statusMessage`` is "waiting for an answer
-  in the web inbox" (for work run through :meth:`WebInbox.watch`, which the
+  in the web inbox" (for work run through :meth:`Inbox.watch`, which the
   ready handlers are); at a timeout it is the reason.
-- Listeners (:meth:`WebInbox.events`) get a snapshot first, then every item
+- Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
 """
 
 from __future__ import annotations
 
-import functools
 import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -54,9 +55,6 @@ from host_receiver.web import _items
 from host_receiver.web._items import Decision, Kind
 from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
 from providers import safe_text
-
-if TYPE_CHECKING:
-    from starlette.applications import Starlette
 
 #: The ``statusMessage`` of a task whose request waits in the inbox.
 WAITING = "waiting for an answer in the web inbox"
@@ -126,8 +124,8 @@ class _Watched(Generic[_P, _R]):
         return watched
 
 
-class WebInbox:
-    """The hooks of a person who answers from a web page, and the page (see the package docs)."""
+class Inbox:
+    """The hooks of a person who answers from a web page: the items, the answers, the listeners."""
 
     def __init__(self, *, timeout: float | None = 600.0, auth_delay: float = 1.0) -> None:
         self.timeout = timeout
@@ -140,9 +138,9 @@ class WebInbox:
         self._titles: dict[str, str] = {}
         self._listeners: set[MemoryObjectSendStream[Event]] = set()
         self._closed = False
-        #: Set by :meth:`serve`: where it listens (``http(s)://host:port``).
+        #: Set when it serves itself: where it listens (``http(s)://host:port``).
         self.origin: str | None = None
-        #: Set by :meth:`serve`: the ``Host`` headers taken (None: any, the mounting app checks).
+        #: Set when it serves itself: the ``Host`` headers taken (None: any, the mounting app checks).
         self.allowed_hosts: set[str] | None = None
 
     # --- for a host ---------------------------------------------------------------
@@ -168,32 +166,6 @@ class WebInbox:
         """Show ``title`` (the server's own name or title) with the host's name for ``server``."""
         self._titles[server] = title
         self._broadcast("snapshot", self.state())
-
-    @property
-    def url(self) -> str:
-        """The address to open (with the token); :meth:`serve` must be running."""
-        if self.origin is None:
-            raise RuntimeError("the inbox is not being served: use `async with inbox.serve(...)`")
-        return f"{self.origin}/?token={self.token}"
-
-    def serve(
-        self, listen: str = "127.0.0.1:0", *, certfile: str | None = None, keyfile: str | None = None
-    ) -> AbstractAsyncContextManager[WebInbox]:
-        """Serve the page alone (hypercorn) for a block: ``async with inbox.serve(listen="127.0.0.1:0")``.
-
-        ``listen`` is ``HOST:PORT`` (port 0: a free one); TLS with ``certfile`` and ``keyfile``.
-        Raises OSError when it cannot listen there.
-        """
-        from host_receiver.web._serve import serve
-
-        return serve(self, listen, certfile=certfile, keyfile=keyfile)
-
-    @functools.cached_property
-    def app(self) -> Starlette:
-        """The ASGI app (Starlette) to mount in a host's own web app."""
-        from host_receiver.web._app import build_app
-
-        return build_app(self)
 
     # --- the hooks ----------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from host_receiver.approval import (
     Send,
     UrlAnswer,
     UrlView,
+    result_text,
 )
 from host_receiver.elicitation import FormField
 from host_receiver.errors import HostReceiverError
@@ -144,14 +145,6 @@ def sampling_result(view: SamplingResultView) -> dict[str, Any]:
 
 def _blocks(result: CreateMessageResult) -> list[Any]:
     return result.content if isinstance(result.content, list) else [result.content]
-
-
-def result_text(result: CreateMessageResult) -> str | None:
-    """The text of a result made of one text block (the only kind that can be edited)."""
-    blocks = _blocks(result)
-    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
-        return blocks[0].text
-    return None
 
 
 def form(view: FormView) -> dict[str, Any]:

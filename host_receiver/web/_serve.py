@@ -24,7 +24,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -35,7 +35,11 @@ from hypercorn.typing import ASGIFramework
 from providers import safe_logger
 
 if TYPE_CHECKING:
-    from host_receiver.web._inbox import WebInbox
+    from starlette.applications import Starlette
+
+    from host_receiver.web._inbox import Inbox
+
+_I = TypeVar("_I", bound="Inbox")
 
 logger = safe_logger("host_receiver.web")
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -79,9 +83,9 @@ def _shown(host: str) -> str:
 
 @asynccontextmanager
 async def serve(
-    inbox: WebInbox, listen: str, *, certfile: str | None = None, keyfile: str | None = None
-) -> AsyncIterator[WebInbox]:
-    """Serve ``inbox.app`` on ``listen`` for the duration of the block (module rules)."""
+    inbox: _I, app: Starlette, listen: str, *, certfile: str | None = None, keyfile: str | None = None
+) -> AsyncIterator[_I]:
+    """Serve ``app``, the page of ``inbox``, on ``listen`` for the duration of the block (module rules)."""
     if (certfile is None) != (keyfile is None):
         raise ValueError("TLS needs both a certificate and its key")
     host, port = parse_listen(listen)
@@ -104,7 +108,7 @@ async def serve(
     names = {_shown(host), *(_LOOPBACK_NAMES if is_loopback(host) else ())}
     inbox.allowed_hosts = None if wildcard else {f"{n}:{port}".lower() for n in names}
     inbox.origin = f"{'https' if tls else 'http'}://{_shown(host)}:{port}"
-    app = cast(ASGIFramework, inbox.app)  # Starlette's ASGI types are looser than hypercorn's
+    framework = cast(ASGIFramework, app)  # Starlette's ASGI types are looser than hypercorn's
     stop, stopped = anyio.Event(), anyio.Event()
 
     async def run(task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -113,12 +117,12 @@ async def serve(
             if sniffio.current_async_library() == "trio":
                 from hypercorn.trio import serve as serve_trio
 
-                await serve_trio(app, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
+                await serve_trio(framework, config, shutdown_trigger=stop.wait, task_status=task_status)  # type: ignore[arg-type]
             else:
                 from hypercorn.asyncio import serve as serve_asyncio
 
                 task_status.started()
-                await serve_asyncio(app, config, shutdown_trigger=stop.wait)
+                await serve_asyncio(framework, config, shutdown_trigger=stop.wait)
         finally:
             stopped.set()
 
