@@ -11,9 +11,10 @@ Rules:
   reason "no answer in the web inbox within N s"), or until its work is
   cancelled (the item is withdrawn). Every end is one history entry with its
   outcome, when, and the audit line written to ``host_receiver.audit``.
-- While an item waits, its task's ``statusMessage`` is "waiting for an answer
-  in the web inbox" (for work run through :meth:`Inbox.watch`, which the
-  ready handlers are); at a timeout it is the reason.
+- For work run through :meth:`Inbox.watch` (the ready handlers are), the
+  task's ``statusMessage`` reads "waiting for an answer in the web inbox"
+  wherever the services would say "Waiting for the user to ..." (set as the
+  work starts, so a server's first poll sees it); at a timeout it is the reason.
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
@@ -58,6 +59,8 @@ from providers import safe_text
 
 #: The ``statusMessage`` of a task whose request waits in the inbox.
 WAITING = "waiting for an answer in the web inbox"
+#: How the sampling and elicitation services' status messages begin while they ask a person.
+_PERSON_ASKED = "Waiting for the user"
 #: How many answered items the history keeps.
 HISTORY = 100
 #: Events a listener may fall behind by before it is dropped.
@@ -105,6 +108,23 @@ class _Accepts(Protocol[_P, _R_co]):
     def accept(self, params: _P, server: str) -> Callable[[WorkContext], Awaitable[_R_co]]: ...
 
 
+class _InboxContext(WorkContext):
+    """A work context whose "Waiting for the user to ..." status (the services say so just
+    before they ask) reads :data:`WAITING`: the first poll after the task starts sees it too."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, context: WorkContext) -> _InboxContext:
+        watched = cls.__new__(cls)
+        for name in WorkContext.__slots__:
+            setattr(watched, name, getattr(context, name))
+        return watched
+
+    async def set_status_message(self, message: str) -> None:
+        await super().set_status_message(WAITING if message.startswith(_PERSON_ASKED) else message)
+
+
 class _Watched(Generic[_P, _R]):
     """A handler whose work the inbox can tell the requestor about (its status message)."""
 
@@ -115,6 +135,7 @@ class _Watched(Generic[_P, _R]):
         work = self.inner.accept(params, server)
 
         async def watched(context: WorkContext) -> _R:
+            context = _InboxContext.of(context)
             token = _CONTEXT.set(context)
             try:
                 return await work(context)
@@ -291,8 +312,6 @@ class Inbox:
         self._broadcast("added", self.item_json(item))
         context = _CONTEXT.get()
         try:
-            if context is not None:
-                await context.set_status_message(WAITING)
             with anyio.move_on_after(self.timeout if self.timeout is not None else float("inf")):
                 await item.done.wait()
             if item.decision is None:
