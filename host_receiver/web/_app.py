@@ -53,6 +53,8 @@ SECURITY_HEADERS = {
 }
 #: Seconds between two keep-alive comments on an idle event stream.
 KEEP_ALIVE = 15.0
+#: Sessions kept at once (each opening of the token URL makes one).
+MAX_SESSIONS = 100
 #: The largest answer taken (bytes).
 MAX_ANSWER = 1 << 20
 _STATIC = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
@@ -106,10 +108,13 @@ class Guard:
             await anyio.sleep(self.inbox.auth_delay)
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
-    def new_session(self) -> tuple[str, str]:
-        sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        self.sessions[sid] = csrf
-        return sid, csrf
+    def new_session(self) -> str:
+        """A new session's id (its cookie); the oldest goes beyond :data:`MAX_SESSIONS`."""
+        sid = secrets.token_urlsafe(32)
+        self.sessions[sid] = secrets.token_urlsafe(32)
+        if len(self.sessions) > MAX_SESSIONS:
+            del self.sessions[next(iter(self.sessions))]
+        return sid
 
     def route(
         self, endpoint: Endpoint, *, changes_state: bool = False
@@ -148,7 +153,7 @@ def build_app(inbox: Inbox) -> Starlette:
             return refused
         if not hmac.compare_digest(token.encode(), inbox.token.encode()):
             return await guard.refuse()
-        sid, _ = guard.new_session()
+        sid = guard.new_session()
         response = RedirectResponse(request.url.path, status_code=303)
         secure = request.url.scheme == "https"
         path = request.scope.get("root_path", "") or "/"

@@ -5,15 +5,22 @@ Runs on asyncio and trio (the conftest's default): the inbox serves itself on ei
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from host_receiver.approval import Approve, Refuse, Send
 from host_receiver.elicitation import parse_form_schema
@@ -337,3 +344,46 @@ async def test_beyond_loopback_without_tls_it_warns(caplog: pytest.LogCaptureFix
         async with WebInbox().serve("0.0.0.0:0") as inbox:
             assert inbox.allowed_hosts is None
     assert "without TLS" in caplog.text
+
+
+async def test_over_tls_the_url_is_https_the_cookie_secure_and_any_address_goes_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    certfile, keyfile = self_signed(tmp_path)
+    inbox = WebInbox()
+    with caplog.at_level(logging.WARNING, logger="host_receiver.web"):
+        async with inbox.serve("0.0.0.0:0", certfile=certfile, keyfile=keyfile):
+            port = (inbox.origin or "").rsplit(":", 1)[1]
+            assert inbox.url.startswith("https://")
+            async with httpx.AsyncClient(verify=False) as client:
+                opened = await client.get(f"https://127.0.0.1:{port}/?token={inbox.token}")
+    assert opened.status_code == 303 and "secure" in opened.headers["set-cookie"].lower()
+    assert caplog.text == ""
+
+
+def self_signed(directory: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    certfile, keyfile = directory / "cert.pem", directory / "key.pem"
+    certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return str(certfile), str(keyfile)

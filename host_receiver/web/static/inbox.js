@@ -28,6 +28,10 @@
     return `${item.serverTitle} (${item.server})`;
   }
 
+  function headingText(item) {
+    return `${serverName(item)} · ${KIND[item.kind] || item.kind}`;
+  }
+
   function clock(iso) {
     return new Date(iso).toLocaleTimeString();
   }
@@ -111,7 +115,7 @@
   function card(item) {
     const status = el("p", { className: "status", role: "status" });
     const view = { status, problems: new Map([["*", problemLine(`p-${item.id}`)]]), labels: new Map() };
-    const heading = el("h3", {}, `${serverName(item)} · ${KIND[item.kind] || item.kind}`);
+    const heading = el("h3", {}, headingText(item));
     const meta = el("p", { className: "meta" }, `${taskLabel(item)} · arrived ${clock(item.created)}`,
       item.expires ? ` · answer by ${clock(item.expires)}` : "");
     const article = el("article", { className: `card ${item.kind}` }, heading, meta);
@@ -368,6 +372,10 @@
     const pending = new Set(state.pending.map((item) => item.id));
     for (const [id, node] of cards) {
       if (!pending.has(id)) { node.remove(); cards.delete(id); }
+    }
+    for (const item of state.pending) {  // a server's own title may have come since
+      const node = cards.get(item.id);
+      if (node) node.querySelector("h3").textContent = headingText(item);
     }
     historyBox.replaceChildren(...state.history.map(historyEntry));
     historyIds.clear();
