@@ -5,7 +5,7 @@ task-augmented requests; the mcp 2.3.0 peer's input rounds), the live update,
 two people answering one item, the timeout, a wrong token, a cross-origin
 POST, and hostile text in every field a server controls: nothing it sends
 runs (no dialog, no console error), and it shows as text. The screenshots of
-docs/inbox.md are taken here (docs/inbox/).
+docs/inbox.md are taken here: ``UPDATE_SCREENSHOTS=1`` writes them to docs/inbox/.
 
 Playwright's API is asyncio's, so this module runs on asyncio only.
 """
@@ -148,15 +148,19 @@ async def connect(host: Host, inbox: WebInbox, name: str, python: str, script: P
     return server
 
 
-async def shoot(card: Any, name: str) -> None:
-    """A screenshot of ``card`` for docs/inbox.md (times and task ids hidden: they change every run)."""
-    SCREENSHOTS.mkdir(exist_ok=True)
+async def shoot(card: Any, name: str, directory: Path) -> None:
+    """A screenshot of ``card`` (times and task ids hidden), into docs/inbox/ when
+    $UPDATE_SCREENSHOTS is set (the history's times and ids change every run), else ``directory``."""
+    where = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") else directory
+    where.mkdir(exist_ok=True)
     await card.screenshot(
-        path=SCREENSHOTS / f"{name}.png", mask=[card.locator(".meta").first], mask_color="#ffffff"
+        path=where / f"{name}.png", mask=[card.locator(".meta").first], mask_color="#ffffff"
     )
 
 
-async def test_the_demo_server_is_answered_card_by_card_from_the_browser(browser: Browser) -> None:
+async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
+    browser: Browser, tmp_path: Path
+) -> None:
     script = find_server_script()
     assert script is not None
     async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
@@ -173,26 +177,26 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(browser
             group.start_soon(call)
             sampling = tab.card(f"{SERVER_NAME} · Sampling request")
             await sampling.wait_for(timeout=WAIT_MS)
-            await shoot(sampling, "sampling")
+            await shoot(sampling, "sampling", tmp_path)
             await sampling.get_by_role("button", name="Edit").click()
             await sampling.get_by_label("Max tokens").fill("100")
             await sampling.get_by_role("button", name="Approve once").click()
 
             result = tab.card(f"{SERVER_NAME} · Sampling result")
             await result.wait_for(timeout=WAIT_MS)
-            await shoot(result, "result")
+            await shoot(result, "result", tmp_path)
             await result.get_by_role("button", name="Edit the text").click()
             await result.get_by_label("Text").fill("Release 2.0.0 is out.")
             await result.get_by_role("button", name="Send").click()
 
             form = tab.card(f"{SERVER_NAME} · Form")
             await form.wait_for(timeout=WAIT_MS)
-            await shoot(form, "form")
+            await shoot(form, "form", tmp_path)
             await form.get_by_role("button", name="Send").click()
 
             link = tab.card(f"{SERVER_NAME} · Link to open")
             await link.wait_for(timeout=WAIT_MS)
-            await shoot(link, "url")
+            await shoot(link, "url", tmp_path)
             opener = link.get_by_role("button", name="Open")
             assert await opener.get_attribute("rel") == "noopener noreferrer"
             assert await opener.get_attribute("target") == "_blank"
@@ -204,7 +208,7 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(browser
             assert await popup.evaluate("window.opener") is None
         history = tab.page.locator("#history li")
         await history.nth(3).wait_for(timeout=WAIT_MS)
-        await shoot(tab.page.locator("#history").locator(".."), "history")
+        await shoot(tab.page.locator("#history").locator(".."), "history", tmp_path)
         texts = await history.all_inner_texts()
         assert [t.split(": ", 1)[1].split("\n")[0] for t in texts] == [
             "opened",
