@@ -45,7 +45,8 @@ from httpx_sse import EventSource
 
 from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
 from host_receiver.host import tune_gc_for_serving
-from providers import ModelInfo, OpenAIProvider, SamplingProgress, SamplingRequest
+from host_receiver.protocol.types import SamplingRequest
+from providers import ModelInfo, OpenAIProvider, SamplingProgress
 from providers._openai import _CHAT_OPTIONS
 from providers._openai_json import StreamFold, completion_reply
 from providers._openai_wire import build_request, make_result

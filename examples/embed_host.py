@@ -15,7 +15,6 @@ import anyio
 from host_receiver import (
     Approve,
     ElicitationService,
-    ElicitResult,
     FormView,
     Host,
     RateLimit,
@@ -30,6 +29,7 @@ from host_receiver import (
     UrlView,
 )
 from host_receiver.cli.demo import server_python
+from host_receiver.protocol.types import ElicitResult
 from providers import EchoProvider, ProviderRegistry
 
 HERE = Path(__file__).resolve().parent

@@ -1,182 +1,97 @@
 """host-receiver: receive server-initiated MCP sampling and elicitation requests as tasks.
 
-The public API: every name a host needs, listed in ``__all__`` and in
-docs/api.md. Everything else is an implementation detail that may change.
-The command line (``host_receiver.cli``) and the test helpers
-(``host_receiver.testing``) are separate modules; importing this package
-loads neither. The LLM side (providers, model choice, limits) is the
-``providers`` package.
+The names a host needs most are here, in ``__all__`` (docs/api.md lists them
+and the namespaces behind them): the host and its connections, the receiver
+and its services, the hooks a person answers through, the policies, the
+handler contract. Everything else public lives in one namespace each:
+``host_receiver.errors`` (every exception and error code),
+``.protocol.types`` and ``.protocol.versions`` (the wire), ``.transports``,
+``.session``, ``.receiver``, ``.tasks``, ``.auth``, ``.sanitize``,
+``.paths``, ``.testing``, ``.adapters``; the LLM side is the ``providers``
+package.
+
+Importing this package loads nothing but itself: each name is imported
+when it is first used, so ``providers`` can build on the base modules
+(``errors``, ``sanitize``, ``paths``, ``protocol.types``) without loading
+the MCP side, and ``import host_receiver`` stays cheap. Names that moved
+to a namespace are still served here, with a ``DeprecationWarning``, until
+0.4.
 """
 
-from host_receiver.approval import (
-    Approve,
-    AutoApprove,
-    DeclineAll,
-    DenyAll,
-    ElicitationUI,
-    FillDefaults,
-    FormView,
-    Refuse,
-    RequestDecision,
-    ResultDecision,
-    SamplingApprover,
-    SamplingRequestView,
-    SamplingResultView,
-    Send,
-    UrlAnswer,
-    UrlView,
-    url_warnings,
-)
-from host_receiver.auth import (
-    AuthError,
-    Browser,
-    FileTokenStore,
-    HeadlessBrowser,
-    KeyringTokenStore,
-    MemoryTokenStore,
-    OAuth,
-    SystemBrowser,
-    TokenStore,
-)
-from host_receiver.connection import (
-    BadResult,
-    ClientConnection,
-    InputRequestFailed,
-    InputRoundsExceeded,
-    MissingCapability,
-    ProtocolError,
-    RemoteTask,
-    RemoteTaskCancelled,
-    RemoteTaskLost,
-    TaskHandle,
-    UnsupportedProtocolVersion,
-    default_client_info,
-)
-from host_receiver.elicitation import FormField, FormSchema, parse_form_schema
-from host_receiver.errors import HostReceiverError
-from host_receiver.handlers import (
-    ElicitationService,
-    Generation,
-    GenerationObserver,
-    ModelRouter,
-    SamplingService,
-    open_receiver,
-)
-from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
-from host_receiver.peer import Peer
-from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
-from host_receiver.protocol.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    URL_ELICITATION_REQUIRED,
-    USER_REJECTED,
-    RpcError,
-    invalid_params,
-    user_rejected,
-)
-from host_receiver.protocol.jsonrpc import InvalidMessage
-from host_receiver.protocol.types import (
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitRequestURLParams,
-    ElicitResult,
-    Implementation,
-    Root,
-    SamplingMessage,
-    TextContent,
-)
-from host_receiver.protocol.versions import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Era
-from host_receiver.receiver import Receiver, ReceiverConfig, Requestor
-from host_receiver.sampling import SamplingLimits
-from host_receiver.session import ConnectionClosed, Session
-from host_receiver.tasks import MemoryTaskStore, TaskRecord, TaskStatus, TaskStore
-from host_receiver.transports import (
-    HttpTransport,
-    MemoryStream,
-    MemoryTransport,
-    MessageStream,
-    SessionExpired,
-    StdioTransport,
-    Transport,
-    TransportError,
-    create_memory_pair,
-    safe_environment,
-)
-from host_receiver.work import (
-    ElicitationFunction,
-    ElicitationHandler,
-    ElicitationWork,
-    SamplingFunction,
-    SamplingHandler,
-    SamplingWork,
-    WorkContext,
-)
-from providers import safe_text
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from host_receiver._moved import moved_names
+
+if TYPE_CHECKING:
+    from host_receiver.approval import (
+        Approve,
+        AutoApprove,
+        DeclineAll,
+        DenyAll,
+        ElicitationUI,
+        FillDefaults,
+        FormView,
+        Refuse,
+        RequestDecision,
+        ResultDecision,
+        SamplingApprover,
+        SamplingRequestView,
+        SamplingResultView,
+        Send,
+        UrlAnswer,
+        UrlView,
+        url_warnings,
+    )
+    from host_receiver.connection import ClientConnection, TaskHandle, default_client_info
+    from host_receiver.elicitation import FormField, FormSchema, parse_form_schema
+    from host_receiver.handlers import (
+        ElicitationService,
+        Generation,
+        GenerationObserver,
+        ModelRouter,
+        SamplingService,
+        open_receiver,
+    )
+    from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
+    from host_receiver.peer import Peer
+    from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
+    from host_receiver.protocol.modern import RemoteTask
+    from host_receiver.receiver import Receiver, ReceiverConfig
+    from host_receiver.work import (
+        ElicitationFunction,
+        ElicitationHandler,
+        ElicitationWork,
+        SamplingFunction,
+        SamplingHandler,
+        SamplingWork,
+        WorkContext,
+    )
 
 __all__ = [
-    "INTERNAL_ERROR",
-    "INVALID_PARAMS",
-    "INVALID_REQUEST",
-    "LATEST_PROTOCOL_VERSION",
-    "METHOD_NOT_FOUND",
-    "PARSE_ERROR",
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "URL_ELICITATION_REQUIRED",
-    "USER_REJECTED",
     "Approve",
-    "AuthError",
     "AutoApprove",
-    "BadResult",
-    "Browser",
     "ClientConnection",
-    "ConnectionClosed",
-    "CreateMessageRequestParams",
-    "CreateMessageResult",
     "DecisionStore",
     "DeclineAll",
     "DenyAll",
-    "ElicitRequestFormParams",
-    "ElicitRequestParams",
-    "ElicitRequestURLParams",
-    "ElicitResult",
     "ElicitationFunction",
     "ElicitationHandler",
     "ElicitationService",
     "ElicitationUI",
     "ElicitationWork",
-    "Era",
-    "FileTokenStore",
     "FillDefaults",
     "FormField",
     "FormSchema",
     "FormView",
     "Generation",
     "GenerationObserver",
-    "HeadlessBrowser",
     "Host",
-    "HostReceiverError",
-    "HttpTransport",
-    "Implementation",
-    "InputRequestFailed",
-    "InputRoundsExceeded",
-    "InvalidMessage",
-    "KeyringTokenStore",
-    "MemoryStream",
-    "MemoryTaskStore",
-    "MemoryTokenStore",
-    "MemoryTransport",
-    "MessageStream",
-    "MissingCapability",
     "ModelAllowList",
     "ModelRouter",
-    "OAuth",
     "Peer",
-    "ProtocolError",
     "RateLimit",
     "RateLimits",
     "Receiver",
@@ -184,48 +99,156 @@ __all__ = [
     "Refuse",
     "RememberDecisions",
     "RemoteTask",
-    "RemoteTaskCancelled",
-    "RemoteTaskLost",
     "RequestDecision",
-    "Requestor",
     "ResultDecision",
-    "Root",
-    "RpcError",
     "SamplingApprover",
     "SamplingFunction",
     "SamplingHandler",
-    "SamplingLimits",
-    "SamplingMessage",
     "SamplingRequestView",
     "SamplingResultView",
     "SamplingService",
     "SamplingWork",
     "Send",
     "ServerConnection",
-    "Session",
-    "SessionExpired",
-    "StdioTransport",
-    "SystemBrowser",
     "TaskHandle",
-    "TaskRecord",
-    "TaskStatus",
-    "TaskStore",
-    "TextContent",
-    "TokenStore",
-    "Transport",
-    "TransportError",
-    "UnsupportedProtocolVersion",
     "UrlAnswer",
     "UrlView",
     "WorkContext",
-    "create_memory_pair",
     "default_client_info",
-    "invalid_params",
     "open_receiver",
     "parse_form_schema",
-    "safe_environment",
-    "safe_text",
     "tune_gc_for_serving",
     "url_warnings",
-    "user_rejected",
 ]
+
+#: Where each name of ``__all__`` is defined.
+_HOMES = {
+    "Host": "host_receiver.host",
+    "ServerConnection": "host_receiver.host",
+    "tune_gc_for_serving": "host_receiver.host",
+    "ClientConnection": "host_receiver.connection",
+    "TaskHandle": "host_receiver.connection",
+    "default_client_info": "host_receiver.connection",
+    "RemoteTask": "host_receiver.protocol.modern",
+    "Receiver": "host_receiver.receiver",
+    "ReceiverConfig": "host_receiver.receiver",
+    "Peer": "host_receiver.peer",
+    "ElicitationService": "host_receiver.handlers",
+    "Generation": "host_receiver.handlers",
+    "GenerationObserver": "host_receiver.handlers",
+    "ModelRouter": "host_receiver.handlers",
+    "SamplingService": "host_receiver.handlers",
+    "open_receiver": "host_receiver.handlers",
+    "Approve": "host_receiver.approval",
+    "AutoApprove": "host_receiver.approval",
+    "DeclineAll": "host_receiver.approval",
+    "DenyAll": "host_receiver.approval",
+    "ElicitationUI": "host_receiver.approval",
+    "FillDefaults": "host_receiver.approval",
+    "FormView": "host_receiver.approval",
+    "Refuse": "host_receiver.approval",
+    "RequestDecision": "host_receiver.approval",
+    "ResultDecision": "host_receiver.approval",
+    "SamplingApprover": "host_receiver.approval",
+    "SamplingRequestView": "host_receiver.approval",
+    "SamplingResultView": "host_receiver.approval",
+    "Send": "host_receiver.approval",
+    "UrlAnswer": "host_receiver.approval",
+    "UrlView": "host_receiver.approval",
+    "url_warnings": "host_receiver.approval",
+    "FormField": "host_receiver.elicitation",
+    "FormSchema": "host_receiver.elicitation",
+    "parse_form_schema": "host_receiver.elicitation",
+    "DecisionStore": "host_receiver.policies",
+    "ModelAllowList": "host_receiver.policies",
+    "RateLimit": "host_receiver.policies",
+    "RateLimits": "host_receiver.policies",
+    "RememberDecisions": "host_receiver.policies",
+    "ElicitationFunction": "host_receiver.work",
+    "ElicitationHandler": "host_receiver.work",
+    "ElicitationWork": "host_receiver.work",
+    "SamplingFunction": "host_receiver.work",
+    "SamplingHandler": "host_receiver.work",
+    "SamplingWork": "host_receiver.work",
+    "WorkContext": "host_receiver.work",
+}
+
+#: Names that were here in 0.2, and their one door now.
+_MOVED = {
+    "AuthError": "host_receiver.errors",
+    "BadResult": "host_receiver.errors",
+    "ConnectionClosed": "host_receiver.errors",
+    "HostReceiverError": "host_receiver.errors",
+    "INTERNAL_ERROR": "host_receiver.errors",
+    "INVALID_PARAMS": "host_receiver.errors",
+    "INVALID_REQUEST": "host_receiver.errors",
+    "InputRequestFailed": "host_receiver.errors",
+    "InputRoundsExceeded": "host_receiver.errors",
+    "InvalidMessage": "host_receiver.errors",
+    "METHOD_NOT_FOUND": "host_receiver.errors",
+    "MissingCapability": "host_receiver.errors",
+    "PARSE_ERROR": "host_receiver.errors",
+    "ProtocolError": "host_receiver.errors",
+    "RemoteTaskCancelled": "host_receiver.errors",
+    "RemoteTaskLost": "host_receiver.errors",
+    "RpcError": "host_receiver.errors",
+    "SessionExpired": "host_receiver.errors",
+    "TransportError": "host_receiver.errors",
+    "URL_ELICITATION_REQUIRED": "host_receiver.errors",
+    "USER_REJECTED": "host_receiver.errors",
+    "UnsupportedProtocolVersion": "host_receiver.errors",
+    "invalid_params": "host_receiver.errors",
+    "user_rejected": "host_receiver.errors",
+    "CreateMessageRequestParams": "host_receiver.protocol.types",
+    "CreateMessageResult": "host_receiver.protocol.types",
+    "ElicitRequestFormParams": "host_receiver.protocol.types",
+    "ElicitRequestParams": "host_receiver.protocol.types",
+    "ElicitRequestURLParams": "host_receiver.protocol.types",
+    "ElicitResult": "host_receiver.protocol.types",
+    "Implementation": "host_receiver.protocol.types",
+    "Root": "host_receiver.protocol.types",
+    "SamplingMessage": "host_receiver.protocol.types",
+    "TextContent": "host_receiver.protocol.types",
+    "Era": "host_receiver.protocol.versions",
+    "LATEST_PROTOCOL_VERSION": "host_receiver.protocol.versions",
+    "SUPPORTED_PROTOCOL_VERSIONS": "host_receiver.protocol.versions",
+    "Browser": "host_receiver.auth",
+    "FileTokenStore": "host_receiver.auth",
+    "HeadlessBrowser": "host_receiver.auth",
+    "KeyringTokenStore": "host_receiver.auth",
+    "MemoryTokenStore": "host_receiver.auth",
+    "OAuth": "host_receiver.auth",
+    "SystemBrowser": "host_receiver.auth",
+    "TokenStore": "host_receiver.auth",
+    "HttpTransport": "host_receiver.transports",
+    "MemoryStream": "host_receiver.transports",
+    "MemoryTransport": "host_receiver.transports",
+    "MessageStream": "host_receiver.transports",
+    "StdioTransport": "host_receiver.transports",
+    "Transport": "host_receiver.transports",
+    "create_memory_pair": "host_receiver.transports",
+    "safe_environment": "host_receiver.transports",
+    "Session": "host_receiver.session",
+    "Requestor": "host_receiver.receiver",
+    "MemoryTaskStore": "host_receiver.tasks",
+    "TaskRecord": "host_receiver.tasks",
+    "TaskStatus": "host_receiver.tasks",
+    "TaskStore": "host_receiver.tasks",
+    "safe_text": "host_receiver.sanitize",
+    "SamplingLimits": "providers",
+}
+_moved = moved_names(__name__, _MOVED)
+
+if not TYPE_CHECKING:  # a type checker sees the imports above, and flags a moved name
+
+    def __getattr__(name: str) -> object:
+        home = _HOMES.get(name)
+        if home is None:
+            return _moved(name)
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value  # later look-ups do not come here
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,14 +8,14 @@ refused (wrong owner, unknown or expired id); a sampling request whose
 any task exists: for a task-augmented request the ``task created`` line of
 the same requestor follows).
 
-Every line is made safe by the logger's filter (:func:`providers.safe_logger`:
+Every line is made safe by the logger's filter (:func:`host_receiver.sanitize.safe_logger`:
 controls escaped, one line per record); a task id a server sent (a refused
-lookup) is also cut to a few dozen characters (:func:`providers.safe_id`).
+lookup) is also cut to a few dozen characters (:func:`host_receiver.sanitize.safe_id`).
 """
 
 from __future__ import annotations
 
-from providers import safe_id, safe_logger
+from host_receiver.sanitize import safe_id, safe_logger
 
 __all__ = ["audit"]
 

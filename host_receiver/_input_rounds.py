@@ -30,15 +30,11 @@ from typing import Any
 
 import anyio
 
-from host_receiver.errors import HostReceiverError
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import InputRequestFailed, InputRoundsExceeded, RpcError
 from host_receiver.protocol.modern import input_round, result_type
-from providers import safe_id, safe_text
 
 __all__ = [
     "Fulfil",
-    "InputRequestFailed",
-    "InputRoundsExceeded",
     "fulfil_all",
     "with_input_rounds",
 ]
@@ -49,26 +45,6 @@ Fulfil = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 _MESSAGE_LIMIT = 500
 #: Sends the request once with these params and returns its result.
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-class InputRequestFailed(RpcError):
-    """An input request of the server's could not be fulfilled; the call ends (nothing is sent).
-
-    The message quotes the server's key and the error escaped and cut
-    (:func:`providers.safe_id`, :func:`providers.safe_text`); ``key`` is the key as sent.
-    """
-
-    def __init__(self, key: str, method: str, error: RpcError) -> None:
-        shown = (
-            f"input request '{safe_id(key)}' ({method}) failed: {safe_text(error.message, _MESSAGE_LIMIT)}"
-        )
-        super().__init__(error.code, shown, error.data)
-        self.key = key
-        self.method = method
-
-
-class InputRoundsExceeded(HostReceiverError):
-    """The server kept asking for input past the round cap."""
 
 
 async def fulfil_all(

@@ -36,7 +36,7 @@ Compatibility"):
 - The agreement is a property of the connection, found once (the spec's
   cache "for the lifetime of the server process or origin").
 - What a server wrote (its name, versions, error messages, capability names)
-  is quoted in these errors escaped and cut (:func:`providers.safe_text`):
+  is quoted in these errors escaped and cut (:func:`host_receiver.sanitize.safe_text`):
   a host shows them as they are.
 """
 
@@ -48,8 +48,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from host_receiver.errors import HostReceiverError
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import (
+    HttpStatusError,
+    MissingCapability,
+    ProtocolError,
+    RpcError,
+    UnsupportedProtocolVersion,
+)
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
@@ -67,15 +72,11 @@ from host_receiver.protocol.versions import (
     Era,
     rules_of,
 )
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.session import Session
-from host_receiver.transports.http import HttpStatusError
-from providers import safe_id, safe_logger, safe_text
 
 __all__ = [
     "Agreement",
-    "MissingCapability",
-    "ProtocolError",
-    "UnsupportedProtocolVersion",
     "agree",
     "describe_capabilities",
 ]
@@ -87,24 +88,8 @@ AUTO = "auto"
 _QUOTED = 300
 
 
-class ProtocolError(HostReceiverError):
-    """The server answered something MCP does not allow."""
-
-
-class UnsupportedProtocolVersion(ProtocolError):
-    """No protocol version is spoken by both this client and the server."""
-
-
 class _NotDiscovered(ProtocolError):
     """A result to ``server/discover`` that is no ``DiscoverResult`` (a legacy server's, say)."""
-
-
-class MissingCapability(ProtocolError):
-    """The server needs a client capability this connection did not declare (-32021)."""
-
-    def __init__(self, message: str, required: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.required = required
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ from collections import deque
 import anyio
 from anyio.abc import TaskGroup
 
-from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError
+from host_receiver.errors import INTERNAL_ERROR, RpcError, TransportError
 from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Notification, Request, Response
-from host_receiver.transports.base import MessageStream, TransportError
-from providers import safe_id, safe_logger
+from host_receiver.sanitize import safe_id, safe_logger
+from host_receiver.transports.base import MessageStream
 
 __all__ = ["Outbox", "describe"]
 

@@ -36,12 +36,17 @@ from typing import Any
 import anyio
 
 from host_receiver._input_rounds import Fulfil, fulfil_all
-from host_receiver.errors import HostReceiverError
-from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.errors import (
+    INVALID_PARAMS,
+    HostReceiverError,
+    RemoteTaskCancelled,
+    RemoteTaskLost,
+    RpcError,
+)
 from host_receiver.protocol.modern import RemoteTask, remote_task
-from providers import safe_id, safe_logger, safe_text
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = ["RemoteTaskCancelled", "RemoteTaskLost", "TaskHandle", "TaskObserver", "follow_task"]
+__all__ = ["TaskHandle", "TaskObserver", "follow_task"]
 
 logger = safe_logger("host_receiver.connection")
 
@@ -56,15 +61,6 @@ CANCEL_GRACE = 5.0
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 #: Told every state of the task, in order, for a host that shows its progress.
 TaskObserver = Callable[[RemoteTask], Awaitable[None]]
-
-
-class RemoteTaskCancelled(HostReceiverError):
-    """The task for our request was cancelled: the server ended it ``cancelled``, or this host
-    cancelled the call (:meth:`TaskHandle.cancel`)."""
-
-
-class RemoteTaskLost(HostReceiverError):
-    """The server no longer knows our task, or answered about another one."""
 
 
 class _Denied(RemoteTaskLost):

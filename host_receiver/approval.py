@@ -12,7 +12,7 @@ explicit approver a host refuses sampling (the safe default).
 
 The views hand a person's interface what the server sent, unescaped: each
 view's docstring names its raw fields, which are shown through
-:func:`providers.safe_text` (the built-in terminal does so).
+:func:`host_receiver.sanitize.safe_text` (the built-in terminal does so).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from host_receiver.protocol.types import (
     SamplingRequest,
     TextContent,
 )
-from providers import safe_text
+from host_receiver.sanitize import safe_text
 
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
 
@@ -54,7 +54,7 @@ class SamplingRequestView:
     Raw server text: ``params`` (messages, system prompt, stop sequences,
     metadata, tool definitions) are what the server sent, as it sent it (escape
     sequences, bidi controls, any length). Show them through
-    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    :func:`host_receiver.sanitize.safe_text` (``multiline=True`` for a message body), never
     raw on a terminal or in a log. ``server`` is the name the host gave the
     connection, and ``task_id`` this host's own.
     """
@@ -105,7 +105,7 @@ class SamplingResultView:
 
     Raw server text: ``params`` are what the server sent, as it sent it (escape
     sequences, bidi controls, any length). Show them through
-    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    :func:`host_receiver.sanitize.safe_text` (``multiline=True`` for a message body), never
     raw on a terminal or in a log. ``server`` is the name the host gave the
     connection, and ``task_id`` this host's own.
     ``result`` is the model's answer (a backend's text: show it escaped too).
@@ -177,7 +177,7 @@ class FormView:
     Raw server text: ``message``, the ``schema``'s field names, titles,
     descriptions, options and defaults, and ``values`` are what the server
     sent, as it sent it (escape sequences, bidi controls, any length). Show
-    them through :func:`providers.safe_text` (``multiline=True`` for a message
+    them through :func:`host_receiver.sanitize.safe_text` (``multiline=True`` for a message
     body), never raw on a terminal or in a log. ``server`` is the name the host
     gave the connection, and ``task_id`` this host's own.
     """
@@ -200,7 +200,7 @@ class UrlView:
     :func:`~host_receiver.elicitation.check_url`), :attr:`domain` and
     ``elicitation_id`` are what the server sent, as it sent it (escape
     sequences, bidi controls, any length). Show them through
-    :func:`providers.safe_text` (``multiline=True`` for a message body), never
+    :func:`host_receiver.sanitize.safe_text` (``multiline=True`` for a message body), never
     raw on a terminal or in a log. ``server`` is the name the host gave the
     connection, and ``task_id`` this host's own.
     ``warnings`` are the host's own, already escaped.
@@ -262,7 +262,7 @@ def url_warnings(url: str, message: str) -> tuple[str, ...]:
     refuses before this), an internationalised (punycode or non-ASCII)
     domain, a port that is not the scheme's own, http to a host that is not
     this machine, and a message that names another domain. The warnings
-    quote the URL's parts escaped (:func:`providers.safe_text`).
+    quote the URL's parts escaped (:func:`host_receiver.sanitize.safe_text`).
     """
     parts = urlsplit(url)
     host = parts.hostname or ""

@@ -47,38 +47,30 @@ from typing import Any, Protocol, Self
 
 import anyio
 
-from host_receiver._input_rounds import InputRequestFailed, InputRoundsExceeded, with_input_rounds
-from host_receiver._negotiation import (
-    AUTO,
-    Agreement,
-    MissingCapability,
+from host_receiver._input_rounds import with_input_rounds
+from host_receiver._negotiation import AUTO, Agreement, agree, missing_capability, version_refused
+from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
+from host_receiver.errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    BadResult,
     ProtocolError,
-    UnsupportedProtocolVersion,
-    agree,
-    missing_capability,
-    version_refused,
-)
-from host_receiver._remote_tasks import (
-    RemoteTaskCancelled,
-    RemoteTaskLost,
-    TaskHandle,
-    TaskObserver,
-    follow_task,
+    RpcError,
+    method_not_found,
 )
 from host_receiver.peer import Peer
-from host_receiver.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, method_not_found
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
     TASKS_EXTENSION,
     UNSUPPORTED_VERSION,
-    BadResult,
     RemoteTask,
     envelope,
     result_type,
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
+from host_receiver.sanitize import safe_id, safe_logger
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -87,22 +79,13 @@ from host_receiver.session import (
     Session,
 )
 from host_receiver.transports.base import MessageStream, Transport
-from providers import safe_id, safe_logger
 
 __all__ = [
-    "BadResult",
     "ClientConnection",
-    "InputRequestFailed",
-    "InputRoundsExceeded",
-    "MissingCapability",
-    "ProtocolError",
     "RemoteTask",
-    "RemoteTaskCancelled",
-    "RemoteTaskLost",
     "ServerHandler",
     "ServesServers",
     "TaskHandle",
-    "UnsupportedProtocolVersion",
     "default_client_info",
 ]
 

@@ -37,14 +37,14 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from host_receiver._url_host import browser_ipv4
-from host_receiver.protocol.errors import invalid_params
+from host_receiver.errors import invalid_params
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
     ElicitRequestParams,
     ElicitRequestURLParams,
     ElicitValue,
 )
-from providers import bounded
+from host_receiver.sanitize import bounded
 
 FieldKind = Literal["string", "number", "integer", "boolean", "enum", "multi_enum"]
 STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})

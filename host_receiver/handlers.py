@@ -51,27 +51,26 @@ from host_receiver.approval import (
     url_warnings,
 )
 from host_receiver.elicitation import parse_form_schema
-from host_receiver.protocol.errors import INTERNAL_ERROR, USER_REJECTED, RpcError, invalid_params
+from host_receiver.errors import (
+    INTERNAL_ERROR,
+    USER_REJECTED,
+    LimitExceeded,
+    ProviderError,
+    RpcError,
+    invalid_params,
+)
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestFormParams,
     ElicitRequestParams,
     ElicitResult,
+    SamplingRequest,
 )
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.sampling import limit_error
 from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
-from providers import (
-    LimitExceeded,
-    ProviderError,
-    SamplingLimits,
-    SamplingPlan,
-    SamplingProgress,
-    SamplingRequest,
-    bound_request,
-    build_registry,
-)
+from providers import SamplingLimits, SamplingPlan, SamplingProgress, bound_request, build_registry
 
 #: Seconds between statusMessage updates while a model generates.
 STATUS_REFRESH = 0.5

@@ -38,10 +38,10 @@ import httpx
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS, ClientConnection
 from host_receiver.protocol.types import Implementation
 from host_receiver.receiver import Receiver
+from host_receiver.sanitize import safe_logger
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from providers import safe_logger
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
 

@@ -23,7 +23,7 @@ Rules:
   A remembered approval also sends results without review; a remembered
   refusal answers -1 at once. Saved decisions live in ``decisions.json`` in
   host-receiver's directory of the user's config directory
-  (:func:`providers.user_config_dir`), or where ``$HOST_RECEIVER_DECISIONS``
+  (:func:`host_receiver.paths.user_config_dir`), or where ``$HOST_RECEIVER_DECISIONS``
   or the ``path`` argument says. Servers are known by their name.
 - :class:`ModelAllowList` refuses (-1) a request whose chosen or edited model
   is not on the server's allow-list (by default the one the router reports).
@@ -61,8 +61,10 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
-from host_receiver.protocol.errors import INVALID_REQUEST, RpcError
-from providers import estimate_input_tokens, safe_logger, user_config_dir
+from host_receiver.errors import INVALID_REQUEST, RpcError
+from host_receiver.paths import user_config_dir
+from host_receiver.sanitize import safe_logger
+from providers import estimate_input_tokens
 
 logger = safe_logger("host_receiver.policies")
 

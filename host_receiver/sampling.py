@@ -26,13 +26,13 @@ import sys
 import warnings
 from dataclasses import replace
 
-from host_receiver.protocol.errors import RpcError, invalid_params
+from host_receiver.errors import LimitExceeded, RpcError, invalid_params
 from host_receiver.protocol.types import (
     SamplingRequest,
     ToolResultContent,
     ToolUseContent,
 )
-from providers import LimitExceeded, ModelInfo, SamplingLimits, bound_request
+from providers import ModelInfo, SamplingLimits, bound_request
 
 __all__ = ["SamplingLimits", "check_request", "failure_message", "limit_error"]
 

@@ -63,23 +63,29 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from host_receiver._concurrency import background_task_group
 from host_receiver._outbox import Outbox
-from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError, method_not_found
+from host_receiver.errors import (
+    INTERNAL_ERROR,
+    ConnectionClosed,
+    InvalidMessage,
+    RpcError,
+    TransportError,
+    method_not_found,
+)
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
-    InvalidMessage,
     Message,
     Notification,
     Request,
     Response,
+    error_response,
     is_request_id,
 )
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
-from host_receiver.transports.base import MessageStream, TransportError
-from providers import HostReceiverError, bounded, safe_id, safe_logger, safe_text
+from host_receiver.sanitize import bounded, safe_id, safe_logger, safe_text
+from host_receiver.transports.base import MessageStream
 
 __all__ = [
-    "ConnectionClosed",
     "IncomingRequest",
     "NotificationHandler",
     "ProgressCallback",
@@ -100,10 +106,6 @@ _REASON_LIMIT = 200
 #: Error replies: the longest ``message``, and the largest ``data`` (JSON bytes) sent whole.
 _ERROR_MESSAGE_LIMIT = 1_024
 _ERROR_DATA_LIMIT = 4_096
-
-
-class ConnectionClosed(HostReceiverError):
-    """The session ended before a response arrived; ``str()`` says why."""
 
 
 #: A request from the peer, as the request handler sees it: the decoded message
@@ -524,7 +526,7 @@ class Session:
     def _on_invalid(self, invalid: InvalidMessage) -> None:
         logger.warning("malformed message from %s: %s", self.name, invalid.message)
         if invalid.respond:
-            self._send_soon(invalid.response())
+            self._send_soon(error_response(invalid))
         elif invalid.request_id is not None and (pending := self._pending.get(invalid.request_id)):
             # A broken answer to a request of ours: that request fails now rather than wait forever.
             pending.settle(RpcError(invalid.code, f"{self.name} sent an invalid response: {invalid.message}"))

@@ -48,11 +48,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from host_receiver.protocol.errors import RpcError, invalid_params, method_not_found
+from host_receiver._moved import moved_names
+from host_receiver.errors import RpcError, invalid_params, method_not_found
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import (
     CLIENT_CAPABILITIES_KEY,
@@ -62,17 +63,14 @@ from host_receiver.protocol.modern import (
 )
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
 from host_receiver.session import Session
-from host_receiver.transports.memory import MemoryStream, MemoryTransport, create_memory_pair
+from host_receiver.transports.memory import MemoryTransport
 
 __all__ = [
     "FakeServer",
-    "MemoryStream",
-    "MemoryTransport",
     "MethodHandler",
     "RecordingPeer",
     "ToolCall",
     "ToolFunction",
-    "create_memory_pair",
 ]
 
 
@@ -259,4 +257,19 @@ def _unsupported(supported: str, requested: object) -> RpcError:
         UNSUPPORTED_VERSION,
         "Unsupported protocol version",
         {"supported": [supported], "requested": requested if isinstance(requested, str) else str(requested)},
+    )
+
+
+if not TYPE_CHECKING:  # a type checker flags a moved name
+    #: Names that moved to their one door (served with a DeprecationWarning until 0.4).
+    __getattr__ = moved_names(
+        __name__,
+        dict.fromkeys(
+            (
+                "MemoryStream",
+                "MemoryTransport",
+                "create_memory_pair",
+            ),
+            "host_receiver.transports",
+        ),
     )

@@ -1,12 +1,16 @@
 """LLM providers for host-receiver's sampling: contract, model choice, limits, backends, credentials.
 
-This package is the bottom layer: it imports nothing of ``host_receiver``,
-which builds on it. What the sampling layer uses from here:
+This package is the LLM side. It builds on host-receiver's base alone (the
+MCP sampling vocabulary in :mod:`host_receiver.protocol.types`, the
+exceptions in :mod:`host_receiver.errors`, the sanitiser in
+:mod:`host_receiver.sanitize`, :mod:`host_receiver.paths`) and loads nothing
+of the MCP side (connections, sessions, transports, the receiver), which
+builds on it. What the sampling layer uses from here:
 
-* the contract: the sampling vocabulary (:class:`SamplingRequest`,
-  :class:`CreateMessageResult`, content blocks), :class:`Provider`,
-  :class:`ModelInfo`, progress, and :class:`ProviderError` and its subclasses,
-  whose messages are safe to show;
+* the contract: :class:`Provider`, :class:`ModelInfo` and progress; a
+  provider reads a ``SamplingRequest`` and answers a ``CreateMessageResult``
+  (:mod:`host_receiver.protocol.types`) and fails with a ``ProviderError``
+  (:mod:`host_receiver.errors`), whose message is safe to show;
 * :class:`ProviderRegistry` (built by :func:`build_registry` from the config
   file, ``--provider/--model`` and the environment): ``plan`` a request (choose
   its model, bound it by the one :class:`SamplingLimits`), then sample the
@@ -16,13 +20,11 @@ Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
 ``openai`` client) and :class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
-
-Text that came from a server or a backend is shown to people and logs only
-through :func:`safe_text` (controls and bidi escaped, long values cut), and
-every logger of both packages is a :func:`safe_logger`.
 """
 
 from typing import TYPE_CHECKING
+
+from host_receiver._moved import moved_names
 
 from ._build import build_provider, build_registry
 from ._config import (
@@ -43,45 +45,17 @@ from ._contract import (
 )
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 from ._echo import ECHO_MODEL, EchoProvider
-from ._errors import ConfigError, HostReceiverError, NoSuitableModel, ProviderError, UnsupportedRequest
 from ._limits import (
-    LimitExceeded,
     MaxTokensPolicy,
-    ProviderLimits,
     SamplingLimits,
     bound_request,
     check_request,
 )
-from ._messages import (
-    Annotations,
-    AudioContent,
-    ContentBlock,
-    CreateMessageResult,
-    EmbeddedResource,
-    ImageContent,
-    MetaModel,
-    ModelHint,
-    ModelPreferences,
-    RequestMeta,
-    ResourceLink,
-    Role,
-    SamplingContent,
-    SamplingMessage,
-    SamplingRequest,
-    TextContent,
-    Tool,
-    ToolChoice,
-    ToolResultContent,
-    ToolUseContent,
-    WireInt,
-    WireModel,
-    dump,
+from ._limits import (
+    ProviderLimits as ProviderLimits,  # a deprecated alias of SamplingLimits, not a door of its own
 )
-from ._paths import user_config_dir
-from ._plan import ReplyTooLong, SamplingPlan
-from ._redact import safe_url
+from ._plan import SamplingPlan
 from ._registry import ProviderRegistry
-from ._sanitize import SafeRecords, bounded, safe_id, safe_logger, safe_text
 from ._selection import Requirements, estimate_input_tokens, requirements, select_model
 
 __all__ = [
@@ -90,81 +64,85 @@ __all__ = [
     "ECHO_MODEL",
     "KEYRING_SERVICE",
     "PROGRESS_TEXT_LIMIT",
-    "Annotations",
-    "AudioContent",
     "Config",
-    "ConfigError",
-    "ContentBlock",
-    "CreateMessageResult",
     "EchoProvider",
-    "EmbeddedResource",
-    "HostReceiverError",
-    "ImageContent",
-    "LimitExceeded",
     "MaxTokensPolicy",
-    "MetaModel",
-    "ModelHint",
     "ModelInfo",
-    "ModelPreferences",
-    "NoSuitableModel",
     "OpenAIProvider",
     "ProgressSink",
     "Provider",
     "ProviderEntry",
-    "ProviderError",
-    "ProviderLimits",
     "ProviderRegistry",
-    "ReplyTooLong",
-    "RequestMeta",
     "Requirements",
-    "ResourceLink",
-    "Role",
-    "SafeRecords",
-    "SamplingContent",
     "SamplingLimits",
-    "SamplingMessage",
     "SamplingPlan",
     "SamplingProgress",
-    "SamplingRequest",
-    "TextContent",
-    "Tool",
-    "ToolChoice",
-    "ToolResultContent",
-    "ToolUseContent",
-    "UnsupportedRequest",
-    "WireInt",
-    "WireModel",
     "bound_request",
-    "bounded",
     "build_provider",
     "build_registry",
     "check_request",
     "config_path",
     "delete_key",
-    "dump",
     "estimate_input_tokens",
     "find_key",
     "load_config",
     "requirements",
-    "safe_id",
-    "safe_logger",
-    "safe_text",
-    "safe_url",
     "save_config",
     "select_model",
     "store_key",
-    "user_config_dir",
 ]
+
+#: Names that were here in 0.2, and their one door now (served with a DeprecationWarning until 0.4).
+_MOVED = {
+    "ConfigError": "host_receiver.errors",
+    "HostReceiverError": "host_receiver.errors",
+    "LimitExceeded": "host_receiver.errors",
+    "NoSuitableModel": "host_receiver.errors",
+    "ProviderError": "host_receiver.errors",
+    "ReplyTooLong": "host_receiver.errors",
+    "UnsupportedRequest": "host_receiver.errors",
+    "Annotations": "host_receiver.protocol.types",
+    "AudioContent": "host_receiver.protocol.types",
+    "ContentBlock": "host_receiver.protocol.types",
+    "CreateMessageResult": "host_receiver.protocol.types",
+    "EmbeddedResource": "host_receiver.protocol.types",
+    "ImageContent": "host_receiver.protocol.types",
+    "MetaModel": "host_receiver.protocol.types",
+    "ModelHint": "host_receiver.protocol.types",
+    "ModelPreferences": "host_receiver.protocol.types",
+    "RequestMeta": "host_receiver.protocol.types",
+    "ResourceLink": "host_receiver.protocol.types",
+    "Role": "host_receiver.protocol.types",
+    "SamplingContent": "host_receiver.protocol.types",
+    "SamplingMessage": "host_receiver.protocol.types",
+    "SamplingRequest": "host_receiver.protocol.types",
+    "TextContent": "host_receiver.protocol.types",
+    "Tool": "host_receiver.protocol.types",
+    "ToolChoice": "host_receiver.protocol.types",
+    "ToolResultContent": "host_receiver.protocol.types",
+    "ToolUseContent": "host_receiver.protocol.types",
+    "WireInt": "host_receiver.protocol.types",
+    "WireModel": "host_receiver.protocol.types",
+    "dump": "host_receiver.protocol.types",
+    "SafeRecords": "host_receiver.sanitize",
+    "bounded": "host_receiver.sanitize",
+    "safe_id": "host_receiver.sanitize",
+    "safe_logger": "host_receiver.sanitize",
+    "safe_text": "host_receiver.sanitize",
+    "safe_url": "host_receiver.sanitize",
+    "user_config_dir": "host_receiver.paths",
+}
+_moved = moved_names(__name__, _MOVED)
 
 
 if TYPE_CHECKING:
     from ._openai import OpenAIProvider
+else:  # a type checker sees the import above, and flags a moved name
 
+    def __getattr__(name: str) -> object:
+        # OpenAIProvider loads the openai package (about a second); only import it when asked.
+        if name == "OpenAIProvider":
+            from ._openai import OpenAIProvider
 
-def __getattr__(name: str) -> object:
-    # OpenAIProvider loads the openai package (about a second); only import it when asked.
-    if name == "OpenAIProvider":
-        from ._openai import OpenAIProvider
-
-        return OpenAIProvider
-    raise AttributeError(f"module 'providers' has no attribute {name!r}")
+            return OpenAIProvider
+        return _moved(name)

@@ -26,11 +26,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 
+from host_receiver.errors import ConfigError
+
 from ._config import DEFAULT_BASE_URL, Config, ProviderEntry, config_path, load_config
 from ._contract import ModelInfo, Provider
 from ._credentials import find_key
 from ._echo import ECHO_MODEL, EchoProvider
-from ._errors import ConfigError
 from ._registry import ProviderRegistry
 
 __all__ = ["build_provider", "build_registry"]

@@ -4,7 +4,7 @@ Rules:
 
 * Location: the ``path`` argument, else ``$HOST_RECEIVER_CONFIG``, else
   ``config.toml`` in host-receiver's directory of the user's config directory
-  (:func:`~providers._paths.user_config_dir`).
+  (:func:`~host_receiver.paths.user_config_dir`).
   A missing file is an empty configuration.
 * API keys are never read from or written to this file: a key-like entry
   (``api_key``, ``key``, ``token``, ``secret``, ``password``) is an error that
@@ -66,10 +66,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from host_receiver.errors import ConfigError
+from host_receiver.paths import user_config_dir
+
 from ._contract import ModelInfo
-from ._errors import ConfigError
 from ._limits import SamplingLimits
-from ._paths import user_config_dir
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -10,12 +10,12 @@ Rules:
 * Cancellation is structured: the caller cancels the enclosing anyio scope,
   and the provider releases everything it holds (an HTTP request is closed)
   before the cancellation propagates. Providers never swallow cancellation.
-* Failures are raised as :class:`~providers.ProviderError` with a message that
+* Failures are raised as :class:`~host_receiver.errors.ProviderError` with a message that
   is safe to show.
 * Progress is optional: when a sink is given, the provider awaits it with a
   :class:`SamplingProgress` whenever it has produced more output, counting
   the characters so far. A slow sink slows the provider down (natural
-  backpressure). The sink raises only :class:`~providers.ProviderError`, to
+  backpressure). The sink raises only :class:`~host_receiver.errors.ProviderError`, to
   stop the call (the reply size cap of :mod:`providers._plan`); the provider
   lets it through, closing what it holds.
 * Time and size are bounded for every provider alike by the
@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ._messages import CreateMessageResult, SamplingRequest
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 
 __all__ = ["ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 import keyring
 import keyring.errors
 
+from host_receiver.errors import ConfigError
+from host_receiver.sanitize import safe_logger
+
 from ._config import ProviderEntry
-from ._errors import ConfigError
-from ._sanitize import safe_logger
 
 __all__ = ["KEYRING_SERVICE", "FoundKey", "delete_key", "find_key", "keyring_key", "store_key"]
 

@@ -28,8 +28,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
-from ._messages import (
+from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
     ImageContent,
@@ -41,6 +40,8 @@ from ._messages import (
     ToolResultContent,
     ToolUseContent,
 )
+
+from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
 
 __all__ = ["ECHO_MODEL", "EchoProvider"]
 

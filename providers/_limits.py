@@ -33,13 +33,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from host_receiver.errors import LimitExceeded, UnsupportedRequest
+from host_receiver.protocol.types import SamplingRequest, ToolUseContent
+
 from ._contract import ModelInfo
-from ._errors import UnsupportedRequest
-from ._messages import SamplingRequest, ToolUseContent
 from ._selection import Requirements, requirements
 
 __all__ = [
-    "LimitExceeded",
     "MaxTokensPolicy",
     "ProviderLimits",
     "SamplingLimits",
@@ -88,14 +88,6 @@ class SamplingLimits:
 
 #: The old name of :class:`SamplingLimits` (the providers' half of what is now one object).
 ProviderLimits = SamplingLimits
-
-
-class LimitExceeded(UnsupportedRequest):
-    """A request beyond the host's limits; ``field`` is the wire name of what is too big."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def bound_request(

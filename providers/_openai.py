@@ -81,6 +81,10 @@ import openai
 import orjson
 from httpx_sse import EventSource, SSEError
 
+from host_receiver.errors import ProviderError, ReplyTooLong
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
+from host_receiver.sanitize import safe_logger, safe_url
+
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import (
     PROGRESS_TEXT_LIMIT,
@@ -89,14 +93,11 @@ from ._contract import (
     SamplingProgress,
     progress_text,
 )
-from ._errors import ProviderError
 from ._http import DEFAULT_LIMITS, LeanTransport
-from ._messages import CreateMessageResult, SamplingRequest
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
-from ._plan import ReplyTooLong, call_limits
-from ._redact import Redactor, safe_url
-from ._sanitize import safe_logger
+from ._plan import call_limits
+from ._redact import Redactor
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import ProviderError
+from host_receiver.errors import ProviderError
+
 from ._openai_wire import Reply, ToolCallBuffer
 
 __all__ = ["StreamFold", "completion_reply"]

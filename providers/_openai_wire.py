@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._errors import ProviderError, UnsupportedRequest
-from ._messages import (
+from host_receiver.errors import ProviderError, UnsupportedRequest
+from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
     EmbeddedResource,

@@ -31,10 +31,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress
-from ._errors import ProviderError
-from ._limits import SamplingLimits
-from ._messages import (
+from host_receiver.errors import ProviderError, ReplyTooLong
+from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
     ImageContent,
@@ -42,9 +40,12 @@ from ._messages import (
     TextContent,
     ToolUseContent,
 )
-from ._sanitize import safe_logger
+from host_receiver.sanitize import safe_logger
 
-__all__ = ["ReplyTooLong", "SamplingPlan", "call_limits", "reply_size"]
+from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress
+from ._limits import SamplingLimits
+
+__all__ = ["SamplingPlan", "call_limits", "reply_size"]
 
 log = safe_logger("providers.plan")
 
@@ -56,26 +57,6 @@ _CALL_LIMITS: ContextVar[SamplingLimits] = ContextVar("providers_call_limits", d
 def call_limits() -> SamplingLimits:
     """The limits of the sampling call running in this context: its plan's, or the defaults outside one."""
     return _CALL_LIMITS.get()
-
-
-class ReplyTooLong(ProviderError):
-    """The reply grew beyond the host's ``max_reply_chars`` (``limit``).
-
-    With ``over_bytes`` it was read as bytes: the reply, or one streamed event
-    (``event``), was longer than that many, the most ``limit`` characters take.
-    """
-
-    def __init__(self, limit: int, *, over_bytes: int | None = None, event: bool = False) -> None:
-        if over_bytes is None:
-            text = f"the reply is longer than this host's limit of {limit:,} characters"
-        else:
-            what = "a streamed event" if event else "the reply"
-            text = (
-                f"the reply is over this host's size cap: {what} of more than {over_bytes:,} bytes "
-                f"(the most a reply of {limit:,} characters takes)"
-            )
-        super().__init__(text)
-        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,19 +5,18 @@ through :meth:`Redactor.text` before it is put in a :class:`ProviderError`.
 The known secrets are replaced wherever they occur; so are tokens that look
 like API keys (``sk-...``, ``Bearer ...``), because a backend may echo a
 partly masked key or a different one. The rest is made safe to show by
-:func:`~providers._sanitize.safe_text` (controls escaped, cut at ``limit``).
-URLs are shown without user info, query or fragment (:func:`safe_url`).
+:func:`host_receiver.sanitize.safe_text` (controls escaped, cut at ``limit``).
+URLs are shown without user info, query or fragment (:func:`host_receiver.sanitize.safe_url`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
 
-from ._sanitize import safe_text
+from host_receiver.sanitize import safe_text
 
-__all__ = ["MASK", "Redactor", "safe_url"]
+__all__ = ["MASK", "Redactor"]
 
 MASK = "***"
 _KEY_LIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{4,}|(?i:bearer)\s+[A-Za-z0-9_\-.~+/*=]{4,}")
@@ -35,21 +34,3 @@ class Redactor:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return safe_text(_KEY_LIKE.sub(MASK, text), limit)
-
-
-def safe_url(url: str) -> str:
-    """``url`` without credentials, query string or fragment; ``(an invalid URL)`` if it does not parse.
-
-    Not escaped: text from a server still goes through :func:`safe_text` (or
-    ``host_receiver.auth``'s own ``safe_url``, which does both).
-    """
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        if parts.port is not None:  # raises ValueError for a port out of range
-            host = f"{host}:{parts.port}"
-    except ValueError:
-        return "(an invalid URL)"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))

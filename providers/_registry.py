@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
+from host_receiver.errors import NoSuitableModel
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
+
 from ._contract import ModelInfo, ProgressSink, Provider
-from ._errors import NoSuitableModel
 from ._limits import SamplingLimits, bound_request
-from ._messages import CreateMessageResult, SamplingRequest
 from ._plan import SamplingPlan
 from ._selection import requirements, select_model
 

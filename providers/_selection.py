@@ -35,9 +35,8 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ._contract import ModelInfo
-from ._errors import NoSuitableModel
-from ._messages import (
+from host_receiver.errors import NoSuitableModel
+from host_receiver.protocol.types import (
     AudioContent,
     ImageContent,
     ModelPreferences,
@@ -46,6 +45,8 @@ from ._messages import (
     ToolResultContent,
     ToolUseContent,
 )
+
+from ._contract import ModelInfo
 
 __all__ = ["Requirements", "estimate_input_tokens", "requirements", "select_model"]
 

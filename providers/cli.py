@@ -21,12 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from host_receiver.errors import ConfigError
+from host_receiver.sanitize import safe_url
+
 from ._build import build_registry
 from ._config import CONFIG_ENV, DEFAULT_BASE_URL, ProviderEntry, config_path, load_config, save_config
 from ._contract import ModelInfo
 from ._credentials import delete_key, find_key, keyring_key, store_key
-from ._errors import ConfigError
-from ._redact import safe_url
 from ._registry import ProviderRegistry
 
 __all__ = ["add_providers_command", "add_run_arguments", "main", "parse_model_spec", "registry_from_args"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import RpcError
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,

@@ -17,7 +17,7 @@ import anyio.abc
 import pytest
 
 from host_receiver.adapters._bridge import SessionScopes, answer, newest_shared, served_version, without_task
-from host_receiver.protocol.errors import RpcError, user_rejected
+from host_receiver.errors import RpcError, user_rejected
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import LEGACY_VERSIONS
 from host_receiver.receiver import Receiver

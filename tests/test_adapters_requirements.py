@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from host_receiver import HostReceiverError, Receiver
-from host_receiver.adapters import REQUIREMENTS, AdapterUnavailable, Requirement, fastmcp, mcp1, mcp2
+from host_receiver import Receiver
+from host_receiver.adapters import REQUIREMENTS, Requirement, fastmcp, mcp1, mcp2
+from host_receiver.errors import AdapterUnavailable, HostReceiverError
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONS: dict[str, Callable[..., dict[str, Any]]] = {

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from host_receiver.cli import build_parser
-from host_receiver.protocol.errors import USER_REJECTED
+from host_receiver.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from tests.cli_command import CLI, LIMIT_S, run_cli
 from tests.fake_openai import Completion, FakeOpenAI

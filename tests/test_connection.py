@@ -12,9 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.connection import ClientConnection, ProtocolError, UnsupportedProtocolVersion
-from host_receiver.protocol.errors import RpcError
-from host_receiver.protocol.types import LATEST_LEGACY_VERSION, Implementation
+from host_receiver.connection import ClientConnection
+from host_receiver.errors import ProtocolError, RpcError, UnsupportedProtocolVersion
+from host_receiver.protocol.types import Implementation
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport
 from host_receiver.transports.stdio import StdioTransport

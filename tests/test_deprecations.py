@@ -13,16 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver import (
-    INVALID_PARAMS,
-    AutoApprove,
-    Receiver,
-    RpcError,
-    SamplingLimits,
-    SamplingService,
-)
+from host_receiver import AutoApprove, Receiver, SamplingService
+from host_receiver.errors import INVALID_PARAMS, RpcError
+from host_receiver.protocol.types import SamplingRequest
 from host_receiver.sampling import check_request
-from providers import EchoProvider, ModelInfo, Provider, ProviderRegistry, SamplingRequest
+from providers import EchoProvider, ModelInfo, Provider, ProviderRegistry, SamplingLimits
 from tests.receiver_harness import connect, sampling_params
 from tests.test_limits import Watching, messages
 
@@ -101,7 +96,7 @@ async def test_a_router_with_only_choose_still_serves_within_the_one_limits_chec
 
 
 def test_check_request_with_limits_checks_them_as_0_1_did_with_a_warning() -> None:
-    from host_receiver import CreateMessageRequestParams
+    from host_receiver.protocol.types import CreateMessageRequestParams
 
     def params(**extra: Any) -> CreateMessageRequestParams:
         return CreateMessageRequestParams.model_validate(sampling_params(**extra))

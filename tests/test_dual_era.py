@@ -20,34 +20,38 @@ from trio.testing import MockClock
 
 from host_receiver import (
     AutoApprove,
-    BadResult,
     DenyAll,
     ElicitationService,
-    ElicitResult,
-    Era,
     FillDefaults,
     FormView,
     Host,
-    InputRequestFailed,
-    InputRoundsExceeded,
-    MissingCapability,
-    ProtocolError,
     Receiver,
     RemoteTask,
-    RemoteTaskCancelled,
-    RemoteTaskLost,
-    RpcError,
     SamplingService,
     ServerConnection,
     TaskHandle,
-    UnsupportedProtocolVersion,
     UrlAnswer,
     UrlView,
 )
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
-from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED
+from host_receiver.errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    USER_REJECTED,
+    BadResult,
+    InputRequestFailed,
+    InputRoundsExceeded,
+    MissingCapability,
+    ProtocolError,
+    RemoteTaskCancelled,
+    RemoteTaskLost,
+    RpcError,
+    UnsupportedProtocolVersion,
+)
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
+from host_receiver.protocol.types import ElicitResult
+from host_receiver.protocol.versions import Era
 from host_receiver.testing import FakeServer, ToolCall, ToolFunction
 from providers import EchoProvider, ProviderRegistry
 from tests.receiver_harness import form_params, sampling_params

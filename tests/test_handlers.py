@@ -25,11 +25,12 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED, ProviderError
 from host_receiver.handlers import ElicitationService, Generation, SamplingService, open_receiver
-from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,
+    SamplingRequest,
     TextContent,
 )
 from host_receiver.receiver import Receiver, ReceiverConfig
@@ -38,12 +39,10 @@ from providers import (
     EchoProvider,
     ModelInfo,
     ProgressSink,
-    ProviderError,
     ProviderRegistry,
     SamplingLimits,
     SamplingPlan,
     SamplingProgress,
-    SamplingRequest,
     bound_request,
 )
 from tests.receiver_harness import connect, form_params, sampling_params, settle

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
+from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.host import Host, tune_gc_for_serving
-from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
 from host_receiver.receiver import Receiver
 from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport

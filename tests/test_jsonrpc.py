@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host_receiver.protocol.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
+from host_receiver.errors import INVALID_REQUEST, PARSE_ERROR, InvalidMessage, RpcError
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
-    InvalidMessage,
     Message,
     Notification,
     Request,
@@ -20,6 +19,7 @@ from host_receiver.protocol.jsonrpc import (
     decode_message,
     dumps_message,
     encode_message,
+    error_response,
     parse_message,
 )
 
@@ -85,7 +85,7 @@ def test_invalid_frames_say_how_to_answer(
         request_id,
         respond,
     )
-    answer = encode_message(caught.value.response())
+    answer = encode_message(error_response(caught.value))
     assert answer["error"]["code"] == code
     assert answer.get("id") == request_id
 

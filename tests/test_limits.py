@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 
 from host_receiver import (
-    INVALID_PARAMS,
     Approve,
     AutoApprove,
     Receiver,
     RequestDecision,
     ResultDecision,
-    SamplingMessage,
     SamplingRequestView,
     SamplingResultView,
     SamplingService,
     Send,
 )
+from host_receiver.errors import INVALID_PARAMS
+from host_receiver.protocol.types import SamplingMessage
 from providers import EchoProvider, ProviderRegistry, SamplingLimits
 from tests.receiver_harness import connect, sampling_params
 

@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from host_receiver.transports._mirror import (
-    InvalidToolHeaders,
-    encode_value,
-    param_headers,
-    request_headers,
-    tool_header_paths,
-)
+from host_receiver.errors import InvalidToolHeaders
+from host_receiver.transports._mirror import encode_value, param_headers, request_headers, tool_header_paths
 from host_receiver.transports.http import HttpTransport
 
 pytestmark = pytest.mark.anyio

@@ -27,6 +27,7 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
+from host_receiver.errors import INVALID_REQUEST, USER_REJECTED, RpcError
 from host_receiver.handlers import SamplingService
 from host_receiver.policies import (
     DecisionStore,
@@ -35,7 +36,6 @@ from host_receiver.policies import (
     RateLimits,
     RememberDecisions,
 )
-from host_receiver.protocol.errors import INVALID_REQUEST, USER_REJECTED, RpcError
 from host_receiver.protocol.types import CreateMessageRequestParams
 from host_receiver.receiver import Receiver
 from providers import EchoProvider, ProviderRegistry

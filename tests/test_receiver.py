@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED, user_rejected
+from host_receiver.errors import INVALID_PARAMS, METHOD_NOT_FOUND, USER_REJECTED, user_rejected
 from host_receiver.protocol.types import RELATED_TASK_META_KEY, ElicitResult
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.testing import RecordingPeer

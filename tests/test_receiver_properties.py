@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.types import CreateMessageResult, TextContent
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.tasks.state import ALLOWED_MOVES, TaskStatus

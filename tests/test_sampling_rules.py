@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.types import CreateMessageRequestParams
 from host_receiver.sampling import check_request
 

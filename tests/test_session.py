@@ -15,11 +15,12 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from host_receiver.protocol.errors import (
+from host_receiver.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    ConnectionClosed,
     RpcError,
 )
 from host_receiver.protocol.jsonrpc import (
@@ -29,12 +30,7 @@ from host_receiver.protocol.jsonrpc import (
     Request,
     Response,
 )
-from host_receiver.session import (
-    ConnectionClosed,
-    IncomingRequest,
-    RequestHandler,
-    Session,
-)
+from host_receiver.session import IncomingRequest, RequestHandler, Session
 from host_receiver.transports.memory import MemoryStream, create_memory_pair
 
 pytestmark = pytest.mark.anyio

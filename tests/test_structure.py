@@ -24,7 +24,16 @@ import host_receiver.adapters.fastmcp
 import host_receiver.adapters.mcp1
 import host_receiver.adapters.mcp2
 import host_receiver.auth
+import host_receiver.errors
+import host_receiver.paths
+import host_receiver.protocol.types
+import host_receiver.protocol.versions
+import host_receiver.receiver
+import host_receiver.sanitize
+import host_receiver.session
+import host_receiver.tasks
 import host_receiver.testing
+import host_receiver.transports
 import providers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +41,26 @@ PACKAGES = ("host_receiver", "providers")
 API_DOC = ROOT / "docs" / "api.md"
 #: The optional modules, each adapting one client library (docs/adapters.md).
 ADAPTERS = (host_receiver.adapters.mcp1, host_receiver.adapters.mcp2, host_receiver.adapters.fastmcp)
+#: Every public namespace (docs/api.md): each public name is in the ``__all__`` of exactly one.
+DOORS = (
+    host_receiver,
+    host_receiver.errors,
+    host_receiver.sanitize,
+    host_receiver.paths,
+    host_receiver.protocol.types,
+    host_receiver.protocol.versions,
+    host_receiver.transports,
+    host_receiver.session,
+    host_receiver.receiver,
+    host_receiver.tasks,
+    host_receiver.auth,
+    host_receiver.testing,
+    providers,
+    host_receiver.adapters,
+    *ADAPTERS,
+)
+#: The names of the one exception module.
+ERRORS = frozenset(host_receiver.errors.__all__)
 #: What the adapters adapt: never loaded by importing them, only by calling them.
 ADAPTED_LIBRARIES = {"mcp", "mcp_types", "fastmcp", "fastmcp_tasks"}
 
@@ -93,15 +122,37 @@ def test_a_module_over_about_400_lines_says_why_at_its_top_and_its_size_is_right
     assert problems == []
 
 
-def test_providers_never_import_host_receiver() -> None:
+#: What ``providers`` builds on: host-receiver's base (the root error, the sanitiser, where files
+#: live, the wire models), never the MCP side. docs/architecture.md draws it below providers.
+BASE = {
+    "host_receiver",
+    "host_receiver._moved",
+    "host_receiver.errors",
+    "host_receiver.sanitize",
+    "host_receiver.paths",
+    "host_receiver.protocol",
+    "host_receiver.protocol.types",
+    "host_receiver.protocol._wire",
+    "host_receiver.protocol._sampling",
+    "host_receiver.protocol.versions",
+}
+
+
+def test_providers_import_only_the_base_of_host_receiver() -> None:
     upward = {
         (module, target)
         for module, targets in graph().items()
         if module.startswith("providers")
         for target in targets
-        if target.startswith("host_receiver")
+        if target.startswith("host_receiver") and target not in BASE
     }
     assert upward == set()
+
+
+def test_the_base_imports_nothing_above_it() -> None:
+    edges = graph()
+    above = {(module, target) for module in BASE for target in edges.get(module, set()) if target not in BASE}
+    assert above == set()
 
 
 def test_no_module_imports_itself_through_others() -> None:
@@ -168,8 +219,15 @@ def loaded_after(statement: str) -> set[str]:
     return set(done.stdout.split())
 
 
-def test_importing_providers_loads_nothing_of_the_receiver() -> None:
-    assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} == set()
+def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:
+    assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} <= BASE
+
+
+def test_importing_the_top_level_loads_only_itself() -> None:
+    assert {m for m in loaded_after("import host_receiver") if m.startswith("host_receiver")} == {
+        "host_receiver",
+        "host_receiver._moved",
+    }
 
 
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
@@ -189,35 +247,103 @@ def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
     assert not {m for m in loaded if m.startswith("host_receiver.adapters._")}
 
 
-@pytest.mark.parametrize(
-    "package",
-    [host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters, *ADAPTERS],
-    ids=lambda p: p.__name__,
-)
-def test_every_public_name_imports_has_a_docstring_and_is_in_the_api_page(package: object) -> None:
-    page = API_DOC.read_text(encoding="utf-8")
+def api_sections() -> dict[str, str]:
+    """docs/api.md's text under each ``## `door``` heading, by door."""
+    parts = re.split(r"^## `([\w.]+)`.*$", API_DOC.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize("package", DOORS, ids=lambda p: p.__name__)
+def test_every_public_name_imports_has_a_docstring_and_is_in_its_api_section(
+    package: object,
+) -> None:
+    section = api_sections().get(package.__name__)  # type: ignore[attr-defined]
+    assert section is not None, "no section for this namespace in docs/api.md"
     undocumented = []
     for name in package.__all__:  # type: ignore[attr-defined]
         value = getattr(package, name)
         if (inspect.isclass(value) or inspect.isfunction(value)) and not value.__doc__:
             undocumented.append(f"{name}: no docstring")
-        if f"`{name}`" not in page:
-            undocumented.append(f"{name}: not in docs/api.md")
+        if f"`{name}`" not in section:
+            undocumented.append(f"{name}: not in its section of docs/api.md")
     assert undocumented == []
 
 
 def test_every_exception_derives_from_the_one_base() -> None:
-    packages = (host_receiver, host_receiver.auth, host_receiver.testing, providers, host_receiver.adapters)
-    for package in (*packages, *ADAPTERS):
+    for package in DOORS:
         for name in package.__all__:
             value = getattr(package, name)
             if inspect.isclass(value) and issubclass(value, BaseException):
-                assert issubclass(value, host_receiver.HostReceiverError), name
-    assert host_receiver.HostReceiverError is providers.HostReceiverError
-    assert host_receiver.RpcError(-32602, "x").code == -32602
+                assert issubclass(value, host_receiver.errors.HostReceiverError), name
+    assert host_receiver.errors.RpcError(-32602, "x").code == -32602
 
 
-def test_the_error_codes_a_host_compares_are_public() -> None:
+def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
+    # The application (host_receiver.cli) keeps its own few; names with "_" are private control flow.
+    elsewhere = []
+    for name, path in modules():
+        if name.startswith("host_receiver.cli") or name == "host_receiver.errors":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = {ast.unparse(base) for base in node.bases}
+                if any(base.endswith(("Error", "Exception")) or base in ERRORS for base in bases):
+                    elsewhere.append(f"{name}.{node.name}")
+    assert elsewhere == []
+
+
+def test_the_errors_module_draws_every_exception_it_defines() -> None:
+    tree = host_receiver.errors.__doc__ or ""
+    exceptions = [n for n in ERRORS if inspect.isclass(getattr(host_receiver.errors, n))]
+    assert [n for n in exceptions if not re.search(rf"[─ ]{n}\b", tree)] == []
+
+
+def test_the_top_level_exports_at_most_fifty_names_each_through_one_door() -> None:
+    assert len(host_receiver.__all__) <= 50
+    seen: dict[int, str] = {}
+    twice = []
+    for door in DOORS:
+        for name in door.__all__:
+            value = getattr(door, name)
+            if isinstance(value, (int, str, float)):
+                continue  # a constant's value may equal another's; only objects are compared
+            where = seen.setdefault(id(value), f"{door.__name__}.{name}")
+            if where != f"{door.__name__}.{name}":
+                twice.append((where, f"{door.__name__}.{name}"))
+    assert twice == []
+
+
+def moved(module: object) -> list[tuple[str, str]]:
+    """(name, new door) for each name ``module`` serves at its old door."""
+    table = module._MOVED  # type: ignore[attr-defined]
+    return sorted(table.items())
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "door"),
+    [
+        (package.__name__, name, door)
+        for package in (host_receiver, providers)
+        for name, door in moved(package)
+    ],
+)
+def test_a_name_that_moved_still_works_at_its_old_door_with_a_warning(old: str, name: str, door: str) -> None:
+    new = importlib.import_module(door)
+    assert name in new.__all__
+    with pytest.warns(
+        DeprecationWarning, match=rf"{re.escape(old)}\.{name} moved to {re.escape(door)}\.{name}"
+    ):
+        value = getattr(importlib.import_module(old), name)
+    assert value is getattr(new, name)
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    for package in (host_receiver, providers, host_receiver.transports, host_receiver.auth):
+        with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+            package.Nothing  # noqa: B018
+
+
+def test_the_error_codes_a_host_compares_are_public_beside_the_errors() -> None:
     codes = {
         "PARSE_ERROR": -32700,
         "INVALID_REQUEST": -32600,
@@ -227,8 +353,8 @@ def test_the_error_codes_a_host_compares_are_public() -> None:
         "URL_ELICITATION_REQUIRED": -32042,
         "USER_REJECTED": -1,
     }
-    assert {name: getattr(host_receiver, name, None) for name in codes} == codes
-    assert set(codes) <= set(host_receiver.__all__)
+    assert {name: getattr(host_receiver.errors, name, None) for name in codes} == codes
+    assert set(codes) <= set(host_receiver.errors.__all__)
 
 
 @pytest.mark.parametrize(

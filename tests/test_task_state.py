@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from host_receiver.errors import IllegalTransition
 from host_receiver.tasks.record import TaskRecord, deadline_of, iso8601, new_task_id
-from host_receiver.tasks.state import IllegalTransition, TaskStatus
+from host_receiver.tasks.state import TaskStatus
 
 S = TaskStatus
 ALLOWED = {

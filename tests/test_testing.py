@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from host_receiver import INVALID_PARAMS, AutoApprove, Host, Receiver, RpcError, SamplingService
+from host_receiver import AutoApprove, Host, Receiver, SamplingService
+from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.testing import FakeServer, RecordingPeer, ToolCall
 from providers import EchoProvider, ProviderRegistry
 from tests.receiver_harness import sampling_params

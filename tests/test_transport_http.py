@@ -16,13 +16,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host_receiver.connection import ClientConnection, MissingCapability, UnsupportedProtocolVersion
-from host_receiver.protocol.errors import PARSE_ERROR, RpcError
-from host_receiver.protocol.types import LATEST_LEGACY_VERSION
+from host_receiver.connection import ClientConnection
+from host_receiver.errors import (
+    PARSE_ERROR,
+    MissingCapability,
+    RpcError,
+    SessionExpired,
+    TransportError,
+    UnsupportedProtocolVersion,
+)
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
 from host_receiver.transports._sse import Event, read_events
-from host_receiver.transports.base import TransportError
-from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport, SessionExpired
+from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport
 from tests.servers.http_server import StreamableHttpServer
 
 pytestmark = pytest.mark.anyio

@@ -5,9 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from host_receiver.protocol.errors import PARSE_ERROR
-from host_receiver.protocol.jsonrpc import InvalidMessage, Request, Response
-from host_receiver.transports.base import TransportError
+from host_receiver.errors import PARSE_ERROR, InvalidMessage, TransportError
+from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.transports.memory import MemoryTransport, create_memory_pair
 
 pytestmark = pytest.mark.anyio

@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from host_receiver.connection import ClientConnection
+from host_receiver.errors import ConnectionClosed, TransportError
 from host_receiver.protocol.jsonrpc import Notification
-from host_receiver.session import ConnectionClosed, IncomingRequest
-from host_receiver.transports.base import TransportError
+from host_receiver.session import IncomingRequest
 from host_receiver.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio

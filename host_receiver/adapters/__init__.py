@@ -30,13 +30,9 @@ import importlib.util
 import re
 from dataclasses import dataclass
 
-from host_receiver.errors import HostReceiverError
+from host_receiver.errors import AdapterUnavailable
 
-__all__ = ["AdapterUnavailable"]
-
-
-class AdapterUnavailable(HostReceiverError, ImportError):
-    """An adapter's client library is missing, or installed in a version outside its extra's range."""
+__all__: list[str] = []
 
 
 @dataclass(frozen=True)

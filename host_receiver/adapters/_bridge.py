@@ -42,10 +42,10 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver.protocol.errors import INTERNAL_ERROR, RpcError
+from host_receiver.errors import INTERNAL_ERROR, RpcError
 from host_receiver.protocol.versions import LEGACY_VERSIONS, RULES
 from host_receiver.receiver import Receiver, Requestor
-from providers import safe_logger
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "Send",

@@ -27,7 +27,7 @@ import mcp_types as types
 from fastmcp.client.elicitation import ElicitResult
 
 from host_receiver.adapters._mcp2 import Callbacks
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import RpcError
 from host_receiver.receiver import Receiver
 
 __all__ = ["client_options"]

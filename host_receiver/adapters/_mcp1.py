@@ -36,10 +36,10 @@ from mcp.shared.context import RequestContext
 from pydantic import BaseModel, ValidationError
 
 from host_receiver.adapters._bridge import SessionScopes, answer, sends_with, served_version
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.receiver import Receiver
-from providers import safe_logger
+from host_receiver.sanitize import safe_logger
 
 __all__ = ["session_options"]
 

@@ -32,11 +32,11 @@ from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from host_receiver.adapters._bridge import SessionScopes, answer, newest_shared, sends_with, without_task
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import RpcError
 from host_receiver.protocol.types import dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.receiver import Receiver
-from providers import safe_logger
+from host_receiver.sanitize import safe_logger
 
 __all__ = ["Callbacks", "client_options"]
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host_receiver.adapters import AdapterUnavailable, require
+from host_receiver.adapters import require
 
 if TYPE_CHECKING:
     from host_receiver.receiver import Receiver
 
-__all__ = ["AdapterUnavailable", "client_options"]
+__all__ = ["client_options"]
 
 
 def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host_receiver.adapters import AdapterUnavailable, require
+from host_receiver.adapters import require
 
 if TYPE_CHECKING:
     from host_receiver.receiver import Receiver
 
-__all__ = ["AdapterUnavailable", "session_options"]
+__all__ = ["session_options"]
 
 
 def session_options(receiver: Receiver, *, server: str) -> dict[str, Any]:

@@ -11,6 +11,9 @@ The modules behind this one are private; this is the public API. authlib is
 imported only when a flow runs.
 """
 
+from typing import TYPE_CHECKING
+
+from host_receiver._moved import moved_names
 from host_receiver.auth._browser import (
     DEFAULT_HEADLESS_REDIRECT_URI,
     Browser,
@@ -19,16 +22,6 @@ from host_receiver.auth._browser import (
     SystemBrowser,
 )
 from host_receiver.auth._challenge import BearerChallenge, parse_bearer_challenge
-from host_receiver.auth._errors import (
-    AuthError,
-    AuthorizationDenied,
-    DiscoveryError,
-    InsecureEndpoint,
-    InsufficientScope,
-    RegistrationError,
-    ResourceMismatch,
-    TokenRequestError,
-)
 from host_receiver.auth._flow import EnterpriseIdp
 from host_receiver.auth._oauth import (
     MAX_AUTHORIZATIONS,
@@ -56,34 +49,45 @@ __all__ = [
     "DEFAULT_HEADLESS_REDIRECT_URI",
     "KEYRING_SERVICE",
     "MAX_AUTHORIZATIONS",
-    "AuthError",
     "AuthorizationCodeGrant",
-    "AuthorizationDenied",
     "BearerChallenge",
     "Browser",
     "ClientCredentialsGrant",
-    "DiscoveryError",
     "EnterpriseGrant",
     "EnterpriseIdp",
     "FileTokenStore",
     "Grant",
     "HeadlessBrowser",
-    "InsecureEndpoint",
-    "InsufficientScope",
     "KeyringTokenStore",
     "MemoryTokenStore",
     "OAuth",
     "PreRegisteredClient",
     "RedirectTarget",
     "RegisteredClient",
-    "RegistrationError",
-    "ResourceMismatch",
     "StoredAuthorization",
     "SystemBrowser",
-    "TokenRequestError",
     "TokenSet",
     "TokenStore",
     "canonical_resource",
     "default_token_store",
     "parse_bearer_challenge",
 ]
+
+if not TYPE_CHECKING:  # a type checker flags a moved name
+    #: Names that moved to their one door (served with a DeprecationWarning until 0.4).
+    __getattr__ = moved_names(
+        __name__,
+        dict.fromkeys(
+            (
+                "AuthError",
+                "AuthorizationDenied",
+                "DiscoveryError",
+                "InsecureEndpoint",
+                "InsufficientScope",
+                "RegistrationError",
+                "ResourceMismatch",
+                "TokenRequestError",
+            ),
+            "host_receiver.errors",
+        ),
+    )

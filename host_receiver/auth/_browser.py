@@ -44,8 +44,9 @@ import anyio.to_thread
 import h11
 import httpx
 
-from host_receiver.auth._errors import AuthorizationDenied, safe_url
-from providers import safe_logger
+from host_receiver.auth._quote import safe_url
+from host_receiver.errors import AuthorizationDenied
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "DEFAULT_HEADLESS_REDIRECT_URI",

@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from host_receiver.auth._challenge import BearerChallenge
-from host_receiver.auth._errors import DiscoveryError, ResourceMismatch, quote, safe_url
+from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._urls import (
     as_metadata_urls,
     canonical_resource,
@@ -47,7 +47,8 @@ from host_receiver.auth._urls import (
     require_secure,
     resource_matches,
 )
-from providers import safe_logger
+from host_receiver.errors import DiscoveryError, ResourceMismatch
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "Discovery",

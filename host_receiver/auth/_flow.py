@@ -59,10 +59,11 @@ import httpx
 
 from host_receiver.auth._browser import RedirectTarget
 from host_receiver.auth._discovery import ServerMetadata, json_object, read_limited
-from host_receiver.auth._errors import AuthError, AuthorizationDenied, TokenRequestError, quote, safe_url
+from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._store import TokenSet
 from host_receiver.auth._urls import require_secure
-from providers import safe_logger
+from host_receiver.errors import AuthError, AuthorizationDenied, TokenRequestError
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "ID_JAG",

@@ -39,7 +39,6 @@ import httpx
 from host_receiver.auth._browser import Browser, SystemBrowser
 from host_receiver.auth._challenge import BearerChallenge, parse_bearer_challenge
 from host_receiver.auth._discovery import Discovery, discover
-from host_receiver.auth._errors import AuthError, InsufficientScope, TokenRequestError, quote, safe_url
 from host_receiver.auth._flow import (
     ClientIdentity,
     EnterpriseIdp,
@@ -49,11 +48,13 @@ from host_receiver.auth._flow import (
     enterprise_grant,
     refresh,
 )
+from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._registration import PreRegisteredClient, check_metadata_url, identify
 from host_receiver.auth._scopes import select_scopes
 from host_receiver.auth._store import StoredAuthorization, TokenSet, TokenStore, default_token_store
 from host_receiver.auth._urls import canonical_resource, origin, require_loopback_redirect
-from providers import safe_logger
+from host_receiver.errors import AuthError, InsufficientScope, TokenRequestError
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "AuthorizationCodeGrant",

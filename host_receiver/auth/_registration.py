@@ -28,11 +28,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from host_receiver.auth._discovery import ServerMetadata, json_object, read_limited
-from host_receiver.auth._errors import AuthError, RegistrationError, quote, safe_url
 from host_receiver.auth._flow import ClientIdentity
+from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._store import RegisteredClient
 from host_receiver.auth._urls import require_secure
-from providers import safe_logger
+from host_receiver.errors import AuthError, RegistrationError
+from host_receiver.sanitize import safe_logger
 
 __all__ = ["PreRegisteredClient", "check_metadata_url", "identify", "register"]
 

@@ -45,8 +45,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
-from host_receiver.auth._errors import AuthError
-from providers import safe_logger
+from host_receiver.errors import AuthError
+from host_receiver.sanitize import safe_logger
 
 __all__ = [
     "KEYRING_SERVICE",

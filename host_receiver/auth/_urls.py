@@ -25,7 +25,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
-from host_receiver.auth._errors import InsecureEndpoint, safe_url
+from host_receiver.auth._quote import safe_url
+from host_receiver.errors import InsecureEndpoint
 
 __all__ = [
     "as_metadata_urls",

@@ -30,7 +30,7 @@ from host_receiver.cli._hooks import (
 from host_receiver.cli._run import LAUNCHERS, add_run_command, run_command, server_name
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
-from providers import SafeRecords
+from host_receiver.sanitize import SafeRecords
 from providers.cli import add_providers_command
 
 __all__ = [

@@ -31,7 +31,6 @@ from pathlib import Path
 import anyio
 
 from host_receiver.auth import (
-    AuthError,
     AuthorizationCodeGrant,
     Browser,
     ClientCredentialsGrant,
@@ -47,7 +46,8 @@ from host_receiver.auth import (
     canonical_resource,
     default_token_store,
 )
-from providers import safe_text
+from host_receiver.errors import AuthError
+from host_receiver.sanitize import safe_text
 
 __all__ = [
     "CLIENT_SECRET_ENV",

@@ -36,11 +36,12 @@ from host_receiver.approval import (
     FillDefaults,
     SamplingApprover,
 )
+from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.policies import ModelAllowList, RememberDecisions
-from host_receiver.protocol.errors import RpcError
+from host_receiver.sanitize import safe_text
 from host_receiver.work import ElicitationHandler, SamplingHandler
-from providers import ProviderRegistry, safe_text
+from providers import ProviderRegistry
 
 if TYPE_CHECKING:
     from host_receiver.cli.terminal import Console

@@ -48,14 +48,16 @@ from host_receiver.cli._hooks import (
     uses_terminal,
 )
 from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
+from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.sanitize import safe_logger
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
-from providers import ProviderError, build_registry, safe_logger
+from providers import build_registry
 
 if TYPE_CHECKING:
     from host_receiver.web import WebInbox

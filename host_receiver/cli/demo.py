@@ -53,8 +53,8 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.errors import ProviderError, RpcError
 from host_receiver.host import Host
-from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     ElicitRequestParams,
@@ -62,18 +62,10 @@ from host_receiver.protocol.types import (
     ElicitResult,
 )
 from host_receiver.receiver import Receiver
+from host_receiver.sanitize import safe_text
 from host_receiver.transports.stdio import StdioTransport
 from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
-from providers import (
-    EchoProvider,
-    ProviderEntry,
-    ProviderError,
-    ProviderRegistry,
-    build_registry,
-    config_path,
-    load_config,
-    safe_text,
-)
+from providers import EchoProvider, ProviderEntry, ProviderRegistry, build_registry, config_path, load_config
 
 PYTHON_ENV = "HOST_RECEIVER_DEMO_PYTHON"
 SERVER_NAME = "release-helper"

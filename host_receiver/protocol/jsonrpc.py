@@ -34,13 +34,12 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from host_receiver.errors import INVALID_REQUEST, PARSE_ERROR, InvalidMessage, RpcError
 from host_receiver.protocol._head import peek
-from host_receiver.protocol.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
 from host_receiver.protocol.types import ProgressToken, RequestId
 
 __all__ = [
     "ErrorResponse",
-    "InvalidMessage",
     "Message",
     "Notification",
     "Request",
@@ -48,6 +47,7 @@ __all__ = [
     "decode_message",
     "dumps_message",
     "encode_message",
+    "error_response",
     "is_request_id",
     "oversized",
     "parse_message",
@@ -104,31 +104,9 @@ class ErrorResponse:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
-class InvalidMessage(RpcError):
-    """A frame that is not a valid JSON-RPC message for MCP.
-
-    ``request_id`` is the id to answer to, when one could be read;
-    ``respond`` is False when the frame was meant as a response.
-    """
-
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        *,
-        request_id: RequestId | None = None,
-        respond: bool = True,
-    ) -> None:
-        super().__init__(code, message)
-        self.request_id = request_id
-        self.respond = respond
-
-    def response(self) -> ErrorResponse:
-        """The error response that answers this frame."""
-        return ErrorResponse(self.request_id, RpcError(self.code, self.message))
-
-    def __repr__(self) -> str:
-        return f"InvalidMessage({self.code}, {self.message!r}, request_id={self.request_id!r})"
+def error_response(invalid: InvalidMessage) -> ErrorResponse:
+    """The error response that answers the frame ``invalid`` describes."""
+    return ErrorResponse(invalid.request_id, RpcError(invalid.code, invalid.message))
 
 
 def is_request_id(value: object) -> bool:

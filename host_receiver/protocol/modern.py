@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from host_receiver.errors import HostReceiverError
+from host_receiver.errors import BadResult
 
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
@@ -43,7 +43,6 @@ __all__ = [
     "TASKS_EXTENSION",
     "TERMINAL_STATUSES",
     "UNSUPPORTED_VERSION",
-    "BadResult",
     "InputRound",
     "RemoteTask",
     "envelope",
@@ -69,10 +68,6 @@ MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED
 INPUT_METHODS = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 _TASK_STATUSES = frozenset({"working", "input_required", *TERMINAL_STATUSES})
-
-
-class BadResult(HostReceiverError):
-    """A modern result that breaks the schema; the message names the key or field."""
 
 
 def envelope(version: str, client_info: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:

@@ -22,14 +22,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from host_receiver.protocol.errors import invalid_params
+from host_receiver.errors import invalid_params
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
     ElicitRequestParams,
     ElicitRequestURLParams,
     TaskIdParams,
 )
-from providers import bounded
+from host_receiver.sanitize import bounded
 
 __all__ = ["check_request_meta", "describe", "meta_ok", "parse", "parse_elicitation", "task_id_of"]
 

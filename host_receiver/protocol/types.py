@@ -1,9 +1,10 @@
-"""Pydantic models for the part of the MCP schema this project speaks (both eras).
+"""Pydantic models for the part of the MCP schema this project speaks (both eras): their one door.
 
 The sampling vocabulary (content blocks, messages, :class:`SamplingRequest`,
-:class:`CreateMessageResult`) is the provider contract and is defined in the
-``providers`` package; it is re-exported here, so this module names every wire
-type the receiver uses. Field names are snake_case in Python and camelCase on
+:class:`CreateMessageResult`) is also the provider contract that ``providers``
+speaks; it is defined in :mod:`host_receiver.protocol._sampling` on the wire
+base of :mod:`host_receiver.protocol._wire`, and public here, so this module
+names every wire type. Field names are snake_case in Python and camelCase on
 the wire (``_meta`` is ``meta``). Every model keeps unknown fields
 (``extra="allow"``), so that what a peer sends that the schema allows, such as
 ``_meta`` keys or ``metadata`` entries, survives a round trip. Use
@@ -16,23 +17,15 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import Field
 
-from host_receiver.protocol.versions import (
-    LATEST_LEGACY_VERSION,
-    LATEST_PROTOCOL_VERSION,
-    LEGACY_VERSIONS,
-    SUPPORTED_PROTOCOL_VERSIONS,
-)
-from providers import (
+from host_receiver.protocol._sampling import (
     Annotations,
     AudioContent,
     ContentBlock,
     CreateMessageResult,
     EmbeddedResource,
     ImageContent,
-    MetaModel,
     ModelHint,
     ModelPreferences,
-    RequestMeta,
     ResourceLink,
     Role,
     SamplingContent,
@@ -43,17 +36,11 @@ from providers import (
     ToolChoice,
     ToolResultContent,
     ToolUseContent,
-    WireInt,
-    WireModel,
-    dump,
 )
+from host_receiver.protocol._wire import MetaModel, RequestMeta, WireInt, WireModel, dump
 
 __all__ = [
-    "LATEST_LEGACY_VERSION",
-    "LATEST_PROTOCOL_VERSION",
-    "LEGACY_VERSIONS",
     "RELATED_TASK_META_KEY",
-    "SUPPORTED_PROTOCOL_VERSIONS",
     "Annotations",
     "AudioContent",
     "ContentBlock",

@@ -14,10 +14,12 @@ Its parts, one concept a module, each opening with its rules:
 - :mod:`._expiry`: deleting tasks when their ttl runs out.
 """
 
-from host_receiver.receiver._config import ReceiverConfig
+from host_receiver.receiver._config import (
+    ReceiverConfig as ReceiverConfig,  # public as host_receiver.ReceiverConfig
+)
 from host_receiver.receiver._methods import CANCELLED_ERROR, CANCELLED_MESSAGE
 from host_receiver.receiver._offer import ElicitationMode, Offer
-from host_receiver.receiver._receiver import Receiver
+from host_receiver.receiver._receiver import Receiver as Receiver  # public as host_receiver.Receiver
 from host_receiver.receiver._requestor import Answer, Requestor
 
 __all__ = [
@@ -26,7 +28,5 @@ __all__ = [
     "Answer",
     "ElicitationMode",
     "Offer",
-    "Receiver",
-    "ReceiverConfig",
     "Requestor",
 ]

@@ -41,6 +41,7 @@ from host_receiver.receiver._methods import TaskMethods
 from host_receiver.receiver._offer import ElicitationMode, Offer, RootsFunction, RootsSource
 from host_receiver.receiver._requestor import Requestor
 from host_receiver.receiver._runner import TaskRunner
+from host_receiver.sanitize import safe_logger
 from host_receiver.tasks.cursor import CursorCodec
 from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.work import (
@@ -52,7 +53,6 @@ from host_receiver.work import (
     as_elicitation_handler,
     as_sampling_handler,
 )
-from providers import safe_logger
 
 __all__ = ["Receiver"]
 

@@ -42,17 +42,17 @@ import anyio.abc
 from pydantic import BaseModel
 
 from host_receiver import _audit
+from host_receiver.errors import INTERNAL_ERROR, INVALID_REQUEST, RpcError, invalid_params
 from host_receiver.peer import Peer
-from host_receiver.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, RpcError, invalid_params
 from host_receiver.protocol.types import RequestParams, dump
 from host_receiver.receiver._config import SAMPLING, ReceiverConfig
 from host_receiver.receiver._expiry import Expiry
 from host_receiver.sampling import failure_message
+from host_receiver.sanitize import safe_logger
 from host_receiver.tasks.record import TaskRecord, new_task_id
 from host_receiver.tasks.state import TaskStatus
 from host_receiver.tasks.store import TaskStore
 from host_receiver.work import WorkContext
-from providers import safe_logger
 
 __all__ = ["TaskRunner", "Work"]
 

@@ -15,14 +15,10 @@ import hmac
 import secrets
 import struct
 
-from providers import HostReceiverError
+from host_receiver.errors import InvalidCursor
 
 _SEQ = struct.Struct(">Q")
 _MAC_BYTES = 12
-
-
-class InvalidCursor(HostReceiverError, ValueError):
-    """The cursor was not issued by this receiver to this requestor."""
 
 
 class CursorCodec:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from host_receiver.protocol.errors import RpcError
+from host_receiver.errors import RpcError
 from host_receiver.tasks.state import INITIAL, TaskStatus, check_move
 
 _ID_RANDOM_BYTES = 16  # 128 bits from the OS CSPRNG

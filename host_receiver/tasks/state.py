@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from providers import HostReceiverError
+from host_receiver.errors import IllegalTransition
 
 
 class TaskStatus(StrEnum):
@@ -41,15 +41,6 @@ ALLOWED_MOVES: dict[TaskStatus, frozenset[TaskStatus]] = {
 }
 
 INITIAL = TaskStatus.WORKING
-
-
-class IllegalTransition(HostReceiverError):
-    """A move the lifecycle forbids, such as leaving a terminal status."""
-
-    def __init__(self, current: TaskStatus, target: TaskStatus) -> None:
-        super().__init__(f"a task cannot move from {current.value!r} to {target.value!r}")
-        self.current = current
-        self.target = target
 
 
 def check_move(current: TaskStatus, target: TaskStatus) -> None:

@@ -6,8 +6,11 @@ they all follow. Shipped: stdio (a child process), Streamable HTTP, and an
 in-memory pair for tests.
 """
 
-from host_receiver.transports.base import MessageStream, Transport, TransportError
-from host_receiver.transports.http import HttpTransport, SessionExpired
+from typing import TYPE_CHECKING
+
+from host_receiver._moved import moved_names
+from host_receiver.transports.base import MessageStream, Transport
+from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.memory import MemoryStream, MemoryTransport, create_memory_pair
 from host_receiver.transports.stdio import StdioTransport, safe_environment
 
@@ -16,10 +19,21 @@ __all__ = [
     "MemoryStream",
     "MemoryTransport",
     "MessageStream",
-    "SessionExpired",
     "StdioTransport",
     "Transport",
-    "TransportError",
     "create_memory_pair",
     "safe_environment",
 ]
+
+if not TYPE_CHECKING:  # a type checker flags a moved name
+    #: Names that moved to their one door (served with a DeprecationWarning until 0.4).
+    __getattr__ = moved_names(
+        __name__,
+        dict.fromkeys(
+            (
+                "SessionExpired",
+                "TransportError",
+            ),
+            "host_receiver.errors",
+        ),
+    )

@@ -13,7 +13,7 @@ Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks exten
   non-primitive, reached through anything but ``properties``, an integer
   beyond JavaScript's safe range at call time) is rejected: it is left out
   of ``tools/list`` with a warning. The error quotes the tool's names and
-  paths escaped and cut (:func:`providers.safe_text`).
+  paths escaped and cut (:func:`host_receiver.sanitize.safe_text`).
 - Values: strings as they are, integers in decimal, booleans ``true`` /
   ``false``; a value that is not plain visible ASCII (or has leading or
   trailing blanks, or looks like the sentinel) is sent as
@@ -27,9 +27,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from providers import safe_id, safe_text
+from host_receiver.errors import InvalidToolHeaders
+from host_receiver.sanitize import safe_id, safe_text
 
-__all__ = ["InvalidToolHeaders", "encode_value", "param_headers", "request_headers", "tool_header_paths"]
+__all__ = ["encode_value", "param_headers", "request_headers", "tool_header_paths"]
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _PLAIN = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
@@ -40,10 +41,6 @@ _COMPOSITION = ("items", "prefixItems", "oneOf", "anyOf", "allOf", "not", "if", 
 
 #: A tool's header annotations: header name -> the path of ``properties`` keys to its argument.
 HeaderPaths = dict[str, tuple[str, ...]]
-
-
-class InvalidToolHeaders(ValueError):
-    """A tool's ``x-mcp-header`` annotations break the binding's rules; the message says how."""
 
 
 def encode_value(value: str) -> str:

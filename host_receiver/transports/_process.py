@@ -15,7 +15,7 @@ Rules:
 - The child's stderr is forwarded line by line to the logger (the
   transport's ``stderr_level``, INFO by default: MCP says stderr is not an
   error channel), made safe by it (controls escaped,
-  :func:`providers.safe_logger`) and cut to 8 KiB.
+  :func:`host_receiver.sanitize.safe_logger`) and cut to 8 KiB.
 - Shutdown (the MCP stdio lifecycle), once the transport has closed stdin:
   wait ``grace`` seconds, SIGTERM, wait again, SIGKILL. On POSIX the child
   gets its own session, so the signals reach the helpers it started
@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from host_receiver.transports.base import TransportError
-from providers import safe_logger
+from host_receiver.errors import TransportError
+from host_receiver.sanitize import safe_logger
 
 __all__ = ["POSIX", "forward_stderr", "safe_environment", "start_process", "stop_process"]
 

@@ -43,24 +43,19 @@ import anyio
 
 # Re-exported: its old home (host_receiver._concurrency is where it lives now).
 from host_receiver._concurrency import background_task_group
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message
+from host_receiver.errors import InvalidMessage
+from host_receiver.protocol.jsonrpc import Message
 from host_receiver.protocol.types import RequestId
-from providers import HostReceiverError
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
     "MessageStream",
     "Transport",
-    "TransportError",
     "background_task_group",
 ]
 
 #: The longest message a stream reads, in bytes, unless configured otherwise.
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
-
-
-class TransportError(HostReceiverError):
-    """The connection to the peer failed; ``str()`` says how."""
 
 
 class MessageStream(ABC):

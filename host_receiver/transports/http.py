@@ -64,11 +64,17 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from host_receiver._concurrency import background_task_group
+from host_receiver.errors import (
+    HttpStatusError,
+    InvalidMessage,
+    InvalidToolHeaders,
+    RpcError,
+    SessionExpired,
+    TransportError,
+)
 from host_receiver.protocol._head import HEAD_LIMIT
-from host_receiver.protocol.errors import RpcError
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
-    InvalidMessage,
     Message,
     Request,
     Response,
@@ -78,18 +84,12 @@ from host_receiver.protocol.jsonrpc import (
 )
 from host_receiver.protocol.modern import PROTOCOL_VERSION_KEY
 from host_receiver.protocol.types import RequestId
-from host_receiver.transports._mirror import (
-    HeaderPaths,
-    InvalidToolHeaders,
-    param_headers,
-    request_headers,
-    tool_header_paths,
-)
+from host_receiver.sanitize import safe_logger, safe_text
+from host_receiver.transports._mirror import HeaderPaths, param_headers, request_headers, tool_header_paths
 from host_receiver.transports._sse import read_events
-from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport, TransportError
-from providers import safe_logger, safe_text
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport
 
-__all__ = ["CONNECTION_CLOSED", "HttpStatusError", "HttpTransport", "SessionExpired"]
+__all__ = ["CONNECTION_CLOSED", "HttpTransport", "SessionExpired"]
 
 logger = safe_logger(__name__)
 
@@ -107,18 +107,6 @@ _MAX_ERROR_BODY = 64 * 1024
 _STATUS_DETAIL = 500
 #: Connect and write limits; reads are unbounded (SSE streams idle; sessions time out requests).
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
-
-
-class SessionExpired(TransportError):
-    """The server no longer knows our MCP session (HTTP 404); reconnect from scratch."""
-
-
-class HttpStatusError(TransportError):
-    """The server answered a POST with an error status and no JSON-RPC error; ``status`` is it."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class HttpTransport(Transport):

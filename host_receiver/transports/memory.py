@@ -20,8 +20,9 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver.protocol.jsonrpc import InvalidMessage, Message, decode_message, dumps_message
-from host_receiver.transports.base import MessageStream, Transport, TransportError
+from host_receiver.errors import InvalidMessage, TransportError
+from host_receiver.protocol.jsonrpc import Message, decode_message, dumps_message
+from host_receiver.transports.base import MessageStream, Transport
 
 __all__ = ["MemoryStream", "MemoryTransport", "create_memory_pair"]
 

@@ -43,15 +43,10 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from host_receiver._concurrency import background_task_group
+from host_receiver.errors import InvalidMessage, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
-from host_receiver.protocol.jsonrpc import (
-    InvalidMessage,
-    Message,
-    Notification,
-    decode_message,
-    dumps_message,
-    oversized,
-)
+from host_receiver.protocol.jsonrpc import Message, Notification, decode_message, dumps_message, oversized
+from host_receiver.sanitize import safe_logger
 from host_receiver.transports._process import (
     POSIX,
     forward_stderr,
@@ -59,8 +54,7 @@ from host_receiver.transports._process import (
     start_process,
     stop_process,
 )
-from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport, TransportError
-from providers import safe_logger
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
 

@@ -40,8 +40,7 @@ except ModuleNotFoundError as missing:
         name=missing.name,
     ) from missing
 
-from host_receiver.web._inbox import WAITING, AlreadyAnswered, Item, UnknownItem
-from host_receiver.web._items import InvalidAnswer
+from host_receiver.web._inbox import WAITING, Item
 from host_receiver.web._webinbox import WebInbox
 
-__all__ = ["WAITING", "AlreadyAnswered", "InvalidAnswer", "Item", "UnknownItem", "WebInbox"]
+__all__ = ["WAITING", "Item", "WebInbox"]

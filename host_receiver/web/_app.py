@@ -35,8 +35,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from host_receiver.web._inbox import AlreadyAnswered, Inbox, UnknownItem
-from host_receiver.web._items import InvalidAnswer, body
+from host_receiver.errors import AlreadyAnswered, InvalidAnswer, UnknownItem
+from host_receiver.web._inbox import Inbox
+from host_receiver.web._items import body
 
 COOKIE = "host_receiver_inbox"
 CSRF_HEADER = "x-csrf-token"
@@ -187,7 +188,8 @@ def build_app(inbox: Inbox) -> Starlette:
         except UnknownItem:
             return JSONResponse({"error": "no such item"}, 404)
         except AlreadyAnswered as exc:
-            return JSONResponse({"error": "already answered", "item": inbox.item_json(exc.item)}, 409)
+            answered = inbox.item_json(inbox.get(exc.item_id))
+            return JSONResponse({"error": "already answered", "item": answered}, 409)
         except InvalidAnswer as exc:
             return JSONResponse({"problems": {k: body(v) for k, v in exc.problems.items()}}, 422)
         return JSONResponse({"item": inbox.item_json(done)})

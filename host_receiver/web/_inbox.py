@@ -48,14 +48,14 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.errors import HostReceiverError
+from host_receiver.errors import AlreadyAnswered, UnknownItem
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
+from host_receiver.sanitize import safe_id, safe_text
 from host_receiver.web import _items
 from host_receiver.web._items import Decision, Kind
 from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
-from providers import safe_text
 
 #: The ``statusMessage`` of a task whose request waits in the inbox.
 WAITING = "waiting for an answer in the web inbox"
@@ -71,18 +71,6 @@ _P = TypeVar("_P", contravariant=True)
 _R = TypeVar("_R")
 _R_co = TypeVar("_R_co", covariant=True)
 Event = tuple[str, dict[str, Any]]
-
-
-class UnknownItem(HostReceiverError, LookupError):
-    """No item has this id (or it has left the history)."""
-
-
-class AlreadyAnswered(HostReceiverError):
-    """The item was answered (or withdrawn) already: the first answer won."""
-
-    def __init__(self, item: Item) -> None:
-        super().__init__(f"item {item.id} is {item.outcome}")
-        self.item = item
 
 
 @dataclass(eq=False)
@@ -230,8 +218,8 @@ class Inbox:
         if item is None:
             known = next((i for i in self._history if i.id == item_id), None)
             if known is None:
-                raise UnknownItem(item_id)
-            raise AlreadyAnswered(known)
+                raise UnknownItem(f"no item {safe_id(item_id)}")
+            raise AlreadyAnswered(item_id)
         decision = item.decide(answer)
         item.decision = decision
         self._resolve(item, _outcome(item.kind, decision), by)
@@ -240,7 +228,7 @@ class Inbox:
     def get(self, item_id: str) -> Item:
         item = self._pending.get(item_id) or next((i for i in self._history if i.id == item_id), None)
         if item is None:
-            raise UnknownItem(item_id)
+            raise UnknownItem(f"no item {safe_id(item_id)}")
         return item
 
     def state(self) -> dict[str, Any]:

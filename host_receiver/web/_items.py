@@ -37,7 +37,7 @@ from host_receiver.approval import (
     result_text,
 )
 from host_receiver.elicitation import FormField
-from host_receiver.errors import HostReceiverError
+from host_receiver.errors import InvalidAnswer
 from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
@@ -48,7 +48,7 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from providers import safe_text
+from host_receiver.sanitize import safe_text
 
 Kind = Literal["sampling", "result", "form", "url"]
 #: A person's answer, as the hook returns it.
@@ -60,14 +60,6 @@ LABEL_LIMIT = 200
 _MEDIA_TYPE = re.compile(r"^(image|audio)/[a-z0-9][a-z0-9.+-]{0,63}$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _SCOPES: dict[str, RememberScope] = {"once": "once", "session": "session", "always": "always"}
-
-
-class InvalidAnswer(HostReceiverError, ValueError):
-    """An answer that cannot be taken: ``problems`` maps a field (or ``action``) to what is wrong."""
-
-    def __init__(self, problems: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k} {v}" for k, v in problems.items()))
-        self.problems = problems
 
 
 def label(text: str) -> str:

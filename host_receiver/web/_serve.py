@@ -32,7 +32,7 @@ import sniffio
 from hypercorn.config import Config
 from hypercorn.typing import ASGIFramework
 
-from providers import safe_logger
+from host_receiver.sanitize import safe_logger
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -20,22 +20,24 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from host_receiver.auth import (
     DEFAULT_HEADLESS_REDIRECT_URI,
-    AuthError,
     AuthorizationCodeGrant,
-    AuthorizationDenied,
     ClientCredentialsGrant,
-    DiscoveryError,
     EnterpriseGrant,
     EnterpriseIdp,
     HeadlessBrowser,
-    InsecureEndpoint,
-    InsufficientScope,
     MemoryTokenStore,
     OAuth,
     PreRegisteredClient,
+    SystemBrowser,
+)
+from host_receiver.errors import (
+    AuthError,
+    AuthorizationDenied,
+    DiscoveryError,
+    InsecureEndpoint,
+    InsufficientScope,
     RegistrationError,
     ResourceMismatch,
-    SystemBrowser,
     TokenRequestError,
 )
 from tests.auth.server import JWT_BEARER, TOKEN_EXCHANGE, OAuthServer, sent_secrets

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from host_receiver.auth import BearerChallenge, InsecureEndpoint, canonical_resource, parse_bearer_challenge
-from host_receiver.auth._errors import quote, safe_url
+from host_receiver.auth import BearerChallenge, canonical_resource, parse_bearer_challenge
+from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._scopes import select_scopes
 from host_receiver.auth._urls import (
     as_metadata_urls,
@@ -14,6 +14,7 @@ from host_receiver.auth._urls import (
     require_secure,
     resource_matches,
 )
+from host_receiver.errors import InsecureEndpoint
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ import keyring.errors
 import pytest
 
 from host_receiver.auth import (
-    AuthError,
     ClientCredentialsGrant,
     EnterpriseGrant,
     FileTokenStore,
@@ -34,6 +33,7 @@ from host_receiver.auth import (
 )
 from host_receiver.cli import build_parser
 from host_receiver.cli._auth import CLIENT_SECRET_ENV, ID_TOKEN_ENV, AuthOptionsError, build_auth
+from host_receiver.errors import AuthError
 from tests.auth.server import JWT_BEARER, OAuthServer
 from tests.cli_command import run_cli
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring

@@ -38,11 +38,11 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
+from host_receiver.errors import InvalidMessage
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.host import Host, ServerConnection
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
-    InvalidMessage,
     Message,
     Notification,
     Request,

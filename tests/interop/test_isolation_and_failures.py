@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from host_receiver.session import ConnectionClosed
+from host_receiver.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ConnectionClosed
 from host_receiver.transports.http import HttpTransport
 from tests.fake_openai import Completion, FakeOpenAI
 from tests.interop import HttpPeer, peer_command

@@ -24,22 +24,17 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver import (
-    DenyAll,
-    ElicitResult,
-    Era,
-    FormView,
+from host_receiver import DenyAll, FormView, RemoteTask, ServerConnection, UrlAnswer, UrlView
+from host_receiver.errors import (
+    USER_REJECTED,
     InputRequestFailed,
     InputRoundsExceeded,
     MissingCapability,
-    RemoteTask,
     RemoteTaskCancelled,
     RpcError,
-    ServerConnection,
-    UrlAnswer,
-    UrlView,
 )
-from host_receiver.protocol.errors import USER_REJECTED
+from host_receiver.protocol.types import ElicitResult
+from host_receiver.protocol.versions import Era
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python

@@ -15,11 +15,12 @@ import platformdirs.unix
 import platformdirs.windows
 import pytest
 
+from host_receiver.errors import ConfigError
+from host_receiver.paths import user_config_dir, written_out_config_dir
 from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
     CONFIG_ENV,
     Config,
-    ConfigError,
     EchoProvider,
     ModelInfo,
     OpenAIProvider,
@@ -31,9 +32,7 @@ from providers import (
     load_config,
     save_config,
     store_key,
-    user_config_dir,
 )
-from providers._paths import written_out_config_dir
 from tests.fake_openai import FakeOpenAI
 from tests.providers.keyring_backends import MemoryKeyring, memory_keyring
 

@@ -20,8 +20,9 @@ import anyio.abc
 import httpx
 import pytest
 
+from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress
+from providers import ModelInfo, OpenAIProvider, SamplingProgress
 from providers._config import HttpTransport
 from providers._http import LeanTransport
 from providers._openai import _OneReadTimeout

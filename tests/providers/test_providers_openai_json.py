@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from providers import ProviderError
+from host_receiver.errors import ProviderError
 from providers._openai_json import StreamFold, completion_reply
 from providers._openai_wire import Reply, ToolCallBuffer
 

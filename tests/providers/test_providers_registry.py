@@ -6,18 +6,16 @@ from typing import Any
 
 import pytest
 
+from host_receiver.errors import LimitExceeded, NoSuitableModel, UnsupportedRequest
 from host_receiver.handlers import ModelRouter
 from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
     EchoProvider,
-    LimitExceeded,
     ModelInfo,
-    NoSuitableModel,
     ProviderLimits,
     ProviderRegistry,
     Requirements,
     SamplingLimits,
-    UnsupportedRequest,
     bound_request,
     check_request,
     requirements,

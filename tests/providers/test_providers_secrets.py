@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import ModelInfo, OpenAIProvider, ProviderError, SamplingProgress, build_registry, safe_url
+from host_receiver.sanitize import safe_url
+from providers import ModelInfo, OpenAIProvider, SamplingProgress, build_registry
 from providers.cli import main as providers_cli
 from tests.fake_openai import Completion, ErrorReply, FakeOpenAI
 from tests.providers.keyring_backends import MemoryKeyring, memory_keyring

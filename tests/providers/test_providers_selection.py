@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from host_receiver.errors import NoSuitableModel
 from host_receiver.protocol.types import ModelHint, ModelPreferences
-from providers import ModelInfo, NoSuitableModel, Requirements, select_model
+from providers import ModelInfo, Requirements, select_model
 
 CATALOGUE = (
     ModelInfo("gpt-4o-mini", "openai", cost=0.9, speed=0.8, intelligence=0.5),

@@ -29,7 +29,7 @@ from host_receiver.approval import FormView, SamplingRequestView, SamplingResult
 from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
 from host_receiver.elicitation import parse_form_schema
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
-from providers import SafeRecords
+from host_receiver.sanitize import SafeRecords
 from tests.cli_command import CLI, LIMIT_S
 from tests.interop import RAW_SERVER
 

@@ -23,14 +23,12 @@ import anyio
 import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
-from host_receiver.protocol.errors import INTERNAL_ERROR
+from host_receiver.errors import INTERNAL_ERROR, ConfigError, ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
-    ConfigError,
     EchoProvider,
     ModelInfo,
     OpenAIProvider,
-    ProviderError,
     ProviderRegistry,
     SamplingLimits,
     SamplingProgress,

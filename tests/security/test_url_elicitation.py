@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from host_receiver import ElicitationService, UrlAnswer, UrlView, url_warnings
-from host_receiver.protocol.errors import INVALID_PARAMS
+from host_receiver.errors import INVALID_PARAMS
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.receiver import Receiver
 from tests.receiver_harness import connect

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from host_receiver.protocol.errors import INVALID_PARAMS, RpcError
+from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.receiver import Receiver
 from host_receiver.session import Session
 from host_receiver.transports.memory import create_memory_pair

@@ -13,7 +13,7 @@ Rules:
   shows the same line plus how many requests are waiting.
 - A cancelled turn says so on screen before it lets the cancellation through.
 - Nothing reaches the terminal raw: every piece of text printed, prompted or
-  drawn goes through :func:`providers.safe_text` (multiline: newlines and
+  drawn goes through :func:`host_receiver.sanitize.safe_text` (multiline: newlines and
   tabs pass, every other control, escape sequence and bidi control is shown
   escaped). Cutting long values is the screens' business (:mod:`._render`).
   In an answer being edited (a pre-filled system prompt or result), which
@@ -44,7 +44,7 @@ from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 
 from host_receiver.cli.terminal._activity import Activity, task_label
-from providers import safe_text
+from host_receiver.sanitize import safe_text
 
 STYLE = Style.from_dict(
     {

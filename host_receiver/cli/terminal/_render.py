@@ -30,7 +30,7 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from providers import bounded, safe_text
+from host_receiver.sanitize import bounded, safe_text
 
 Lines = list[tuple[str, str]]
 

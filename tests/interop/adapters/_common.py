@@ -37,7 +37,6 @@ import anyio
 from host_receiver import (
     Approve,
     ElicitationService,
-    ElicitResult,
     FormView,
     Receiver,
     ReceiverConfig,
@@ -49,7 +48,7 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.protocol.types import ElicitValue
+from host_receiver.protocol.types import ElicitResult, ElicitValue
 from providers import Config, SamplingLimits, build_registry
 
 #: Short polls keep the peers' polling loops quick; distinct ttls show which one was granted.

@@ -14,6 +14,7 @@ Rules:
   ``limit`` is cut, and the cut says how long the value was.
 * :func:`bounded` only cuts (no escaping): for what goes back to a server,
   which JSON escapes anyway (an id quoted in an error's ``data``).
+* URLs are shown without user info, query or fragment (:func:`safe_url`).
 * Logs: every logger of both packages is made by :func:`safe_logger`, which
   attaches :class:`SafeRecords`; the filter cuts each argument of a record to
   :data:`ARG_LIMIT` characters, then makes the formatted message (at most
@@ -30,6 +31,7 @@ import logging
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "ARG_LIMIT",
@@ -41,6 +43,7 @@ __all__ = [
     "safe_id",
     "safe_logger",
     "safe_text",
+    "safe_url",
 ]
 
 #: The default cut of :func:`safe_text`.
@@ -134,3 +137,21 @@ def safe_logger(name: str) -> logging.Logger:
     if not any(isinstance(f, SafeRecords) for f in logger.filters):
         logger.addFilter(_FILTER)
     return logger
+
+
+def safe_url(url: str) -> str:
+    """``url`` without credentials, query string or fragment; ``(an invalid URL)`` if it does not parse.
+
+    Not escaped: text from a server still goes through :func:`safe_text` (or
+    ``host_receiver.auth``'s quoting, which does both).
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if parts.port is not None:  # raises ValueError for a port out of range
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "(an invalid URL)"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
