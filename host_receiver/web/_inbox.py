@@ -168,7 +168,7 @@ class Inbox:
         return True
 
     def watch(self, handler: _Accepts[_P, _R]) -> _Watched[_P, _R]:
-        """``handler`` with its task's status message told while an item waits here."""
+        """``handler``, whose task says "waiting for an answer in the web inbox" while it asks here."""
         return _Watched(handler)
 
     def describe_server(self, server: str, title: str) -> None:
