@@ -21,6 +21,8 @@ Rules (basic-patterns-mrtr.mdx, "Client Requirements"):
 - Cancelling the call cancels the work of its current round.
 - ``inputResponses`` and ``requestState`` belong to the retry of this one
   request: nothing is shared between calls in flight.
+
+Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ Compatibility"):
 - What a server wrote (its name, versions, error messages, capability names)
   is quoted in these errors escaped and cut (:func:`host_receiver.sanitize.safe_text`):
   a host shows them as they are.
+
+Fixed caps (docs/limits.md): ``_QUOTED``.
 """
 
 from __future__ import annotations

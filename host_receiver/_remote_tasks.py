@@ -26,6 +26,8 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
   progress (``ClientConnection.watch_tool``): the latest state, its changes
   as they come, ``cancel()``, and the final result. Task ids are kept in
   memory only: a host that restarts does not resume polling.
+
+Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``.
 """
 
 from __future__ import annotations

@@ -35,9 +35,7 @@ The tree::
     │   ├── TokenRequestError         the token endpoint refused or answered nonsense
     │   └── InsufficientScope         403 insufficient_scope past the allowed steps
     ├── AdapterUnavailable (ImportError)  an adapter's client library is missing or out of range
-    ├── InvalidAnswer (ValueError)    an answer to a web inbox item that cannot be taken
-    ├── UnknownItem (LookupError)     no web inbox item has this id
-    ├── AlreadyAnswered               a web inbox item was answered before: the first answer won
+    ├── InvalidAnswer (ValueError), UnknownItem (LookupError), AlreadyAnswered  the web inbox took no answer
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -48,6 +46,8 @@ The tree::
 ``providers`` re-exports the ``ProviderError`` branch for provider authors;
 it is defined here, once. This module imports only :mod:`host_receiver.sanitize`,
 so both packages can build on it without loading anything else.
+
+Fixed caps (docs/limits.md): ``_QUOTED_ERROR``.
 """
 
 from __future__ import annotations

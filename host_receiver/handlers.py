@@ -25,6 +25,8 @@ Deprecated until 0.3 (docs/changelog.md): a 0.1 router, with ``choose``
 (returning a provider and a model) and no ``plan``, still works: its choice
 goes through the one limits check (``providers.bound_request``, default
 :class:`~providers.SamplingLimits`), with a ``DeprecationWarning``.
+
+Fixed caps (docs/limits.md): ``STATUS_REFRESH``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ Rules:
   record is made safe once; the work is done only for records that are
   emitted, never for a level that is off.
 * Ids quoted in logs and errors are cut to :data:`ID_LIMIT` (:func:`safe_id`).
+
+Fixed caps (docs/limits.md): ``TEXT_LIMIT``, ``ARG_LIMIT``,
+``MESSAGE_LIMIT``, ``ID_LIMIT``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,10 @@ Rules:
   now (woken by whoever is closing) do, every request still in flight is then
   answered -32603 naming the reason (its handler cancelled), and only then
   may the session be closed. A request the peer cancelled is never answered.
+
+Fixed caps (docs/limits.md): ``_PROGRESS_BUFFER``, ``_NOTIFICATION_BUFFER``,
+``_ABANDONED_MEMORY``, ``_REASON_LIMIT``, ``_ERROR_MESSAGE_LIMIT``,
+``_ERROR_DATA_LIMIT``.
 """
 
 from __future__ import annotations

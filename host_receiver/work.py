@@ -18,6 +18,8 @@ status updates to the requestor. Cancellation (``tasks/cancel``,
 as ordinary anyio cancellation. A plain async function ``(params, context)``
 is a handler too: :func:`as_sampling_handler` and
 :func:`as_elicitation_handler` give it an ``accept`` that checks nothing.
+
+Fixed caps (docs/limits.md): ``PROGRESS_INTERVAL``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ Rules:
   the network reads no more than ``call_limits().max_reply_bytes`` of one
   reply or one streamed event (:func:`providers._plan.call_limits`), so that
   a reply is not buffered whole before the plan can count it.
+
+Fixed caps (docs/limits.md): ``PROGRESS_TEXT_LIMIT``.
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ Rules:
 * :meth:`LeanTransport.aclose` closes the idle connections and the fallback;
   connections still in use close when their responses do, and new requests
   are refused.
+
+Fixed caps (docs/limits.md): ``_READ_SIZE``.
 """
 
 from __future__ import annotations

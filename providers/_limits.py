@@ -25,6 +25,8 @@ Rules:
   again only on params a person edited.
 * Protocol rules (a non-empty message list, a positive ``maxTokens``,
   tool_use/tool_result pairing) are the receiver's, checked before this.
+
+Fixed caps (docs/limits.md): ``REPLY_OVERHEAD``.
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ Rules:
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
   the provider, the base URL (no credentials) and the cause, with the backend's
   own message redacted. The key is never formatted into anything.
+
+Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 """
 
 from __future__ import annotations

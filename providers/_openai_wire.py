@@ -28,6 +28,9 @@ Finish reasons map ``stop`` -> ``endTurn`` (``stopSequence`` when the backend
 names the matched stop string, as vLLM does in ``stop_reason``), ``length`` ->
 ``maxTokens``, ``tool_calls``/``function_call`` -> ``toolUse``,
 ``content_filter`` -> ``contentFilter``; any tool call makes it ``toolUse``.
+
+Fixed caps (docs/limits.md): ``_METADATA_MAX_KEYS``, ``_METADATA_MAX_KEY``,
+``_METADATA_MAX_VALUE``.
 """
 
 from __future__ import annotations

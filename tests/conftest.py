@@ -4,11 +4,31 @@ The library claims anyio, so its tests run on both backends. Modules whose
 subject is tied to one backend say so with their own ``anyio_backend``
 fixture (the terminal host runs prompt_toolkit on asyncio; the interop suite
 tests the peers, not the backend, and runs once on asyncio).
+
+A test that takes more than about a second is marked ``slow``, so that
+``pytest -m "not slow"`` is the inner loop: a whole directory here (the
+interop suite, against real SDK peers), a whole module by its ``pytestmark``
+(the long fuzz runs), any other test by its own ``@pytest.mark.slow``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+#: Directories (under tests/) whose every test is slow.
+SLOW_DIRECTORIES = ("interop",)
+_TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under a slow directory ``slow``, before ``-m`` selects."""
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(_TESTS) and path.relative_to(_TESTS).parts[0] in SLOW_DIRECTORIES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -102,6 +102,7 @@ def test_help_explains_every_option(path: tuple[str, ...], parser: argparse.Argu
         assert any(option in text for option in action.option_strings), action.option_strings
 
 
+@pytest.mark.slow
 def test_run_help_covers_the_documented_contract(env: dict[str, str]) -> None:
     proc = run_cli(env, "run", "--help")
     assert proc.returncode == 0, proc.stderr
@@ -117,6 +118,7 @@ def test_run_help_covers_the_documented_contract(env: dict[str, str]) -> None:
 # --- --call: exit codes and stdout -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_call_prints_only_the_result_and_exits_0(env: dict[str, str], py_peer: list[str]) -> None:
     proc = run_cli(
         env,
@@ -142,6 +144,7 @@ def test_call_prints_only_the_result_and_exits_0(env: dict[str, str], py_peer: l
     assert "connected to py-peer" in proc.stderr  # the logs went to stderr
 
 
+@pytest.mark.slow
 def test_a_tool_error_exits_1_with_the_result_on_stdout(env: dict[str, str], py_peer: list[str]) -> None:
     proc = run_cli(env, "run", "--call", "fail_tool", "--args", '{"message": "on purpose"}', "--", *py_peer)
     assert proc.returncode == 1, proc.stderr
@@ -150,6 +153,7 @@ def test_a_tool_error_exits_1_with_the_result_on_stdout(env: dict[str, str], py_
     assert "on purpose" in result["content"][0]["text"]
 
 
+@pytest.mark.slow
 def test_defaults_refuse_sampling_and_decline_elicitation(env: dict[str, str], py_peer: list[str]) -> None:
     """Without a terminal and without --approve/--elicit, nothing is approved or filled in."""
     sampled = run_cli(env, "run", "--call", "sample_plain", "--args", '{"prompt": "x"}', "--", *py_peer)
@@ -167,6 +171,7 @@ def test_defaults_refuse_sampling_and_decline_elicitation(env: dict[str, str], p
     assert report_of(tool_result(elicited))["result"] == {"action": "decline"}
 
 
+@pytest.mark.slow
 def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[str]) -> None:
     args = json.dumps({"message": "Where?", "schema": FORM})
     call = ["--call", "elicit_task", "--args", args]
@@ -175,6 +180,7 @@ def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[st
     assert report_of(tool_result(proc))["result"]["content"] == {"city": "Lyon", "nights": 2}
 
 
+@pytest.mark.slow
 def test_provider_from_the_config_file(env: dict[str, str], py_peer: list[str], tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     with FakeOpenAI() as fake:
@@ -209,6 +215,7 @@ def test_provider_from_the_config_file(env: dict[str, str], py_peer: list[str], 
         assert len(fake.chat_bodies) == 1
 
 
+@pytest.mark.slow
 def test_call_over_streamable_http(env: dict[str, str]) -> None:
     peer = HttpPeer(peer_command("python"))
     try:
@@ -230,6 +237,7 @@ def refusing_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -260,6 +268,7 @@ def test_failures_exit_2_with_nothing_on_stdout(args: list[str], env: dict[str, 
     assert proc.stderr.strip()  # and says why
 
 
+@pytest.mark.slow
 def test_unreachable_url_exits_2(env: dict[str, str]) -> None:
     with refusing_port() as port:
         proc = run_cli(env, "run", "--url", f"http://127.0.0.1:{port}/mcp", "--call", "echo")
@@ -271,6 +280,7 @@ def test_unreachable_url_exits_2(env: dict[str, str]) -> None:
 # --- serving ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_serve_exits_0_when_the_server_leaves(env: dict[str, str], tmp_path: Path) -> None:
     """The raw server sends a sampling task and a form elicitation, records the answers, exits."""
     record = tmp_path / "answers.json"
@@ -300,6 +310,7 @@ def test_serve_exits_0_when_the_server_leaves(env: dict[str, str], tmp_path: Pat
     assert answers["elicit"]["result"] == {"action": "accept", "content": {"colour": "blue"}}
 
 
+@pytest.mark.slow
 def test_serve_exits_0_on_sigint(env: dict[str, str], py_peer: list[str]) -> None:
     """Ctrl-C while serving. (Not SIGTERM: the command's handler for it is installed only
     after the handshake, and nothing observable marks that moment.)"""

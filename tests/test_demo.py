@@ -46,6 +46,7 @@ def host(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_demo_without_a_terminal_completes_and_tells_the_task_flow(
     env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -71,6 +72,7 @@ def test_demo_without_a_terminal_completes_and_tells_the_task_flow(
     assert not (tmp_path / "opened.txt").exists()
 
 
+@pytest.mark.slow
 def test_demo_with_a_person_publishes_after_consent(env: dict[str, str], tmp_path: Path) -> None:
     t = Terminal(env, "demo", "--llm-delay", "1")
     try:
@@ -96,6 +98,7 @@ def test_demo_with_a_person_publishes_after_consent(env: dict[str, str], tmp_pat
     assert (tmp_path / "opened.txt").read_text().startswith("https://blog.example.com/oauth/authorize?")
 
 
+@pytest.mark.slow
 def test_demo_says_how_to_get_the_sdk_when_it_is_missing(env: dict[str, str]) -> None:
     done = host(env, "demo", "--python", sys.executable)
     assert done.returncode == 2
@@ -103,6 +106,7 @@ def test_demo_says_how_to_get_the_sdk_when_it_is_missing(env: dict[str, str]) ->
     assert "bash .ci/setup" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("server", "tool", "args", "expected"),
     [
@@ -122,6 +126,7 @@ def test_example_servers_run_with_ready_policies(
     assert json.loads(done.stdout)["content"][0]["text"].startswith(expected)
 
 
+@pytest.mark.slow
 def test_embedding_example(env: dict[str, str]) -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "embed_host.py")],
@@ -144,6 +149,7 @@ def test_the_demo_finds_its_python_in_the_environments_settings(tmp_path: Path) 
     assert configured_python(str(tmp_path)) is None  # unreadable: ignored, with a message
 
 
+@pytest.mark.slow
 def test_the_readme_demo_needs_no_environment_variable(env: dict[str, str]) -> None:
     """``bash .ci/setup && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
     if configured_python(str(HOST.parent.parent)) is None:

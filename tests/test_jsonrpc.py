@@ -153,6 +153,7 @@ messages = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(messages)
 def test_every_message_survives_the_wire(message: Message) -> None:
     assert decode_message(dumps_message(message)) == message

@@ -21,6 +21,8 @@ import pytest
 
 from host_receiver.adapters import REQUIREMENTS
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

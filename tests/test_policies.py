@@ -287,6 +287,7 @@ def peer_command() -> Sequence[str]:
     return [str(PEER_PYTHON), str(PEER_SERVER)]
 
 
+@pytest.mark.slow
 def test_without_a_terminal_or_a_policy_the_cli_refuses_sampling(tmp_path: Path) -> None:
     env = {**os.environ, "HOST_RECEIVER_CONFIG": str(tmp_path / "none.toml")}
     env["HOST_RECEIVER_DECISIONS"] = str(tmp_path / "decisions.json")

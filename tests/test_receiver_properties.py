@@ -25,6 +25,8 @@ from host_receiver.tasks.state import ALLOWED_MOVES, TaskStatus
 from host_receiver.work import WorkContext
 from tests.receiver_harness import FakeServer, connect, sampling_params, settle
 
+pytestmark = pytest.mark.slow
+
 REQUESTORS = 2
 
 

@@ -138,6 +138,7 @@ BASE = {
 }
 
 
+@pytest.mark.slow
 def test_providers_import_only_the_base_of_host_receiver() -> None:
     upward = {
         (module, target)
@@ -149,12 +150,14 @@ def test_providers_import_only_the_base_of_host_receiver() -> None:
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_the_base_imports_nothing_above_it() -> None:
     edges = graph()
     above = {(module, target) for module in BASE for target in edges.get(module, set()) if target not in BASE}
     assert above == set()
 
 
+@pytest.mark.slow
 def test_no_module_imports_itself_through_others() -> None:
     edges = graph()
     # A package imports its own submodules to re-export them; that is not a circle.
@@ -189,6 +192,7 @@ def architecture_layers() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
     layers = architecture_layers()
 
@@ -206,6 +210,7 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
     assert upward == set()
 
 
+@pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
@@ -219,10 +224,12 @@ def loaded_after(statement: str) -> set[str]:
     return set(done.stdout.split())
 
 
+@pytest.mark.slow
 def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:
     assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} <= BASE
 
 
+@pytest.mark.slow
 def test_importing_the_top_level_loads_only_itself() -> None:
     assert {m for m in loaded_after("import host_receiver") if m.startswith("host_receiver")} == {
         "host_receiver",
@@ -230,6 +237,7 @@ def test_importing_the_top_level_loads_only_itself() -> None:
     }
 
 
+@pytest.mark.slow
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
     unwanted = {
@@ -240,6 +248,7 @@ def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> N
     assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
 
 
+@pytest.mark.slow
 def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
     statement = "import " + ", ".join(adapter.__name__ for adapter in ADAPTERS)
     loaded = loaded_after(statement)
@@ -278,6 +287,7 @@ def test_every_exception_derives_from_the_one_base() -> None:
     assert host_receiver.errors.RpcError(-32602, "x").code == -32602
 
 
+@pytest.mark.slow
 def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
     # The application (host_receiver.cli) keeps its own few; names with "_" are private control flow.
     elsewhere = []

@@ -154,6 +154,7 @@ def run(
     return terminal
 
 
+@pytest.mark.slow
 def test_approve_a_request_and_send_its_result(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_task", prompt="hello there")
     task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
@@ -169,6 +170,7 @@ def test_approve_a_request_and_send_its_result(env: dict[str, str], terminals: l
     assert report["statuses"][-1] == "completed"
 
 
+@pytest.mark.slow
 def test_edit_the_request_then_the_result(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_task", prompt="one two three four five six")
     t.answer("Approve this request?", "e")
@@ -187,6 +189,7 @@ def test_edit_the_request_then_the_result(env: dict[str, str], terminals: list[T
     assert report["result"]["content"]["text"] == "A shorter answer."
 
 
+@pytest.mark.slow
 def test_refuse_and_never_are_remembered(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_task", prompt="secret plans")
     t.answer("Approve this request?", "n")
@@ -207,6 +210,7 @@ def test_refuse_and_never_are_remembered(env: dict[str, str], terminals: list[Te
     assert "Sampling request from" not in t.screen
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_a_prompt_refuses_only_that_request(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_plain", prompt="hello")
     t.expect(re.escape("Approve this request?"))
@@ -227,6 +231,7 @@ FORM = {
 }
 
 
+@pytest.mark.slow
 def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "elicit_task", message="Tell us about you", schema=FORM)
     t.expect(r"Form from peer · task \S{8}…")
@@ -254,6 +259,7 @@ def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], termi
     assert report["statuses"][-1] == "completed"
 
 
+@pytest.mark.slow
 def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "connect_blog", server=ROOT / "examples" / "demo_server.py")
     t.expect(r"Link to open from peer · task \S{8}…")
@@ -267,6 +273,7 @@ def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
     assert "completed_notification" not in report
 
 
+@pytest.mark.slow
 def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], terminals: list[Terminal]) -> None:
     server = ROOT / "examples" / "slow_summary_server.py"
     t = run(env, terminals, "summarise_many", server=server, texts=["first text", "second text"])
@@ -283,6 +290,7 @@ def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], termin
     assert re.search(r"peer · task \S{8}…: queued behind the question on screen", t.screen)
 
 
+@pytest.mark.slow
 def test_a_cancelled_task_closes_its_prompt(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "cancel_task", prompt="never answered", delay_ms=1500)
     task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
@@ -292,6 +300,7 @@ def test_a_cancelled_task_closes_its_prompt(env: dict[str, str], terminals: list
     assert report["cancel"]["status"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_live_progress_line_while_the_model_works(
     env: dict[str, str], terminals: list[Terminal], tmp_path: Path
 ) -> None:
@@ -303,6 +312,7 @@ def test_live_progress_line_while_the_model_works(
     assert t.result()["result"]["content"]["text"] == "echo: a b c d e f"
 
 
+@pytest.mark.slow
 def test_ask_needs_a_terminal(env: dict[str, str]) -> None:
     command = [str(HOST), "run", "--approve", "ask", "--", str(PEER_PYTHON), str(PEER_SERVER)]
     done = subprocess.run(
@@ -331,6 +341,7 @@ async def test_model_edit_offers_only_allowed_models() -> None:
     assert "'gpt-huge' is not allowed for notes; choose small, large." in screen.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_queued_request_cancelled_before_its_turn_is_never_shown() -> None:
     screen = io.StringIO()

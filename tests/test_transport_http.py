@@ -140,6 +140,7 @@ async def test_a_400_whose_body_is_a_modern_error_identifies_a_modern_server(
     assert [r.rpc_method for r in server.requests] == ["server/discover"]  # no initialize followed
 
 
+@pytest.mark.slow
 async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -> None:
     """On HTTP a legacy server answers with a status: silence is no sign of one."""
     with StreamableHttpServer(discover_silent=True) as server:
@@ -289,6 +290,7 @@ async def test_a_json_answer_over_the_limit_is_refused_even_when_it_ends(
             await conn.call_tool("huge-json", {"size": 3 * LIMIT})
 
 
+@pytest.mark.slow
 async def test_a_server_request_over_the_limit_in_an_sse_stream_is_answered_from_its_head(
     server: StreamableHttpServer,
 ) -> None:
@@ -316,6 +318,7 @@ async def test_an_error_status_with_a_body_that_never_ends_is_an_http_error(
         await conn.ping()
 
 
+@pytest.mark.slow
 @given(
     events=st.lists(st.tuples(st.text(max_size=300), st.sampled_from(["", "7", "a:b"])), max_size=6),
     ending=st.sampled_from(["\n", "\r", "\r\n"]),

@@ -96,6 +96,7 @@ async def test_a_well_behaved_server_exits_when_its_input_closes(
     assert "did not exit" not in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_server_ignoring_stdin_close_and_sigterm_is_killed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

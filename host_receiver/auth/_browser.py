@@ -25,6 +25,8 @@ Rules:
   during the headless GET, ``code``, ``state`` and ``iss`` values are masked in
   httpx's and httpcore's records too (httpcore logs the ``Location`` header at
   DEBUG).
+
+Fixed caps (docs/limits.md): ``_MAX_REQUEST``.
 """
 
 from __future__ import annotations

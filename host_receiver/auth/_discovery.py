@@ -26,6 +26,8 @@ Rules (MCP 2025-11-25 and 2026-07-28, "Authorization Server Discovery"):
   :func:`~host_receiver.auth._urls.require_secure` before use; the resource
   metadata location must be https, loopback, or on the server's own origin.
 - Metadata GETs follow redirects; bodies over 256 KiB are refused.
+
+Fixed caps (docs/limits.md): ``_MAX_DOCUMENT``.
 """
 
 from __future__ import annotations

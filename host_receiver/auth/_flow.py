@@ -44,6 +44,8 @@ Rules:
   :class:`TokenRequestError` naming the server's ``error`` code; the
   server's text is escaped and any secret the request carried is masked in
   it (secret parameters, client assertion, Authorization credentials).
+
+Fixed caps (docs/limits.md): ``_MAX_ANSWER``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Rules:
   URL it named) goes through :func:`quote` before it is put in a message or
   a log record: control characters are escaped and it is cut to a bounded
   length, so a hostile server cannot forge log lines or flood a terminal.
+
+Fixed caps (docs/limits.md): ``_LIMIT``.
 """
 
 from __future__ import annotations

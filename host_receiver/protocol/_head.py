@@ -13,6 +13,8 @@ Rules:
 - The id is that of a top-level ``"id"`` member whose value is complete in the
   head and is a string or an integer the codec keeps as one (64 bits, or
   up to 2**64 - 1); otherwise there is none.
+
+Fixed caps (docs/limits.md): ``HEAD_LIMIT``.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ Rules:
   first; and once the child is gone, helpers it left behind in its session
   get SIGTERM, then (after the grace, if they still hold its stderr or live)
   SIGKILL: no process of the server outlives the connection.
+
+Fixed caps (docs/limits.md): ``_MAX_LOGGED_LINE``.
 """
 
 from __future__ import annotations

@@ -49,6 +49,9 @@ Rules:
 - Closing cancels the streams and DELETEs the session (405 is fine).
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit).
+
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_CONCURRENT_POSTS``,
+``_MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
 """
 
 from __future__ import annotations

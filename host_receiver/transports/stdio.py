@@ -28,6 +28,8 @@ Rules:
   default the child sees only :func:`safe_environment` plus ``env``; on
   leaving, queued writes are finished, stdin closed, and the child and any
   helper it left behind are stopped, shielded from cancellation.
+
+Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Rules (docs/inbox.md has the API):
 - Every answer has a Content-Security-Policy allowing only the app's own
   script and style (media as ``data:``), no framing, no referrer, no caching.
   No answer contains the token.
+
+Fixed caps (docs/limits.md): ``KEEP_ALIVE``, ``MAX_SESSIONS``, ``MAX_ANSWER``.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ KEEP_ALIVE = 15.0
 #: Sessions kept at once (each opening of the token URL makes one).
 MAX_SESSIONS = 100
 #: The largest answer taken (bytes).
-MAX_ANSWER = 1 << 20
+MAX_ANSWER = 1024 * 1024
 _STATIC = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
 
 Endpoint = Callable[[Request, "Session"], Awaitable[Response]]

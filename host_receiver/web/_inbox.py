@@ -18,6 +18,8 @@ Rules:
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
+
+Fixed caps (docs/limits.md): ``HISTORY``, ``BUFFER``.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ class _Watched(Generic[_P, _R]):
 class Inbox:
     """The hooks of a person who answers from a web page: the items, the answers, the listeners."""
 
-    def __init__(self, *, timeout: float | None = 600.0, auth_delay: float = 1.0) -> None:
+    def __init__(self, *, timeout: float | None, auth_delay: float) -> None:
         self.timeout = timeout
         #: How long a request with a wrong or missing credential waits before its 401.
         self.auth_delay = auth_delay

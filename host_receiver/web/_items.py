@@ -14,6 +14,8 @@ Rules:
   terminal's) and the item stays pending.
 - Edited text is compared with what was shown: text sent back unchanged keeps
   the server's original (which may hold characters the page showed escaped).
+
+Fixed caps (docs/limits.md): ``LABEL_LIMIT``.
 """
 
 from __future__ import annotations

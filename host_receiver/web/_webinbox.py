@@ -19,6 +19,9 @@ class WebInbox(Inbox):
     before a 401.
     """
 
+    def __init__(self, *, timeout: float | None = 600.0, auth_delay: float = 1.0) -> None:
+        super().__init__(timeout=timeout, auth_delay=auth_delay)
+
     @property
     def url(self) -> str:
         """The address to open (with the token); :meth:`serve` must be running."""

@@ -578,6 +578,7 @@ async def test_the_system_browser_gives_up_after_its_timeout(server: OAuthServer
 # --- secrets -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_no_token_secret_code_verifier_or_state_appears_in_any_log_record(
     server: OAuthServer, caplog: pytest.LogCaptureFixture
 ) -> None:

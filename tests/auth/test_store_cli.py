@@ -299,6 +299,7 @@ def call_args(server: OAuthServer, *more: str) -> list[str]:
     return ["run", "--url", server.url, "--call", "t", "--auth-browser", "none", *more]
 
 
+@pytest.mark.slow
 def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing(
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -331,6 +332,7 @@ def test_tokens_in_a_token_file_survive_the_run_and_refresh_before_reauthorizing
     assert listed.stdout == "no stored authorizations\n"
 
 
+@pytest.mark.slow
 def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -359,6 +361,7 @@ def test_tokens_in_the_keyring_survive_the_run_and_refresh_before_reauthorizing(
     assert run_cli(env, "auth", "list").stdout == "no stored authorizations\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grant", ["client-credentials", "id-jag"])
 def test_the_client_secret_and_id_token_options_reach_the_servers(
     server: OAuthServer, env: dict[str, str], grant: str
@@ -381,6 +384,7 @@ def test_the_client_secret_and_id_token_options_reach_the_servers(
     assert secret not in run.stdout + run.stderr and id_token not in run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
     server: OAuthServer, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -398,6 +402,7 @@ def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
     assert again.returncode == 0 and len(server.seen("/authorize")) == 2  # memory only: authorized again
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "reason"),
     [
@@ -419,6 +424,7 @@ def test_a_null_or_plain_text_keyring_gets_no_token_and_the_cli_says_so(
     assert len(server.seen("/authorize")) == 2  # memory only: authorized again
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -440,6 +446,7 @@ def test_auth_options_with_a_stdio_server_are_a_usage_error(
     assert not marker.exists()  # refused before anything started
 
 
+@pytest.mark.slow
 def test_an_auth_failure_is_a_clear_connection_error(server: OAuthServer, env: dict[str, str]) -> None:
     server.prm_resource = "https://evil.example/mcp"
     run = run_cli(env, *call_args(server))

@@ -55,6 +55,7 @@ def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
 
 
+@pytest.mark.slow
 def test_add_list_remove(cli: Cli) -> None:
     spec = "anthropic/claude-3.5-sonnet,cost=0.3,intelligence=0.9,images=yes,context=200000"
     added = cli(
@@ -96,6 +97,7 @@ def test_add_list_remove(cli: Cli) -> None:
     assert "openrouter" not in cli.config.read_text()
 
 
+@pytest.mark.slow
 def test_key_from_an_environment_variable_and_updating_settings(cli: Cli) -> None:
     cli.env["MY_OPENAI_KEY"] = SECRET
     first = cli("add", "openai", "--model", "gpt-4o-mini", "--api-key-env", "MY_OPENAI_KEY")
@@ -109,6 +111,7 @@ def test_key_from_an_environment_variable_and_updating_settings(cli: Cli) -> Non
     assert cli.stored() == {"host-receiver/openai": SECRET}
 
 
+@pytest.mark.slow
 def test_runtime_environment_key_is_not_stored(cli: Cli) -> None:
     result = cli("add", "vllm", "--base-url", "http://gpu:8000/v1", "--model", "m", "--runtime-key-env", "VK")
     assert result.returncode == 0, result.stderr
@@ -118,6 +121,7 @@ def test_runtime_environment_key_is_not_stored(cli: Cli) -> None:
     assert "key: missing" in cli("list").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "stdin", "message"),
     [
@@ -136,6 +140,7 @@ def test_errors_are_reported_with_exit_code_1(cli: Cli, argv: list[str], stdin: 
     assert result.stderr.startswith("host-receiver: error: ")
 
 
+@pytest.mark.slow
 def test_without_a_command_usage_is_shown(cli: Cli) -> None:
     result = cli()
     assert result.returncode == 2

@@ -231,6 +231,7 @@ requests = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=requests)
 def test_every_valid_request_gets_a_valid_result(raw: dict[str, Any]) -> None:

@@ -185,6 +185,7 @@ async def test_sequential_calls_share_one_connection(
     assert connections(fake) == [1, 1, 1, 1]
 
 
+@pytest.mark.slow
 async def test_a_second_burst_reuses_the_connections_of_the_first(transport: HttpTransport) -> None:
     with FakeOpenAI(delay=0.2) as fake:
         async with opened(transport, fake.url) as p:

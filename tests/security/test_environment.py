@@ -42,17 +42,20 @@ def text_of(proc: subprocess.CompletedProcess[str]) -> str:
     return str(json.loads(proc.stdout)["content"][0]["text"])
 
 
+@pytest.mark.slow
 def test_the_cli_keeps_the_provider_key_from_the_server() -> None:
     assert text_of(seen_by_cli("OPENAI_API_KEY")) == "<unset>"
     assert text_of(seen_by_cli("PATH")) == os.environ["PATH"]
 
 
+@pytest.mark.slow
 def test_the_cli_passes_what_the_user_names() -> None:
     assert text_of(seen_by_cli("OPENAI_API_KEY", "--env", "OPENAI_API_KEY")) == KEY
     assert text_of(seen_by_cli("GREETING", "--env", "GREETING=hello=world")) == "hello=world"
     assert text_of(seen_by_cli("OPENAI_API_KEY", "--env", "GREETING=x")) == "<unset>"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("option", "complaint"),
     [
@@ -67,12 +70,14 @@ def test_a_bad_env_option_is_a_usage_error(option: str, complaint: str) -> None:
     assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_env_goes_with_a_stdio_server_only() -> None:
     proc = run_cli(None, "run", "--env", "A=1", "--url", "http://127.0.0.1:1/mcp", "--call", "echo")
     assert proc.returncode == 2
     assert "--env goes with a stdio server" in proc.stderr
 
 
+@pytest.mark.slow
 def test_header_goes_with_a_url_only(tmp_path: Path) -> None:
     """A header given for a stdio server would be dropped: it is refused before the server starts."""
     marker = tmp_path / "server-started"
@@ -115,6 +120,7 @@ def test_the_minimal_environment_is_what_the_sdks_pass_plus_locale_and_temp(
     assert set(env) <= sdks | {"LANG", "LC_ALL", "LC_CTYPE", "TMPDIR"}
 
 
+@pytest.mark.slow
 def test_the_help_recommends_naming_a_secret_over_writing_it_on_the_command_line() -> None:
     """--env NAME copies the value; --env NAME=secret shows the secret to anyone running ps."""
     proc = subprocess.run([*CLI, "run", "--help"], capture_output=True, text=True, timeout=LIMIT_S)

@@ -13,6 +13,8 @@ import pytest
 
 from tests.security.fuzz_run import run
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(("seed", "log_level"), [(1, "WARNING"), (2, "DEBUG")])
 def test_every_request_gets_one_valid_answer_nothing_hangs_and_the_receiver_still_serves(

@@ -11,7 +11,11 @@ call at ``--log-level DEBUG``. The longer command is in docs/security.md.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.security.fuzz_rounds_run import run
+
+pytestmark = pytest.mark.slow
 
 #: A seed whose first ten calls end in every way a call can end.
 SEED = 78

@@ -67,6 +67,7 @@ def run_hostile(level: str, tmp_path: Path) -> tuple[bytes, dict[str, Any]]:
     return proc.stderr, json.loads(record.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
 def test_no_escape_bel_or_bidi_byte_reaches_stderr(level: str, tmp_path: Path) -> None:
     stderr, _ = run_hostile(level, tmp_path)
@@ -80,6 +81,7 @@ def test_no_escape_bel_or_bidi_byte_reaches_stderr(level: str, tmp_path: Path) -
     assert max(len(line) for line in text.splitlines()) < 20_000  # the 50 MB id is not logged whole
 
 
+@pytest.mark.slow
 def test_ids_are_echoed_back_bounded(tmp_path: Path) -> None:
     _, record = run_hostile("WARNING", tmp_path)
     big = record["replies"]["get-big"]
@@ -93,6 +95,7 @@ def test_ids_are_echoed_back_bounded(tmp_path: Path) -> None:
     assert record["replies"]["result"]["result"]["content"]["text"].startswith("echo: ")
 
 
+@pytest.mark.slow
 def test_the_json_printed_by_call_shows_no_raw_control(tmp_path: Path) -> None:
     hostile = "\u202eevil\x9b31m\x1b[2J\x07 é 中"
     call = ["--call", "echo", "--args", json.dumps({"text": hostile})]

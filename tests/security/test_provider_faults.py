@@ -171,6 +171,7 @@ async def test_one_huge_streamed_event_is_refused_by_its_size_not_read_whole(fak
     assert f"{SIZE_CAP}: a streamed event" in await failure(registry(fake, SMALL))
 
 
+@pytest.mark.slow
 async def test_a_compressed_reply_is_counted_as_it_inflates(fake: FakeOpenAI) -> None:
     body = json.dumps({"choices": [{"index": 0, "message": {"content": "z" * 20_000_000}}]}).encode()
     bomb = gzip.compress(body)  # 20 MB in about 20 KB
@@ -197,6 +198,7 @@ async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
     assert fake.served == 1
 
 
+@pytest.mark.slow
 async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI) -> None:
     """A backend that trickles (each chunk in time for the read timeout) meets the total deadline."""
     fake.queue(RawStream(events=(chunk(delta={"content": "."}),), chunk_delay=0.1, repeat=10_000))

@@ -25,6 +25,8 @@ import pytest
 from tests.cli_command import CLI
 from tests.schema import validate
 
+pytestmark = pytest.mark.slow
+
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "busy_server.py"
 TASKS = 100
 

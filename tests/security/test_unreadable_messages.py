@@ -38,6 +38,7 @@ async def report(connection: ClientConnection) -> list[dict[str, Any]]:
     return answers
 
 
+@pytest.mark.slow
 async def test_requests_too_long_or_not_json_get_errors_and_the_connection_goes_on() -> None:
     transport = StdioTransport(sys.executable, [str(SERVER), str(LIMIT * 2)], max_message_size=LIMIT)
     async with ClientConnection.connect(transport, capabilities={}) as connection:
@@ -58,6 +59,7 @@ async def test_requests_too_long_or_not_json_get_errors_and_the_connection_goes_
     assert len(answers) == 4
 
 
+@pytest.mark.slow
 async def test_a_response_too_long_to_read_fails_its_request_at_once() -> None:
     transport = StdioTransport(sys.executable, [str(SERVER), str(LIMIT * 2)], max_message_size=LIMIT)
     async with ClientConnection.connect(transport, capabilities={}) as connection:
@@ -106,6 +108,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(request_id=ids, method=st.text(max_size=30), params=values, cut=st.integers(0, 10_000))
 def test_a_cut_request_is_answered_with_its_id_once_its_head_shows_id_and_method(

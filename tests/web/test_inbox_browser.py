@@ -37,7 +37,7 @@ from tests.web.conftest import form_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "inbox"
 #: How long the page may take to show what the host did (ms): a safety net, not a measure.
 WAIT_MS = 15_000

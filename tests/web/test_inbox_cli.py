@@ -22,6 +22,8 @@ import pytest
 from tests.cli_command import CLI, LIMIT_S, run_cli
 from tests.test_terminal import PEER_PYTHON, ROOT
 
+pytestmark = pytest.mark.slow
+
 INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_-]{22,})$")
 #: What the person answers to each kind of item.
 ANSWERS: dict[str, dict[str, Any]] = {

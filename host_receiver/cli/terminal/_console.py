@@ -20,6 +20,8 @@ Rules:
   must stay the text it is, prompt_toolkit shows C0 and C1 controls as
   ``^[`` and ``<9b>``; every other character that is not printable (bidi and
   other format characters) is shown as ``�``, one for one.
+
+Fixed caps (docs/limits.md): ``_LABEL_LIMIT``.
 """
 
 from __future__ import annotations

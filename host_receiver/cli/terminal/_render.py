@@ -8,6 +8,8 @@ characters, their controls and newlines escaped (:func:`label`), so that
 a name cannot fake a line of the screen; each screen opens with a title naming
 the server and the task; media is described, never dumped. What the server
 wrote is made safe to show by the console (:mod:`._console`), never here alone.
+
+Fixed caps (docs/limits.md): ``LABEL_LIMIT``, ``TEXT_LIMIT``.
 """
 
 from __future__ import annotations
