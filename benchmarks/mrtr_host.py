@@ -14,26 +14,19 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.mrtr_load import FORM_TEXT, client_main, measure
 from host_receiver.approval import AutoApprove, FillDefaults
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import ConnectionOptions
 from host_receiver.receiver import Receiver
 from providers import build_registry
 
 #: What the echo provider answers to the server's one-message sampling request.
 ECHO_TEXT = "echo: Say hi."
-
-
-def text_of(result: Mapping[str, Any]) -> str:
-    """The first text block of a CallToolResult (an error result's text is returned as well)."""
-    for block in result.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            return str(block.get("text"))
-    return ""
 
 
 async def connect(host: Host, args: argparse.Namespace, command: Sequence[str]) -> ServerConnection:
@@ -48,13 +41,13 @@ async def run(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
         sampling=SamplingService(registry, AutoApprove()),
         elicitation=ElicitationService(FillDefaults()),
     )
-    async with registry, Host(receiver, protocol=args.protocol) as host:
+    async with registry, Host(receiver, ConnectionOptions(protocol=args.protocol)) as host:
         started = time.perf_counter()
         server = await connect(host, args, command)
         connect_ms = (time.perf_counter() - started) * 1e3
 
         async def call(tool: str) -> str:
-            return text_of(await server.call_tool(tool, {}))
+            return (await server.call_tool(tool, {})).text
 
         measured = await measure(call, {"form": FORM_TEXT, "sample": ECHO_TEXT}, args.size)
         version = server.protocol_version

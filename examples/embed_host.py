@@ -69,7 +69,7 @@ async def main() -> None:
         script = str(HERE / "slow_summary_server.py")
         server = await host.connect_stdio("summaries", server_python(), [script])
         result = await server.call_tool("summarise", {"text": "Tasks let a host answer long requests later."})
-        print("summary:", result["content"][0]["text"])
+        print("summary:", result.text)
 
 
 if __name__ == "__main__":

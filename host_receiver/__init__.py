@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         open_receiver,
     )
     from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
+    from host_receiver.options import ConnectionOptions
     from host_receiver.peer import Peer
     from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
     from host_receiver.protocol.modern import RemoteTask
@@ -74,6 +75,7 @@ __all__ = [
     "Approve",
     "AutoApprove",
     "ClientConnection",
+    "ConnectionOptions",
     "DecisionStore",
     "DeclineAll",
     "DenyAll",
@@ -127,6 +129,7 @@ _HOMES = {
     "ServerConnection": "host_receiver.host",
     "tune_gc_for_serving": "host_receiver.host",
     "ClientConnection": "host_receiver.connection",
+    "ConnectionOptions": "host_receiver.options",
     "TaskHandle": "host_receiver.connection",
     "default_client_info": "host_receiver.connection",
     "RemoteTask": "host_receiver.protocol.modern",

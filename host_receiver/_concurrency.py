@@ -24,10 +24,13 @@ async def background_task_group() -> AsyncIterator[TaskGroup]:
     the helpers here are plumbing, and the caller's errors are the caller's.
     A helper that crashes still cancels the block and surfaces as a group.
     """
-    group = anyio.create_task_group()
-    await group.__aenter__()
-    try:
-        yield group
-    finally:
-        group.cancel_scope.cancel()
-        await group.__aexit__(None, None, None)
+    raised: BaseException | None = None
+    async with anyio.create_task_group() as group:
+        try:
+            yield group
+        except BaseException as exc:  # held back from the group, which would wrap it
+            raised = exc
+        finally:
+            group.cancel_scope.cancel()
+    if raised is not None:
+        raise raised

@@ -22,12 +22,16 @@ Compatibility"):
   ``discover_timeout`` on stdio (counted from the probe, which is sent as
   the process starts); on HTTP a legacy server answers with a status, so
   silence (until ``init_timeout``) is a ``TimeoutError``, not a legacy server
-  (:meth:`MessageStream.silence_means_legacy`).
+  (``StreamAttribute.answers_every_request``). On HTTP the probe carries the
+  binding's mirrored headers (:mod:`host_receiver._mirror`), as every
+  modern request does.
 - A timeout is a guess: a modern server that starts slowly may miss it. In
   ``auto`` mode an ``initialize`` refused with -32022 whose ``supported``
   names a modern version this client speaks identifies a modern server
   (basic-versioning.mdx: a modern error identifies a modern server): it is
-  probed again with ``server/discover`` at that version, never falling back.
+  probed again with ``server/discover`` at that version, never falling back,
+  and waited for as long as ``initialize`` is (``init_timeout``), since its
+  silence no longer hints at a legacy server.
 - A version nobody shares, and a capability the server requires but this
   client did not declare (-32021), end in an error naming what is missing
   (in ``auto`` mode, every version this client speaks).
@@ -50,6 +54,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from host_receiver._mirror import HeaderMirror
 from host_receiver.errors import (
     HttpStatusError,
     MissingCapability,
@@ -57,6 +62,7 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import AUTO, ConnectionOptions
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
@@ -85,7 +91,6 @@ __all__ = [
 
 logger = safe_logger("host_receiver.connection")
 
-AUTO = "auto"
 #: The most characters of a server's text (an error message, a version list) quoted in an error.
 _QUOTED = 300
 
@@ -115,19 +120,23 @@ CapabilitiesFor = Callable[[str], dict[str, Any]]
 
 async def agree(
     session: Session,
-    protocol: str,
+    options: ConnectionOptions,
     *,
     capabilities_for: CapabilitiesFor,
-    client_info: Implementation,
-    discover_timeout: float | None,
-    init_timeout: float | None,
     silence_means_legacy: bool = True,
+    mirror: HeaderMirror | None = None,
 ) -> Agreement:
-    """Find the era and version to speak (rules in the module docstring)."""
-    if protocol != AUTO and protocol not in LEGACY_VERSIONS and protocol not in MODERN_VERSIONS:
-        known = ", ".join((AUTO, *MODERN_VERSIONS, *LEGACY_VERSIONS))
-        raise ValueError(f"unknown protocol choice {protocol!r} (one of {known})")
-    talk = _Talk(session, capabilities_for, client_info, discover_timeout, init_timeout, silence_means_legacy)
+    """Find the era and version to speak (rules in the module docstring), as ``options`` choose."""
+    protocol = options.protocol
+    talk = _Talk(
+        session,
+        capabilities_for,
+        options.client_info,
+        options.discover_timeout,
+        options.init_timeout,
+        silence_means_legacy,
+        mirror,
+    )
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)
     auto = protocol == AUTO
@@ -147,13 +156,17 @@ class _Talk:
     discover_timeout: float | None
     init_timeout: float | None
     silence_means_legacy: bool
+    mirror: HeaderMirror | None
 
     async def probe(self, offered: str, *, auto: bool, fallback: bool) -> Agreement | str:
         """``server/discover`` until an agreement, or (with ``fallback``) the legacy version to
         initialize with when the answer identifies a legacy server."""
         name = self.session.name
         ours = _ours(auto, offered)
-        waited = self.discover_timeout if self.silence_means_legacy else self.init_timeout
+        # Silence can mean a legacy server only while one may still be found: probing again after
+        # a modern refusal of initialize, the server is known modern and gets init_timeout.
+        silence_means_legacy = self.silence_means_legacy and fallback
+        waited = self.discover_timeout if silence_means_legacy else self.init_timeout
 
         def legacy(answer: str) -> str:
             if fallback:
@@ -170,7 +183,9 @@ class _Talk:
             tried.add(offered)
             try:
                 capabilities = self.capabilities_for(offered)
-                return await _discover(self.session, offered, capabilities, self.client_info, waited, ours)
+                return await _discover(
+                    self.session, offered, capabilities, self.client_info, waited, ours, self.mirror
+                )
             except RpcError as exc:
                 if exc.code not in MODERN_ERROR_CODES:
                     return legacy(f"JSON-RPC error {exc.code}: {exc.message}")
@@ -196,10 +211,15 @@ class _Talk:
             except _NotDiscovered as exc:
                 return legacy(str(exc))
             except TimeoutError:
-                if not self.silence_means_legacy:
+                if not silence_means_legacy:
+                    why = (
+                        "it refused initialize as a modern server"
+                        if self.silence_means_legacy
+                        else "on this transport a legacy server answers with an error"
+                    )
                     raise TimeoutError(
-                        f"{name} did not answer server/discover within {waited} s (on this transport "
-                        "a legacy server answers with an error, so silence is not taken for one)"
+                        f"{name} did not answer server/discover within {waited} s ({why}, "
+                        "so silence is not taken for a legacy server)"
                     ) from None
                 return legacy(f"no answer within {waited} s")
 
@@ -232,9 +252,11 @@ async def _discover(
     client_info: Implementation,
     timeout: float | None,
     ours: tuple[str, ...],
+    mirror: HeaderMirror | None,
 ) -> Agreement:
     params = {"_meta": envelope(version, dump(client_info), capabilities)}
-    result = await session.request("server/discover", params, timeout=timeout)
+    headers = mirror.headers("server/discover", params) if mirror is not None else None
+    result = await session.request("server/discover", params, timeout=timeout, headers=headers)
     supported = _versions(result)
     if not supported:
         raise _NotDiscovered(f"{session.name} answered server/discover without supportedVersions")

@@ -46,6 +46,7 @@ from host_receiver.errors import (
     RpcError,
 )
 from host_receiver.protocol.modern import RemoteTask, remote_task
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
 __all__ = ["TaskHandle", "TaskObserver", "follow_task"]
@@ -149,7 +150,7 @@ class TaskHandle:
         self._task: RemoteTask | None = None
         self._changed = anyio.Event()
         self._done = anyio.Event()
-        self._result: dict[str, Any] | None = None
+        self._result: CallToolResult | None = None
         self._error: BaseException | None = None
         self._scope = anyio.CancelScope()
 
@@ -199,8 +200,8 @@ class TaskHandle:
         :class:`RemoteTaskCancelled`. Does nothing once the call has ended."""
         self._scope.cancel()
 
-    async def result(self) -> dict[str, Any]:
-        """Wait for the end of the call: its final ``CallToolResult``, or the error that ended it."""
+    async def result(self) -> CallToolResult:
+        """Wait for the end of the call: its final :class:`CallToolResult`, or the error that ended it."""
         await self._done.wait()
         if self._error is not None:
             raise self._error
@@ -212,7 +213,7 @@ class TaskHandle:
         self._task = task
         self._wake()
 
-    async def _run(self, call: Callable[[TaskObserver], Awaitable[dict[str, Any]]]) -> None:
+    async def _run(self, call: Callable[[TaskObserver], Awaitable[CallToolResult]]) -> None:
         """Run ``call`` (given :meth:`_observe`) to its end, keeping its result or error."""
         try:
             with self._scope:

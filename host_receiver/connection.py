@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 530 lines, one idea: the connection's own state, its agreement and
+(About 580 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -10,18 +10,29 @@ Rules:
   (live from the first byte: a server may ping early), then agrees on the
   era and version (:mod:`host_receiver._negotiation`: ``protocol="auto"``
   probes with ``server/discover`` and falls back to ``initialize``).
-  A legacy agreement tells the stream the version, sends
-  ``notifications/initialized`` and opens the stream's listener (the HTTP GET
+  A legacy agreement tells the stream's binding the version, sends
+  ``notifications/initialized`` and opens the binding's listener (the HTTP GET
   stream); a modern one needs none of these. Only then is the connection
   handed out.
-- With a ``receiver`` (anything that offers ``capabilities(version)`` and
-  ``attach(peer)``, such as :class:`~host_receiver.receiver.Receiver`), the
-  connection advertises the receiver's capabilities, attaches itself as the
-  receiver's :class:`~host_receiver.peer.Peer` for its whole life, routes the
-  server's requests and notifications to the requestor it gets back, and
-  fulfils modern input requests through it. Without one,
-  ``request_handler``/``notification_handler`` serve them (or nothing does:
-  -32601), and input requests cannot be answered.
+- How it connects is one frozen :class:`~host_receiver.options.ConnectionOptions`
+  (protocol, client info, round cap, tasks extension, the agreement's
+  timeouts), given once.
+- The connection talks to its stream through the stream's four methods
+  and its typed attributes (``StreamAttribute``): the binding, and whether
+  the medium answers every request. When the binding mirrors headers
+  (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
+  each modern request carries its headers, and ``tools/list`` leaves out
+  tools whose header annotations break the binding's rules.
+- One way to serve the server: a ``receiver`` (anything that offers
+  ``capabilities(version)`` and ``attach(peer)``, such as
+  :class:`~host_receiver.receiver.Receiver`). The connection advertises the
+  receiver's capabilities, attaches itself as the receiver's
+  :class:`~host_receiver.peer.Peer` for its whole life, routes the server's
+  requests and notifications to the requestor it gets back, and fulfils
+  modern input requests through it. Plain ``request_handler`` /
+  ``notification_handler`` callbacks are such a receiver too
+  (:class:`Callbacks`: unhandled requests are -32601, and input requests
+  cannot be answered).
 - Modern requests carry the envelope in ``_meta`` (protocol version, client
   info, this request's capabilities: the receiver's, plus the tasks
   extension unless it is turned off). A -32022 answer to a request of an
@@ -31,24 +42,30 @@ Rules:
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
   server's input rounds (:mod:`host_receiver._input_rounds`) and, for
   ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
-  the final result only. A -32021 answer is a :class:`MissingCapability`
+  the final result only, as a typed model (:mod:`host_receiver.protocol.results`;
+  one that breaks the schema is a :class:`BadResult` naming the field, and
+  only that call fails). A -32021 answer is a :class:`MissingCapability`
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
-- Leaving the context closes the session, then the transport.
+- Leaving the context closes the session, detaches from the receiver, then
+  closes the transport. Everything the connection holds is given to its
+  constructor; what it learns (the receiver's scope, the agreement) it sets
+  itself while it opens.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from importlib import metadata
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
 import anyio
 
 from host_receiver._input_rounds import with_input_rounds
-from host_receiver._negotiation import AUTO, Agreement, agree, missing_capability, version_refused
+from host_receiver._mirror import HeaderMirror
+from host_receiver._negotiation import Agreement, agree, missing_capability, version_refused
 from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
 from host_receiver.errors import (
     INTERNAL_ERROR,
@@ -58,6 +75,7 @@ from host_receiver.errors import (
     RpcError,
     method_not_found,
 )
+from host_receiver.options import ConnectionOptions, default_client_info, options_from_keywords
 from host_receiver.peer import Peer
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
@@ -67,6 +85,14 @@ from host_receiver.protocol.modern import (
     RemoteTask,
     envelope,
     result_type,
+)
+from host_receiver.protocol.results import (
+    CallToolResult,
+    GetPromptResult,
+    ListedTool,
+    ReadResourceResult,
+    parse_result,
+    parse_tools,
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
@@ -78,9 +104,10 @@ from host_receiver.session import (
     RequestHandler,
     Session,
 )
-from host_receiver.transports.base import MessageStream, Transport
+from host_receiver.transports.base import MessageStream, StreamAttribute, Transport
 
 __all__ = [
+    "Callbacks",
     "ClientConnection",
     "RemoteTask",
     "ServerHandler",
@@ -91,27 +118,14 @@ __all__ = [
 
 logger = safe_logger(__name__)
 
-#: Input rounds one request may take before the call is given up.
-DEFAULT_MAX_INPUT_ROUNDS = 10
-#: Seconds a legacy server may stay silent on ``server/discover`` before ``initialize``.
-DEFAULT_DISCOVER_TIMEOUT = 10.0
 #: Requests that may be answered with ``input_required`` (basic-patterns-mrtr.mdx).
 _ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-
-
-def default_client_info() -> Implementation:
-    """``clientInfo`` naming this package and its installed version."""
-    try:
-        version = metadata.version("host-receiver")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare tree
-        version = "0"
-    return Implementation(name="host-receiver", version=version)
 
 
 class ServerHandler(Protocol):
     """What serves one server's requests and notifications (a receiver's ``Requestor``)."""
 
-    def dispatch(self, method: str, params: dict[str, Any] | None) -> Any:
+    def answer(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """The answer now (a dict), or an awaitable of it; raise RpcError for an error."""
         ...
 
@@ -134,106 +148,144 @@ class ServesServers(Protocol):
     def attach(self, peer: Peer) -> AbstractAsyncContextManager[ServerHandler]: ...
 
 
+@dataclass(frozen=True)
+class Callbacks:
+    """Plain callbacks as a receiver: fixed ``capabilities``, a request and a notification handler.
+
+    A request with no handler is -32601; a notification with none is
+    ignored; a modern server's input request is -32601 (there is no
+    receiver to answer it through).
+    """
+
+    declared: dict[str, Any] = field(default_factory=dict)
+    request_handler: RequestHandler | None = None
+    notification_handler: NotificationHandler | None = None
+
+    def capabilities(self, protocol_version: str) -> dict[str, Any]:
+        """The same capabilities in every version."""
+        return dict(self.declared)
+
+    @asynccontextmanager
+    async def attach(self, peer: Peer) -> AsyncIterator[ServerHandler]:
+        """The callbacks themselves serve every server."""
+        yield self
+
+    def answer(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """The request handler's answer."""
+        if self.request_handler is None:
+            raise method_not_found(request.method)
+        return self.request_handler(request)
+
+    async def fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Never: plain callbacks answer no input request."""
+        raise RpcError(METHOD_NOT_FOUND, f"this connection has no receiver to answer {method}")
+
+    async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        """The notification handler's business, or ignored."""
+        if self.notification_handler is not None:
+            await self.notification_handler(method, params)
+        else:
+            logger.debug("ignored notification %s", method)
+
+    def cancel_tasks(self, message: str) -> int:
+        """Callbacks keep no tasks."""
+        return 0
+
+
 class ClientConnection:
-    """An MCP connection to one server (see :meth:`connect`), and that server's :class:`Peer`."""
+    """An MCP connection to one server (see :meth:`connect`), and that server's :class:`Peer`.
+
+    Made by :meth:`connect`; ``receiver`` serves the server's requests,
+    ``options`` say how to agree and how to follow rounds and tasks.
+    """
 
     def __init__(
         self,
         stream: MessageStream,
         *,
-        name: str,
-        client_info: Implementation | None = None,
-        capabilities: dict[str, Any] | None = None,
-        receiver: ServesServers | None = None,
-        request_handler: RequestHandler | None = None,
-        notification_handler: NotificationHandler | None = None,
-        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-        tasks_extension: bool = True,
+        receiver: ServesServers,
+        options: ConnectionOptions,
+        name: str | None = None,
     ) -> None:
-        if max_input_rounds < 1:
-            raise ValueError("max_input_rounds must be at least 1")
         self._stream = stream
-        self._client_info = client_info if client_info is not None else default_client_info()
-        self._capabilities = capabilities
+        self._binding = stream.extra(StreamAttribute.binding, None)
+        self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
-        self._request_handler = request_handler
-        self._notification_handler = notification_handler
-        self.max_input_rounds = max_input_rounds
-        self.tasks_extension = tasks_extension
+        self._options = options
+        self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
         self._session = Session(
             stream,
             request_handler=self._on_request,
             notification_handler=self._on_notification,
-            name=name,
+            name=name or "server",
         )
 
     @classmethod
-    @asynccontextmanager
-    async def connect(
+    def connect(
         cls,
         transport: Transport,
+        options: ConnectionOptions | None = None,
         *,
         receiver: ServesServers | None = None,
         capabilities: dict[str, Any] | None = None,
-        client_info: Implementation | None = None,
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
         name: str | None = None,
-        protocol: str = AUTO,
-        init_timeout: float | None = 60.0,
-        discover_timeout: float | None = DEFAULT_DISCOVER_TIMEOUT,
-        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-        tasks_extension: bool = True,
-    ) -> AsyncIterator[Self]:
-        """Connect, agree on a protocol, and yield the connection.
+        **deprecated: Any,
+    ) -> AbstractAsyncContextManager[Self]:
+        """Connect, agree on a protocol, and yield the connection (``async with``).
 
-        ``protocol`` is ``"auto"`` (dual-era), ``"2026-07-28"`` or
-        ``"2025-11-25"``. ``receiver`` serves the server's requests (rules
-        above); otherwise ``capabilities`` are advertised and the handlers
-        serve them. ``name`` labels the server in logs (default: its
-        ``serverInfo.name``). Raises :class:`UnsupportedProtocolVersion`,
+        ``options`` (:class:`ConnectionOptions`) choose the protocol, the
+        client info, the round cap, the tasks extension and the agreement's
+        timeouts. ``receiver`` serves the server's requests (rules above);
+        otherwise ``capabilities`` are advertised and the handlers serve them
+        (:class:`Callbacks`). ``name`` labels the server in logs (default:
+        its ``serverInfo.name``). Raises :class:`UnsupportedProtocolVersion`,
         :class:`MissingCapability` or :class:`ProtocolError` for a failed
         agreement, ``RpcError`` if the server refuses ``initialize``,
-        ``TimeoutError`` after ``init_timeout`` seconds.
+        ``TimeoutError`` after ``options.init_timeout`` seconds.
         """
-        if receiver is not None and (
-            capabilities is not None or request_handler is not None or notification_handler is not None
-        ):
+        chosen = options_from_keywords(options, deprecated, "ClientConnection.connect")
+        if receiver is None:
+            receiver = Callbacks(capabilities or {}, request_handler, notification_handler)
+        elif capabilities is not None or request_handler is not None or notification_handler is not None:
             raise ValueError("with a receiver, capabilities and handlers come from the receiver")
-        async with transport.connect() as stream, AsyncExitStack() as scope:
-            connection = cls(
-                stream,
-                name=name or "server",
-                client_info=client_info,
-                capabilities=capabilities,
-                receiver=receiver,
-                request_handler=request_handler,
-                notification_handler=notification_handler,
-                max_input_rounds=max_input_rounds,
-                tasks_extension=tasks_extension,
-            )
-            if receiver is not None:
-                connection._handler = await scope.enter_async_context(receiver.attach(connection))
-            session = await scope.enter_async_context(connection._session)
-            agreement = await agree(
-                session,
-                protocol,
-                capabilities_for=connection.capabilities_for,
-                client_info=connection._client_info,
-                discover_timeout=discover_timeout,
-                init_timeout=init_timeout,
-                silence_means_legacy=stream.silence_means_legacy(),
-            )
+        return cls._connected(transport, receiver, chosen, name)
+
+    @classmethod
+    @asynccontextmanager
+    async def _connected(
+        cls, transport: Transport, receiver: ServesServers, options: ConnectionOptions, name: str | None
+    ) -> AsyncIterator[Self]:
+        async with transport.connect() as stream:
+            connection = cls(stream, receiver=receiver, options=options, name=name)
+            async with connection._opened():
+                yield connection
+
+    @asynccontextmanager
+    async def _opened(self) -> AsyncIterator[None]:
+        """Attach to the receiver, start the session and agree; closes them on the way out."""
+        async with self._receiver.attach(self) as handler, self._session as session:
+            self._handler = handler
             # Known before notifications/initialized: the server may send requests right after it.
-            connection._agreement = agreement
-            if name is None:
-                session.name = agreement.server_info.name
+            self._agreement = agreement = await agree(
+                session,
+                self._options,
+                capabilities_for=self.capabilities_for,
+                silence_means_legacy=not self._stream.extra(StreamAttribute.answers_every_request, False),
+                mirror=self._mirror,
+            )
+            if not self._named:
+                session.rename(agreement.server_info.name)
+            binding = self._binding
             if agreement.era is Era.LEGACY:
-                stream.set_protocol_version(agreement.version)
+                if binding is not None:
+                    binding.agree(agreement.version)
                 await session.notify("notifications/initialized")
-                await stream.open_listener()
+                if binding is not None:
+                    await binding.open_listener()
             logger.info(
                 "connected to %s %s (protocol %s, %s)",
                 agreement.server_info.name,
@@ -241,17 +293,19 @@ class ClientConnection:
                 agreement.version,
                 agreement.era.value,
             )
-            yield connection
+            yield
+
+    @property
+    def options(self) -> ConnectionOptions:
+        """How this connection was set up."""
+        return self._options
 
     # --- what the connection declares ------------------------------------------
 
     def capabilities_for(self, version: str) -> dict[str, Any]:
         """The client capabilities this connection declares when speaking ``version``."""
-        if self._receiver is not None:
-            capabilities = self._receiver.capabilities(version)
-        else:
-            capabilities = dict(self._capabilities or {})
-        if self.tasks_extension and rules_of(version).era is Era.MODERN:
+        capabilities = self._receiver.capabilities(version)
+        if self._options.tasks_extension and rules_of(version).era is Era.MODERN:
             extensions = dict(capabilities.get("extensions") or {})
             extensions[TASKS_EXTENSION] = {}
             capabilities = {**capabilities, "extensions": extensions}
@@ -260,29 +314,15 @@ class ClientConnection:
     # --- routing what the server sends ------------------------------------------
 
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        if self._handler is not None:
-            answer: dict[str, Any] | Awaitable[dict[str, Any]] = self._handler.dispatch(
-                request.method, request.params
-            )
-            return answer
-        if self._request_handler is not None:
-            return self._request_handler(request)
-        raise method_not_found(request.method)
+        return self._serving.answer(request)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
-        if self._handler is not None:
-            await self._handler.handle_notification(method, params)
-        elif self._notification_handler is not None:
-            await self._notification_handler(method, params)
-        else:
-            logger.debug("ignored notification %s", method)
+        await self._serving.handle_notification(method, params)
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
-        if self._handler is None:
-            raise RpcError(METHOD_NOT_FOUND, f"this connection has no receiver to answer {method}")
         try:
-            return await self._handler.fulfil(method, params)
+            return await self._serving.fulfil(method, params)
         except RpcError:
             raise
         except Exception:
@@ -322,8 +362,14 @@ class ClientConnection:
         return self._agreed.instructions
 
     @property
-    def requestor(self) -> ServerHandler | None:
-        """The receiver's scope for this server, when the connection has a receiver."""
+    def requestor(self) -> ServerHandler:
+        """The receiver's scope for this server (for plain callbacks, the :class:`Callbacks`)."""
+        return self._serving
+
+    @property
+    def _serving(self) -> ServerHandler:
+        if self._handler is None:  # the session starts only once the scope is attached
+            raise RuntimeError("the connection is not attached to its receiver")
         return self._handler
 
     @property
@@ -345,8 +391,7 @@ class ClientConnection:
     async def wind_down(self, reason: str) -> None:
         """Before closing: the server's live tasks are cancelled (each ``tasks/result`` gets that
         outcome) and every request still in flight is answered (:meth:`Session.finish`)."""
-        if self._handler is not None:
-            self._handler.cancel_tasks(f"The task was cancelled: {reason}.")
+        self._serving.cancel_tasks(f"The task was cancelled: {reason}.")
         await self._session.finish(reason)
 
     # --- traffic -------------------------------------------------------------
@@ -370,9 +415,11 @@ class ClientConnection:
         """
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
+        stamped = self._stamped(params)
+        headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
         try:
             result = await self._session.request(
-                method, self._stamped(params), timeout=timeout, on_progress=on_progress
+                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
             )
         except RpcError as exc:
             if exc.code == UNSUPPORTED_VERSION:
@@ -394,7 +441,7 @@ class ClientConnection:
         meta = stamped.get("_meta")
         stamped["_meta"] = {
             **(meta if isinstance(meta, dict) else {}),
-            **envelope(version, dump(self._client_info), self.capabilities_for(version)),
+            **envelope(version, dump(self._options.client_info), self.capabilities_for(version)),
         }
         return stamped
 
@@ -410,13 +457,14 @@ class ClientConnection:
         """Check that the server answers (legacy connections: 2026-07-28 has no ping)."""
         await self._session.ping(timeout=timeout)
 
-    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    async def list_tools(self, *, timeout: float | None = None) -> list[ListedTool]:
         """Every tool the server offers, following ``nextCursor`` to the last page.
 
         ``timeout`` applies to each page. On HTTP, tools whose header
         annotations break the binding's rules are left out, with a warning.
+        A tool that breaks the schema is a :class:`BadResult` naming its field.
         """
-        tools: list[dict[str, Any]] = []
+        tools: list[ListedTool] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
@@ -426,7 +474,11 @@ class ClientConnection:
             items = page.get("tools")
             if not isinstance(items, list):
                 raise ProtocolError("tools/list result has no tools array")
-            tools.extend(self._stream.accept_tools([t for t in items if isinstance(t, dict)]))
+            page_tools = [t for t in items if isinstance(t, dict)]
+            accepted = (
+                page_tools if self._mirror is None else self._mirror.accept_tools(page_tools, self.name)
+            )
+            tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:
                 return tools
@@ -442,26 +494,28 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_task: TaskObserver | None = None,
-    ) -> dict[str, Any]:
-        """Call a tool and return its final ``CallToolResult``.
+    ) -> CallToolResult:
+        """Call a tool and return its final :class:`CallToolResult`.
 
-        A tool that failed is a result with ``isError: true``, not an
+        A tool that failed is a result with ``is_error=True``, not an
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
         ``on_task`` is told every state of that task. ``timeout`` applies to
-        each request sent.
+        each request sent. A result that breaks the schema is a
+        :class:`BadResult` naming the field.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
             if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
-            return await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
     @asynccontextmanager
     async def watch_tool(
@@ -483,7 +537,7 @@ class ClientConnection:
         cancels it (the server's task gets ``tasks/cancel``).
         """
 
-        def call(observer: TaskObserver) -> Awaitable[dict[str, Any]]:
+        def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
             return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
 
         handle = TaskHandle()
@@ -496,16 +550,18 @@ class ClientConnection:
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        """Get a prompt (answering a modern server's input rounds); returns ``GetPromptResult``."""
+    ) -> GetPromptResult:
+        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self._with_rounds("prompts/get", params, timeout, None, None)
+        result = await self._with_rounds("prompts/get", params, timeout, None, None)
+        return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """Read a resource (answering a modern server's input rounds); returns ``ReadResourceResult``."""
-        return await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`."""
+        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+        return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
 
     async def _with_rounds(
         self,
@@ -525,10 +581,12 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        result = await with_input_rounds(method, params, send, self._fulfil, max_rounds=self.max_input_rounds)
+        result = await with_input_rounds(
+            method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+        )
         if result_type(result) != "task":
             return result
-        if method != "tools/call" or not self.tasks_extension:
+        if method != "tools/call" or not self._options.tasks_extension:
             raise BadResult(f"{self.name} answered {method} with a task, which this request did not allow")
         return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
 

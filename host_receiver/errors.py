@@ -1,5 +1,7 @@
 """Every exception host-receiver raises, in one place, with the JSON-RPC error codes a host compares.
 
+(About 420 lines, one idea: every exception in one place, drawn as one tree below.)
+
 Rule: the ``str()`` of every exception here is safe to show to a user, to put
 in a task's ``statusMessage`` and to log. It never holds an API key, a token or
 another secret, and text a server or a backend wrote is escaped and cut
@@ -20,7 +22,7 @@ The tree::
     │   ├── UnsupportedProtocolVersion  no version both sides speak
     │   ├── MissingCapability         the server needs a client capability not declared (-32021)
     │   └── InvalidToolHeaders (ValueError)  a tool's x-mcp-header annotations break the rules
-    ├── BadResult                     a modern result that breaks the schema
+    ├── BadResult                     a result that breaks the schema
     ├── InputRoundsExceeded           the server kept asking for input past the round cap
     ├── RemoteTaskCancelled           the server's task for our request was cancelled
     ├── RemoteTaskLost                the server no longer knows our task
@@ -261,7 +263,8 @@ class InvalidToolHeaders(ProtocolError, ValueError):
 
 
 class BadResult(HostReceiverError):
-    """A modern result that breaks the schema; the message names the key or field."""
+    """A result that breaks the schema (a modern round or task, or a typed result's fields); the
+    message names the method or the key, and each bad field."""
 
 
 class InputRoundsExceeded(HostReceiverError):

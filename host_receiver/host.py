@@ -7,7 +7,7 @@ a server that fails or exits ends only its own connection. Leaving the host's
 
     async with Host(Receiver(sampling=..., elicitation=...)) as host:
         server = await host.connect_stdio("notes", "python", ["server.py"])
-        print(await server.call_tool("summarise", {"path": "a.txt"}))
+        print((await server.call_tool("summarise", {"path": "a.txt"})).text)
 
 Rules:
 
@@ -15,6 +15,10 @@ Rules:
   :func:`~host_receiver.transports.stdio.safe_environment` plus what the
   caller names in ``env``: the host's secrets (provider keys) never reach a
   server unless named.
+- One :class:`~host_receiver.options.ConnectionOptions` reaches every
+  connection (``connect*(options=...)`` replaces it for one).
+- Each connection is a :meth:`ServerConnection.run` in the host's task
+  group; the host ends them only through their own ``close_soon()``.
 - :meth:`Host.connect` returns once the handshake is done; a handshake that
   fails raises from it. A connection that fails later ends with
   :attr:`ServerConnection.error` set and a warning logged.
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -35,8 +41,8 @@ import anyio
 import anyio.abc
 import httpx
 
-from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS, ClientConnection
-from host_receiver.protocol.types import Implementation
+from host_receiver.connection import ClientConnection, ServesServers
+from host_receiver.options import ConnectionOptions, options_from_keywords
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 from host_receiver.transports.base import MessageStream, Transport
@@ -49,22 +55,77 @@ logger = safe_logger("host_receiver.host")
 
 
 class ServerConnection(ClientConnection):
-    """A server connected by a :class:`Host`: the connection, and how it ends."""
+    """A server connected by a :class:`Host`: the connection, and how it ends.
 
-    def __init__(self, stream: MessageStream, **options: Any) -> None:
-        super().__init__(stream, **options)
+    :meth:`run` is the whole life of one (the host runs it in a task of its
+    group); :meth:`close` and :meth:`close_soon` end it.
+    """
+
+    def __init__(self, stream: MessageStream, **given: Any) -> None:
+        super().__init__(stream, **given)
         self._stop = anyio.Event()
         self._ended = anyio.Event()
-        #: Why the connection ended (None while it is open or when it closed normally).
-        self.error: BaseException | None = None
+        self._error: BaseException | None = None
+
+    @classmethod
+    async def run(
+        cls,
+        transport: Transport,
+        *,
+        receiver: ServesServers,
+        options: ConnectionOptions,
+        name: str,
+        task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Connect, hand the connection to ``task_status``, and serve until it ends.
+
+        It ends when the server goes away or :meth:`close` is called (then it
+        winds down first). A failure before the connection is handed out
+        raises; one after it is kept as :attr:`error` and logged.
+        """
+        server: ServerConnection | None = None
+        try:
+            async with cls._connected(transport, receiver, options, name) as server:
+                task_status.started(server)
+                await server._serve()
+        except Exception as exc:
+            if server is None:
+                raise
+            server._error = exc
+            logger.warning("connection to %s ended: %s", name, exc)
+        finally:
+            if server is not None:
+                server._ended.set()
+
+    async def _serve(self) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_request() -> None:
+                await self._stop.wait()
+                await self.wind_down("the client is closing the connection")
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_on_request)
+            await self.session.wait_closed()
+            group.cancel_scope.cancel()
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the connection ended (None while it is open or when it closed normally)."""
+        return self._error
 
     @property
     def closed(self) -> bool:
+        """Whether the connection has ended."""
         return self._ended.is_set()
+
+    def close_soon(self) -> None:
+        """Ask the connection to close (it winds down first), without waiting."""
+        self._stop.set()
 
     async def close(self) -> None:
         """Close the connection and wait until its work is cancelled and its tasks deleted."""
-        self._stop.set()
+        self.close_soon()
         await self._ended.wait()
 
     async def wait_closed(self) -> None:
@@ -73,29 +134,28 @@ class ServerConnection(ClientConnection):
 
 
 class Host:
-    """Connects to MCP servers and serves their sampling and elicitation requests."""
+    """Connects to MCP servers and serves their sampling and elicitation requests.
+
+    ``options`` (:class:`~host_receiver.options.ConnectionOptions`) reach
+    every connection the host makes, unless a ``connect*`` call gives its own.
+    """
 
     def __init__(
-        self,
-        receiver: Receiver,
-        *,
-        client_info: Implementation | None = None,
-        protocol: str = "auto",
-        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-        tasks_extension: bool = True,
+        self, receiver: Receiver, options: ConnectionOptions | None = None, **deprecated: Any
     ) -> None:
         self.receiver = receiver
-        self.client_info = client_info
-        #: The protocol choice of every connection unless :meth:`connect` names another.
-        self.protocol = protocol
-        self.max_input_rounds = max_input_rounds
-        self.tasks_extension = tasks_extension
+        self._options = options_from_keywords(options, deprecated, "Host")
         self.servers: dict[str, ServerConnection] = {}
+        self._lifetime = AsyncExitStack()
         self._group: anyio.abc.TaskGroup | None = None
 
+    @property
+    def options(self) -> ConnectionOptions:
+        """What every connection gets unless its ``connect*`` call gives its own."""
+        return self._options
+
     async def __aenter__(self) -> Host:
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
+        self._group = await self._lifetime.enter_async_context(anyio.create_task_group())
         return self
 
     async def __aexit__(
@@ -104,28 +164,20 @@ class Host:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._group is not None
         for server in self.servers.values():
-            server._stop.set()
-        return await self._group.__aexit__(exc_type, exc, tb)
+            server.close_soon()
+        return await self._lifetime.__aexit__(exc_type, exc, tb)
 
     async def connect(
-        self, name: str, transport: Transport, *, protocol: str | None = None
+        self, name: str, transport: Transport, *, options: ConnectionOptions | None = None, **deprecated: Any
     ) -> ServerConnection:
         """Connect to a server; returns once the protocol is agreed (raises if that fails).
 
-        ``protocol`` is ``"auto"`` (the host's default: probe, then fall back to
-        the handshake), ``"2026-07-28"`` or ``"2025-11-25"``.
+        ``options`` replace the host's for this connection (``protocol=`` is
+        the 0.2 spelling, deprecated).
         """
-        if self._group is None:
-            raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
-        if name in self.servers and not self.servers[name].closed:
-            raise ValueError(f"a server named {name!r} is already connected")
-        server: ServerConnection = await self._group.start(
-            self._serve, name, transport, protocol or self.protocol
-        )
-        self.servers[name] = server
-        return server
+        chosen = options_from_keywords(options or self.options, deprecated, "Host.connect")
+        return await self._connect(name, transport, chosen)
 
     async def connect_stdio(
         self,
@@ -135,11 +187,13 @@ class Host:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
-        protocol: str | None = None,
+        options: ConnectionOptions | None = None,
+        **deprecated: Any,
     ) -> ServerConnection:
         """Start a server process and connect to it over stdio (a minimal environment plus ``env``)."""
+        chosen = options_from_keywords(options or self.options, deprecated, "Host.connect_stdio")
         transport = StdioTransport(command, args, env=env, cwd=cwd, name=name)
-        return await self.connect(name, transport, protocol=protocol)
+        return await self._connect(name, transport, chosen)
 
     async def connect_url(
         self,
@@ -148,50 +202,22 @@ class Host:
         *,
         headers: Mapping[str, str] | None = None,
         auth: httpx.Auth | None = None,
-        protocol: str | None = None,
+        options: ConnectionOptions | None = None,
+        **deprecated: Any,
     ) -> ServerConnection:
         """Connect to a Streamable HTTP server."""
-        return await self.connect(name, HttpTransport(url, headers=headers, auth=auth), protocol=protocol)
+        chosen = options_from_keywords(options or self.options, deprecated, "Host.connect_url")
+        return await self._connect(name, HttpTransport(url, headers=headers, auth=auth), chosen)
 
-    async def _serve(
-        self,
-        name: str,
-        transport: Transport,
-        protocol: str,
-        *,
-        task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        server: ServerConnection | None = None
-        try:
-            async with ServerConnection.connect(
-                transport,
-                receiver=self.receiver,
-                client_info=self.client_info,
-                name=name,
-                protocol=protocol,
-                max_input_rounds=self.max_input_rounds,
-                tasks_extension=self.tasks_extension,
-            ) as server:
-                task_status.started(server)
-                async with anyio.create_task_group() as group:
-
-                    async def stop_on_request() -> None:
-                        assert server is not None
-                        await server._stop.wait()
-                        await server.wind_down("the client is closing the connection")
-                        group.cancel_scope.cancel()
-
-                    group.start_soon(stop_on_request)
-                    await server.session.wait_closed()
-                    group.cancel_scope.cancel()
-        except Exception as exc:
-            if server is None:
-                raise
-            server.error = exc
-            logger.warning("connection to %s ended: %s", name, exc)
-        finally:
-            if server is not None:
-                server._ended.set()
+    async def _connect(self, name: str, transport: Transport, options: ConnectionOptions) -> ServerConnection:
+        if self._group is None:
+            raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
+        if name in self.servers and not self.servers[name].closed:
+            raise ValueError(f"a server named {name!r} is already connected")
+        run = partial(ServerConnection.run, transport, receiver=self.receiver, options=options, name=name)
+        server: ServerConnection = await self._group.start(run)
+        self.servers[name] = server
+        return server
 
 
 def tune_gc_for_serving() -> None:

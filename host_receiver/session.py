@@ -23,8 +23,8 @@ Rules:
   order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. An outgoing request that times out or whose caller
-  is cancelled is abandoned: the stream may tell the peer itself (the
-  2026-07-28 HTTP binding closes the request's stream), else the session
+  is cancelled is abandoned: the stream's binding may tell the peer itself
+  (the 2026-07-28 HTTP binding closes the request's stream), else the session
   sends ``notifications/cancelled`` (never for ``initialize``, which MCP
   forbids cancelling).
 - ``notifications/progress`` goes to the ``on_progress`` callback of the
@@ -55,8 +55,8 @@ Fixed caps (docs/limits.md): ``_PROGRESS_BUFFER``, ``_NOTIFICATION_BUFFER``,
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, suppress
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -87,7 +87,7 @@ from host_receiver.protocol.jsonrpc import (
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.sanitize import bounded, safe_id, safe_logger, safe_text
-from host_receiver.transports.base import MessageStream
+from host_receiver.transports.base import MessageStream, StreamAttribute
 
 __all__ = [
     "IncomingRequest",
@@ -171,7 +171,7 @@ class Session:
         name: str = "peer",
         reply_grace: float = 5.0,
     ) -> None:
-        self.name = name
+        self._name = name
         self.reply_grace = reply_grace
         self._stream = stream
         self._request_handler = request_handler or _no_such_method
@@ -188,15 +188,16 @@ class Session:
         self._notifications_in, self._notifications_out = anyio.create_memory_object_stream[
             tuple[str, dict[str, Any] | None]
         ](_NOTIFICATION_BUFFER)
-        self._lifetime: AbstractAsyncContextManager[TaskGroup] | None = None
+        self._lifetime = AsyncExitStack()
         self._tasks: TaskGroup | None = None
 
     # --- lifetime --------------------------------------------------------
 
     async def __aenter__(self) -> Session:
-        self._lifetime = background_task_group()
-        group: TaskGroup = await self._lifetime.__aenter__()
-        await group.start(self._run)
+        async with AsyncExitStack() as opening:
+            group = await opening.enter_async_context(background_task_group())
+            await group.start(self._run)
+            self._lifetime = opening.pop_all()
         return self
 
     async def __aexit__(
@@ -206,8 +207,16 @@ class Session:
         tb: TracebackType | None,
     ) -> None:
         self._close("the session was closed")
-        assert self._lifetime is not None
         await self._lifetime.__aexit__(exc_type, exc, tb)
+
+    @property
+    def name(self) -> str:
+        """The peer's name in log messages."""
+        return self._name
+
+    def rename(self, name: str) -> None:
+        """Call the peer ``name`` from now on (a connection learns the server's name as it agrees)."""
+        self._name = name
 
     @property
     def closed_reason(self) -> str | None:
@@ -252,9 +261,12 @@ class Session:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its result.
 
+        ``headers`` travel with the request to the stream, outside the message
+        (:attr:`Request.headers`: the HTTP binding's mirrored headers).
         Raises :class:`RpcError` for an error response, ``TimeoutError`` after
         ``timeout`` seconds, :class:`ConnectionClosed` if the session ends
         first, :class:`TransportError` if the message cannot be sent.
@@ -270,7 +282,7 @@ class Session:
         self._pending[request_id] = pending
         try:
             with anyio.fail_after(timeout):
-                await self._stream.send(Request(request_id, method, params))
+                await self._stream.send(Request(request_id, method, params, headers))
                 if progress_out is None:
                     await pending.done.wait()
                 else:
@@ -281,7 +293,9 @@ class Session:
         except (TimeoutError, anyio.get_cancelled_exc_class()) as exc:
             if not pending.done.is_set():
                 self._abandon(request_id)
-                if not self._stream.abandon(request_id) and method != "initialize":
+                binding = self._stream.extra(StreamAttribute.binding, None)
+                told = binding is not None and binding.abandon(request_id)
+                if not told and method != "initialize":
                     reason = "timed out" if isinstance(exc, TimeoutError) else "cancelled by the caller"
                     await self._send_cancellation(request_id, reason)
             raise

@@ -12,7 +12,7 @@ Two levels. :class:`FakeServer` plays a whole server on a
 
     async with FakeServer(tools={"summarise": summarise}) as server, Host(receiver) as host:
         connection = await host.connect("fake", server.transport)
-        result = await connection.call_tool("summarise")
+        result = await connection.call_tool("summarise")  # a CallToolResult: result.text, result.is_error
 
 Rules:
 

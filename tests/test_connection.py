@@ -6,14 +6,16 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from host_receiver.connection import ClientConnection
+from host_receiver.connection import Callbacks, ClientConnection
 from host_receiver.errors import ProtocolError, RpcError, UnsupportedProtocolVersion
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.types import Implementation
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest, Session
@@ -23,6 +25,11 @@ from host_receiver.transports.stdio import StdioTransport
 pytestmark = pytest.mark.anyio
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
+
+
+def tool(name: str) -> dict[str, Any]:
+    """A ``tools/list`` entry: a name and the least input schema."""
+    return {"name": name, "inputSchema": {"type": "object"}}
 
 
 class FakeServer:
@@ -64,21 +71,21 @@ class FakeServer:
 
 @asynccontextmanager
 async def connected(
-    server: FakeServer, **kwargs: Any
+    server: FakeServer, options: ConnectionOptions | None = None
 ) -> AsyncIterator[tuple[ClientConnection, MemoryTransport]]:
     transport = MemoryTransport()
     async with (
         Session(
             transport.peer, request_handler=server.handle, notification_handler=server.on_notification
         ) as server.session,
-        ClientConnection.connect(transport, capabilities={"sampling": {}}, **kwargs) as conn,
+        ClientConnection.connect(transport, options, capabilities={"sampling": {}}) as conn,
     ):
         yield conn, transport
 
 
 async def test_the_handshake_sends_what_mcp_asks_and_exposes_the_answer() -> None:
     server = FakeServer()
-    async with connected(server, client_info=Implementation(name="h", version="1")) as (
+    async with connected(server, ConnectionOptions(client_info=Implementation(name="h", version="1"))) as (
         conn,
         transport,
     ):
@@ -123,18 +130,18 @@ async def test_an_invalid_initialize_result_is_a_protocol_error() -> None:
 async def test_list_tools_follows_cursors_and_refuses_loops() -> None:
     server = FakeServer()
     server.tool_pages = {
-        None: {"tools": [{"name": "a"}], "nextCursor": "2"},
-        "2": {"tools": [{"name": "b"}, {"name": "c"}], "nextCursor": "3"},
+        None: {"tools": [tool("a")], "nextCursor": "2"},
+        "2": {"tools": [tool("b"), tool("c")], "nextCursor": "3"},
         "3": {"tools": []},
     }
     async with connected(server) as (conn, _):
-        assert [tool["name"] for tool in await conn.list_tools()] == ["a", "b", "c"]
+        assert [listed.name for listed in await conn.list_tools()] == ["a", "b", "c"]
         server.tool_pages["3"] = {"tools": [], "nextCursor": "2"}
         with pytest.raises(ProtocolError, match="repeated cursor"):
             await conn.list_tools()
 
 
-async def test_call_tool_returns_the_raw_result_with_progress() -> None:
+async def test_call_tool_returns_the_result_with_progress() -> None:
     seen: list[float] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -142,7 +149,8 @@ async def test_call_tool_returns_the_raw_result_with_progress() -> None:
 
     async with connected(FakeServer()) as (conn, _):
         result = await conn.call_tool("t", {"x": 1}, on_progress=on_progress)
-    assert result == {"content": [{"type": "text", "text": "t"}], "isError": False}
+    assert result.text == "t" and result.is_error is False
+    assert result.model_dump() == {"content": [{"type": "text", "text": "t"}], "isError": False}
     assert seen == [1.0]
 
 
@@ -153,7 +161,7 @@ async def test_over_stdio_negotiation_and_pagination() -> None:
         sent = json.loads((conn.instructions or "").removeprefix("client sent "))
         assert sent["capabilities"] == {"elicitation": {}}
         assert sent["clientInfo"]["name"] == "host-receiver"
-        assert len(await conn.list_tools()) == 7
+        assert len(await conn.list_tools()) == 8
 
     older = StdioTransport(sys.executable, [str(SERVER_SCRIPT), "--version", "2025-06-18"])
     async with ClientConnection.connect(older, capabilities={}) as conn:
@@ -163,3 +171,69 @@ async def test_over_stdio_negotiation_and_pagination() -> None:
     with pytest.raises(UnsupportedProtocolVersion):
         async with ClientConnection.connect(unknown, capabilities={}):
             pass  # pragma: no cover
+
+
+def test_options_are_frozen_and_checked_when_they_are_made() -> None:
+    options = ConnectionOptions(protocol="2025-11-25", max_input_rounds=3)
+    with pytest.raises(FrozenInstanceError):
+        options.protocol = "auto"  # type: ignore[misc]
+    assert replace(options, protocol="auto").protocol == "auto" and options.protocol == "2025-11-25"
+    with pytest.raises(ValueError, match=r"unknown protocol choice '2024-01-01' \(one of auto, 2026-07-28"):
+        ConnectionOptions(protocol="2024-01-01")
+    with pytest.raises(ValueError, match="max_input_rounds must be at least 1"):
+        ConnectionOptions(max_input_rounds=0)
+
+
+@pytest.mark.parametrize("given_as", ["keywords", "receiver"])
+async def test_plain_callbacks_are_served_as_a_receiver_whichever_way_they_are_given(given_as: str) -> None:
+    seen: list[IncomingRequest] = []
+    noted: list[tuple[str, dict[str, Any] | None]] = []
+    notified = anyio.Event()
+
+    def decline(request: IncomingRequest) -> dict[str, Any]:
+        seen.append(request)
+        return {"action": "decline"}
+
+    async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        noted.append((method, params))
+        notified.set()
+
+    callbacks = Callbacks({"elicitation": {}}, decline, on_notification)
+    serving: dict[str, Any] = (
+        {
+            "capabilities": {"elicitation": {}},
+            "request_handler": decline,
+            "notification_handler": on_notification,
+        }
+        if given_as == "keywords"
+        else {"receiver": callbacks}
+    )
+    server, transport = FakeServer(), MemoryTransport()
+    async with (
+        Session(
+            transport.peer, request_handler=server.handle, notification_handler=server.on_notification
+        ) as server.session,
+        ClientConnection.connect(transport, **serving) as conn,
+    ):
+        assert server.init_params is not None and server.init_params["capabilities"] == {"elicitation": {}}
+        assert conn.requestor == callbacks
+        params = {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}
+        assert await server.session.request("elicitation/create", params) == {"action": "decline"}
+        await server.session.notify("notifications/message", {"level": "info", "data": "hi"})
+        with anyio.fail_after(5):
+            await notified.wait()
+    assert [(r.id, r.method, r.params) for r in seen] == [(1, "elicitation/create", params)]
+    assert noted == [("notifications/message", {"level": "info", "data": "hi"})]
+
+
+async def test_callbacks_without_a_request_handler_refuse_every_request() -> None:
+    server, transport = FakeServer(), MemoryTransport()
+    async with (
+        Session(transport.peer, request_handler=server.handle) as server.session,
+        ClientConnection.connect(transport) as conn,
+    ):
+        with pytest.raises(RpcError) as refused:
+            await server.session.request("roots/list")
+        assert refused.value.code == -32601
+        assert conn.requestor == Callbacks()
+        assert server.init_params is not None and server.init_params["capabilities"] == {}

@@ -1,28 +1,36 @@
-"""0.1 calls that 0.2 changed: each still works with a DeprecationWarning, or fails saying what to do.
+"""Calls that a release changed: each still works with a DeprecationWarning, or fails saying what to do.
 
-They go in 0.3 (docs/changelog.md). These tests are host code written for 0.1,
-so they use only what 0.1 offered.
+0.1 calls that 0.2 changed go in 0.3; 0.2 calls that 0.3 changed go in 0.4
+(docs/changelog.md). These tests are host code written for the older
+release, so they use only what it offered.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from host_receiver import AutoApprove, Receiver, SamplingService
+from host_receiver import AutoApprove, ClientConnection, Host, Receiver, SamplingService
 from host_receiver.errors import INVALID_PARAMS, RpcError
-from host_receiver.protocol.types import SamplingRequest
+from host_receiver.protocol.types import Implementation, SamplingRequest
+from host_receiver.protocol.versions import Era
 from host_receiver.sampling import check_request
+from host_receiver.testing import FakeServer
+from host_receiver.transports.stdio import StdioTransport
 from providers import EchoProvider, ModelInfo, Provider, ProviderRegistry, SamplingLimits
 from tests.receiver_harness import connect, sampling_params
 from tests.test_limits import Watching, messages
 
 pytestmark = pytest.mark.anyio
 SAMPLING = "sampling/createMessage"
+STDIO_SERVER = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
 
 
 def service() -> SamplingService:
@@ -112,3 +120,45 @@ def test_check_request_with_limits_checks_them_as_0_1_did_with_a_warning() -> No
         with pytest.warns(DeprecationWarning), pytest.raises(RpcError) as refused:
             check_request(params(**too_much), tools_declared=False, limits=limits)
         assert refused.value.code == INVALID_PARAMS and refused.value.data == {"field": field_name}
+
+
+async def test_the_0_2_connection_keywords_on_host_reach_every_connection_with_a_warning() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"Host\(client_info=, max_input_rounds=, protocol=\).*0\.4.*ConnectionOptions",
+    ):
+        host = Host(Receiver(), protocol="2025-11-25", max_input_rounds=3, client_info=None)
+    async with FakeServer() as server, host:
+        connection = await host.connect("fake", server.transport)
+        assert (connection.era, connection.options.max_input_rounds) == (Era.LEGACY, 3)
+        assert connection.options.client_info.name == "host-receiver"  # None was "the default" in 0.2
+
+
+async def test_the_0_2_protocol_keyword_of_connect_still_chooses_with_a_warning() -> None:
+    async with FakeServer() as server, Host(Receiver()) as host:
+        with pytest.warns(DeprecationWarning, match=r"Host\.connect\(protocol=\)"):
+            connection = await host.connect("fake", server.transport, protocol="2025-11-25")
+        assert connection.options.protocol == "2025-11-25" and connection.era is Era.LEGACY
+        with pytest.warns(DeprecationWarning, match=r"Host\.connect_stdio\(protocol=\)"):
+            raw = await host.connect_stdio("raw", sys.executable, [str(STDIO_SERVER)], protocol="2025-11-25")
+        assert raw.era is Era.LEGACY
+        await raw.close()
+
+
+async def test_the_0_2_keywords_of_client_connection_connect_still_work_with_a_warning() -> None:
+    transport = StdioTransport(sys.executable, [str(STDIO_SERVER)], name="raw")
+    with pytest.warns(DeprecationWarning, match=r"ClientConnection\.connect\(client_info=, protocol="):
+        opened = ClientConnection.connect(
+            transport,
+            capabilities={},
+            protocol="2025-11-25",
+            client_info=Implementation(name="h", version="1"),
+        )
+    async with opened as connection:
+        sent = json.loads((connection.instructions or "").removeprefix("client sent "))
+        assert sent["clientInfo"] == {"name": "h", "version": "1"} and connection.era is Era.LEGACY
+
+
+def test_a_keyword_that_was_never_an_option_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="Host\\(\\) got an unexpected keyword argument 'protocl'"):
+        Host(Receiver(), protocl="2025-11-25")

@@ -33,7 +33,6 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -48,6 +47,7 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
 from host_receiver.protocol.types import ElicitResult
@@ -72,7 +72,7 @@ def receiver(**kwargs: Any) -> Receiver:
 async def connected(
     server: FakeServer, host_receiver: Receiver | None = None, **options: Any
 ) -> AsyncIterator[ServerConnection]:
-    async with server, Host(host_receiver or receiver(), **options) as host:
+    async with server, Host(host_receiver or receiver(), ConnectionOptions(**options)) as host:
         yield await host.connect("fake", server.transport)
     check_wire(server)
 
@@ -120,10 +120,6 @@ def asks(key: str, method: str, params: dict[str, Any] | None) -> dict[str, Any]
     return {"resultType": "input_required", "inputRequests": {key: entry}}
 
 
-def text(result: dict[str, Any]) -> str:
-    return str(result["content"][0]["text"])
-
-
 # --- agreement (basic-versioning.mdx) ----------------------------------------------
 
 
@@ -135,7 +131,7 @@ async def test_auto_speaks_modern_to_a_modern_server_after_discover_and_stamps_e
     async with connected(server) as connection:
         assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
         assert connection.server_info.name == "fake-server"
-        assert text(await connection.call_tool("whoami")) == "hi"
+        assert (await connection.call_tool("whoami")).text == "hi"
     assert [r.method for r in server.requests] == ["server/discover", "tools/call"]
     for request in server.requests:
         meta = request.meta or {}
@@ -184,7 +180,7 @@ async def test_auto_falls_back_when_a_legacy_server_stays_silent_on_discover() -
     server = FakeServer(protocol_version=LEGACY, methods={"server/discover": never})
     async with server, Host(receiver()) as host:
         host_connection = ServerConnection.connect(
-            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+            server.transport, ConnectionOptions(discover_timeout=0.2), receiver=host.receiver, name="fake"
         )
         async with host_connection as connection:
             assert connection.era is Era.LEGACY
@@ -211,15 +207,37 @@ async def test_a_modern_server_that_misses_the_probe_is_found_modern_by_its_answ
     )
     async with server, Host(receiver()) as host:
         opened = ServerConnection.connect(
-            server.transport, receiver=host.receiver, name="fake", discover_timeout=0.2
+            server.transport, ConnectionOptions(discover_timeout=0.2), receiver=host.receiver, name="fake"
         )
         async with opened as connection:
             assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
-            assert text(await connection.call_tool("whoami")) == "hi"
+            assert (await connection.call_tool("whoami")).text == "hi"
     methods = [r.method for r in server.requests]
     assert methods == ["server/discover", "initialize", "server/discover", "tools/call"]
     assert server.initialize_params is None  # refused: never answered as a legacy server
     check_wire(server, fallback=True)
+
+
+async def test_a_modern_server_found_by_its_answer_to_initialize_gets_more_than_the_probe_timeout() -> None:
+    """Once initialize was refused as by a modern server, the second server/discover is no era
+    probe: a server still starting gets as long as initialize would, not ``discover_timeout``."""
+    probes: list[Request] = []
+
+    async def discover(request: Request) -> dict[str, Any]:
+        probes.append(request)
+        if len(probes) == 1:
+            await anyio.sleep_forever()  # still starting up
+        await anyio.sleep(0.3)  # slower than discover_timeout, once more
+        return server.discover_result()
+
+    server = FakeServer(protocol_version=MODERN, methods={"server/discover": discover})
+    async with server, Host(receiver()) as host:
+        opened = ServerConnection.connect(
+            server.transport, ConnectionOptions(discover_timeout=0.05), receiver=host.receiver, name="fake"
+        )
+        async with opened as connection:
+            assert (connection.era, connection.protocol_version) == (Era.MODERN, MODERN)
+    assert [r.method for r in server.requests] == ["server/discover", "initialize", "server/discover"]
 
 
 async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_client_speaks() -> None:
@@ -238,7 +256,8 @@ async def test_in_auto_mode_a_version_nobody_shares_names_every_version_this_cli
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])
 async def test_a_forced_version_is_spoken_or_fails_clearly(protocol: str) -> None:
     other = LEGACY if protocol == MODERN else MODERN
-    async with FakeServer(protocol_version=other) as server, Host(receiver(), protocol=protocol) as host:
+    forced = ConnectionOptions(protocol=protocol)
+    async with FakeServer(protocol_version=other) as server, Host(receiver(), forced) as host:
         with pytest.raises(UnsupportedProtocolVersion) as raised:
             await host.connect("fake", server.transport)
     assert "2026-07-28" in str(raised.value) and "2025-11-25" in str(raised.value)
@@ -321,7 +340,7 @@ async def test_an_input_round_is_answered_and_the_request_retried_with_the_state
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server) as connection:
         result = await connection.call_tool("ask", {"x": 1})
-    assert text(result) == "got {'action': 'accept', 'content': {'name': 'Ada'}}"
+    assert result.text == "got {'action': 'accept', 'content': {'name': 'Ada'}}"
     first, retry = server.requests_of("tools/call")
     assert (first["name"], first["arguments"]) == (retry["name"], retry["arguments"]) == ("ask", {"x": 1})
     assert "inputResponses" not in first and "requestState" not in first
@@ -335,11 +354,11 @@ async def test_without_a_request_state_the_retry_carries_none() -> None:
     async def ask(call: ToolCall) -> dict[str, Any] | str:
         if call.input_responses is None:
             return asks("llm", "sampling/createMessage", sampling_params("capital of France?"))
-        return text({"content": [{"text": call.input_responses["llm"]["content"]["text"]}]})
+        return str(call.input_responses["llm"]["content"]["text"])
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server) as connection:
-        assert text(await connection.call_tool("ask")) == "echo: capital of France?"
+        assert (await connection.call_tool("ask")).text == "echo: capital of France?"
     assert "requestState" not in server.requests_of("tools/call")[1]
 
 
@@ -372,7 +391,7 @@ async def test_entries_of_one_round_run_side_by_side() -> None:
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server, receiver(elicitation=ElicitationService(WaitingForms()))) as connection:
-        assert text(await connection.call_tool("ask")) == "a,b"
+        assert (await connection.call_tool("ask")).text == "a,b"
 
 
 async def test_a_refused_sampling_entry_ends_the_call_cancels_its_round_and_sends_nothing() -> None:
@@ -411,7 +430,7 @@ async def test_a_declined_elicitation_is_sent_back_as_an_answer() -> None:
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server) as connection:  # FillDefaults declines a form it cannot fill
-        assert text(await connection.call_tool("ask")) == "{'form': {'action': 'decline'}}"
+        assert (await connection.call_tool("ask")).text == "{'form': {'action': 'decline'}}"
 
 
 async def test_a_server_that_never_stops_asking_is_stopped_at_the_round_cap() -> None:
@@ -434,7 +453,7 @@ async def test_the_default_round_cap_is_ten() -> None:
     assert DEFAULT_MAX_INPUT_ROUNDS == 10
     server = FakeServer(protocol_version=MODERN, tools={"forever": forever})
     async with connected(server) as connection:
-        assert connection.max_input_rounds == 10
+        assert connection.options.max_input_rounds == 10
         with pytest.raises(InputRoundsExceeded, match="more than 10 times"):
             await connection.call_tool("forever")
     assert len(server.requests_of("tools/call")) == 11  # the call and ten retries
@@ -455,7 +474,7 @@ async def test_a_cancelled_elicitation_is_sent_back_as_such() -> None:
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server, receiver(elicitation=ElicitationService(Dismissing()))) as connection:
-        assert text(await connection.call_tool("ask")) == "{'form': {'action': 'cancel'}}"
+        assert (await connection.call_tool("ask")).text == "{'form': {'action': 'cancel'}}"
 
 
 async def test_an_input_request_the_client_did_not_declare_ends_the_call_and_sends_nothing() -> None:
@@ -487,7 +506,7 @@ async def test_input_required_to_a_request_that_may_not_take_it_fails_clearly() 
     async with connected(server) as connection:
         with pytest.raises(BadResult, match="answered tools/list with input_required, which only"):
             await connection.list_tools()
-        assert text(await connection.call_tool("ok")) == "fine"
+        assert (await connection.call_tool("ok")).text == "fine"
     assert len(server.requests_of("tools/list")) == 1  # nothing answered, nothing retried
 
 
@@ -514,7 +533,7 @@ async def test_roots_are_answered_from_the_receiver() -> None:
 
     server = FakeServer(protocol_version=MODERN, tools={"ask": ask})
     async with connected(server, receiver(roots=["file:///srv/notes"])) as connection:
-        assert text(await connection.call_tool("ask")) == "{'roots': [{'uri': 'file:///srv/notes'}]}"
+        assert (await connection.call_tool("ask")).text == "{'roots': [{'uri': 'file:///srv/notes'}]}"
         capabilities = (server.requests[0].meta or {})["io.modelcontextprotocol/clientCapabilities"]
         assert capabilities["roots"] == {}
 
@@ -550,7 +569,7 @@ async def test_fifty_calls_in_flight_never_mix_their_requests_or_states() -> Non
     async with connected(server, receiver(elicitation=ElicitationService(Person()))) as connection:
 
         async def one(tag: str) -> None:
-            results[tag] = text(await connection.call_tool("echo_state", {"tag": tag}))
+            results[tag] = (await connection.call_tool("echo_state", {"tag": tag})).text
 
         async with anyio.create_task_group() as group:
             for n in range(50):
@@ -581,9 +600,9 @@ async def test_prompts_and_resources_take_input_rounds_too() -> None:
     server = FakeServer(protocol_version=MODERN, methods={"prompts/get": prompt, "resources/read": resource})
     async with connected(server) as connection:
         got = await connection.get_prompt("p")
-        assert got["description"] == "{'action': 'accept', 'content': {'name': 'Ada'}}"
+        assert got.description == "{'action': 'accept', 'content': {'name': 'Ada'}}"
         read = await connection.read_resource("ask://x")
-        assert read["contents"] == [{"uri": "ask://x", "text": "r1"}]
+        assert read.model_dump()["contents"] == [{"uri": "ask://x", "text": "r1"}]
 
 
 # --- bad input: a clear error naming the key or field, and the connection keeps serving -------
@@ -627,11 +646,31 @@ BAD_RESULTS = [
     ),
     ("an unknown resultType", {"resultType": "maybe", "content": []}, "resultType 'maybe' is not one this"),
 ]
+#: A final result that breaks the CallToolResult schema, in either era (protocol/results.py).
+BROKEN = "fake answered tools/call with a result that breaks the schema: "
+SCHEMA_BREAKS = [
+    (
+        "text not a string",
+        {"content": [{"type": "text", "text": 7}]},
+        f"{BROKEN}content.0.text.text: Input should be a valid string",
+    ),
+    ("no content", {"isError": False}, f"{BROKEN}content: Field required"),
+    (
+        "isError a string",
+        {"content": [], "isError": "no"},
+        f"{BROKEN}isError: Input should be a valid boolean",
+    ),
+    ("unknown block", {"content": [{"type": "video", "data": "x"}]}, f"{BROKEN}content.0: Input tag 'video'"),
+]
 
 
-@pytest.mark.parametrize(("result", "words"), [pytest.param(r, w, id=i) for i, r, w in BAD_RESULTS])
+@pytest.mark.parametrize(
+    ("protocol", "result", "words"),
+    [pytest.param(MODERN, r, w, id=i) for i, r, w in BAD_RESULTS]
+    + [pytest.param(p, r, w, id=f"{i} ({p})") for i, r, w in SCHEMA_BREAKS for p in (LEGACY, MODERN)],
+)
 async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_serves_on(
-    result: dict[str, Any], words: str
+    protocol: str, result: dict[str, Any], words: str
 ) -> None:
     async def bad(call: ToolCall) -> dict[str, Any]:
         return result
@@ -639,11 +678,11 @@ async def test_a_malformed_result_fails_that_call_clearly_and_the_connection_ser
     async def good(call: ToolCall) -> str:
         return "fine"
 
-    server = FakeServer(protocol_version=MODERN, tools={"bad": bad, "good": good})
+    server = FakeServer(protocol_version=protocol, tools={"bad": bad, "good": good})
     async with connected(server) as connection:
         with pytest.raises(BadResult, match=re.escape(words)):
             await connection.call_tool("bad")
-        assert text(await connection.call_tool("good")) == "fine"
+        assert (await connection.call_tool("good")).text == "fine"
     assert len(server.requests_of("tools/call")) == 2  # nothing was answered that was not asked
 
 
@@ -719,7 +758,7 @@ async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tas
 
     async with connected(server) as connection:
         result = await connection.call_tool("long", on_task=observe)
-    assert result == {"content": [{"type": "text", "text": "done"}], "isError": False}
+    assert result.model_dump() == {"content": [{"type": "text", "text": "done"}], "isError": False}
     assert seen == ["working", "working", "input_required", "input_required", "completed"]
     (update,) = server.requests_of(
         "tasks/update"
@@ -775,7 +814,7 @@ async def test_a_failed_task_raises_its_error_and_a_denied_task_id_is_lost() -> 
             await connection.call_tool("fails")
         with pytest.raises(RemoteTaskLost, match="no longer knows task t4"):
             await connection.call_tool("vanishes")
-        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
+        assert (await connection.call_tool("quick")).text == "fine"  # the same connection serves on
     assert server.requests_of("tasks/cancel") == []  # a task the server denied is not cancelled
 
 
@@ -814,7 +853,7 @@ async def test_a_task_past_its_ttl_is_given_up_and_the_connection_serves_on() ->
         lost = pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms")
         with anyio.fail_after(10), lost:
             await connection.call_tool("long")
-        assert text(await connection.call_tool("quick")) == "fine"  # the same connection serves on
+        assert (await connection.call_tool("quick")).text == "fine"  # the same connection serves on
     assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["t8"]  # it may still run
 
 
@@ -857,7 +896,7 @@ async def test_a_task_handle_shows_each_change_of_the_task_and_gives_the_final_r
         ("working", "rolling out"),
         ("completed", None),
     ]
-    assert result == done
+    assert result.model_dump() == done
     assert server.requests_of("tools/call")[0]["arguments"] == {"env": "prod"}
 
 
@@ -883,7 +922,7 @@ async def test_a_task_handle_of_a_direct_answer_has_no_task_and_the_result() -> 
     server = FakeServer(protocol_version=MODERN, tools={"quick": quick})
     async with connected(server) as connection, connection.watch_tool("quick") as call:
         assert [t async for t in call.updates()] == []
-        assert text(await call.result()) == "at once"
+        assert (await call.result()).text == "at once"
         assert (call.task, call.task_id, call.status, call.status_message) == (None, None, None, None)
 
 
@@ -910,7 +949,7 @@ async def test_a_header_mismatch_makes_the_client_list_the_tools_and_try_once_mo
 
     server = FakeServer(protocol_version=MODERN, tools={"picky": picky})
     async with connected(server) as connection:
-        assert text(await connection.call_tool("picky")) == "ok"
+        assert (await connection.call_tool("picky")).text == "ok"
     assert [r.method for r in server.requests] == [
         "server/discover",
         "tools/call",

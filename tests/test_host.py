@@ -5,13 +5,17 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anyio
 import pytest
 
-from host_receiver.errors import INVALID_PARAMS, RpcError
-from host_receiver.host import Host, tune_gc_for_serving
+from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
+from host_receiver.options import ConnectionOptions
+from host_receiver.protocol.types import Implementation
 from host_receiver.receiver import Receiver
 from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport
@@ -29,6 +33,7 @@ class PlayedServer:
         self.version = version
         self.initialized = anyio.Event()
         self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] = {}
         self.notifications: list[tuple[str, dict[str, Any] | None]] = []
 
     async def on_request(self, request: IncomingRequest) -> dict[str, Any]:
@@ -36,6 +41,7 @@ class PlayedServer:
         assert request.params is not None
         validate("InitializeRequestParams", request.params)
         self.client_capabilities = request.params["capabilities"]
+        self.client_info = request.params["clientInfo"]
         return {
             "protocolVersion": self.version,
             "capabilities": {"tools": {}},
@@ -134,6 +140,62 @@ async def test_duplicate_names_are_refused() -> None:
         await host.connect("a", transport)
         with pytest.raises(ValueError, match="already connected"):
             await host.connect("a", other)
+
+
+async def test_one_options_object_reaches_every_connection_unless_a_connect_gives_its_own() -> None:
+    options = ConnectionOptions(client_info=Implementation(name="embedding-app", version="7"))
+    own = replace(options, client_info=Implementation(name="other", version="1"))
+    async with (
+        Host(Receiver(), options) as host,
+        played() as (ta, a),
+        played() as (tb, b),
+        played() as (tc, c),
+    ):
+        first = await host.connect("a", ta)
+        second = await host.connect("b", tb)
+        third = await host.connect("c", tc, options=own)
+    assert first.options is options and second.options is options and third.options is own
+    assert a.client_info == b.client_info == {"name": "embedding-app", "version": "7"}
+    assert c.client_info == {"name": "other", "version": "1"}
+
+
+async def ask_until_answered(server: PlayedServer, answers: list[RpcError]) -> None:
+    """Send a sampling request (no task: it stays in flight) and keep the error it is answered with."""
+    with pytest.raises(RpcError) as failed:
+        await server.session.request("sampling/createMessage", sampling_params())
+    answers.append(failed.value)
+
+
+async def test_leaving_the_host_winds_every_connection_down_before_it_closes() -> None:
+    script = sampling_script()
+    answers: list[RpcError] = []
+    async with played() as (transport, server), anyio.create_task_group() as group:
+        async with Host(Receiver(sampling=script)) as host:
+            connection = await host.connect("a", transport)
+            group.start_soon(ask_until_answered, server, answers)
+            await script.started.wait()
+        assert connection.closed and connection.error is None
+    assert script.cancelled == 1
+    assert [(e.code, e.message) for e in answers] == [
+        (INTERNAL_ERROR, "Not answered: the client is closing the connection")
+    ]
+
+
+async def test_a_server_connection_runs_in_any_task_group_and_closes_through_its_own_methods() -> None:
+    script = sampling_script()
+    receiver = Receiver(sampling=script)
+    answers: list[RpcError] = []
+    async with played() as (transport, server), anyio.create_task_group() as group:
+        run = partial(
+            ServerConnection.run, transport, receiver=receiver, options=ConnectionOptions(), name="a"
+        )
+        connection: ServerConnection = await group.start(run)
+        assert (connection.name, connection.closed) == ("a", False)
+        group.start_soon(ask_until_answered, server, answers)
+        await script.started.wait()
+        await connection.close()
+        assert connection.closed and connection.error is None
+    assert [e.code for e in answers] == [INTERNAL_ERROR]
 
 
 def test_tune_gc_for_serving_freezes_start_up_objects_and_collects_less_often() -> None:

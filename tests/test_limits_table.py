@@ -76,6 +76,7 @@ NOT_BOUNDS: dict[str, str] = {
     "RemoteTask": "what a server reported about its task",
     "Event": "what a server sent in an SSE event",
     "Item": "a web inbox item: when it came, expires and was answered",
+    "Cursor": "where an HTTP event stream stands (the events seen so far)",
 }
 
 #: Numeric module constants that are not caps, and why.
@@ -88,11 +89,11 @@ NOT_CAPS: dict[str, str] = {
     "host_receiver/errors.py:URL_ELICITATION_REQUIRED": "a JSON-RPC or MCP error code",
     "host_receiver/errors.py:USER_REJECTED": "a JSON-RPC or MCP error code",
     "host_receiver/protocol/modern.py": "2026-07-28 error codes",
-    "host_receiver/transports/http.py:CONNECTION_CLOSED": "an error code",
+    "host_receiver/transports/_http_exchange.py:CONNECTION_CLOSED": "an error code",
     "host_receiver/cli/_hooks.py": "the CLI's exit codes",
     "host_receiver/tasks/cursor.py": "the size of a cursor's MAC",
     "host_receiver/tasks/record.py": "the size of a task id",
-    "host_receiver/transports/_mirror.py": "JSON's safe integer range, from the spec",
+    "host_receiver/_mirror.py": "JSON's safe integer range, from the spec",
     "providers/_selection.py": "the token estimate's rates",
 }
 

@@ -1,15 +1,30 @@
-"""The 2026-07-28 HTTP binding's mirrored headers: values, x-mcp-header annotations, rejected tools."""
+"""The 2026-07-28 HTTP binding's mirrored headers: values, x-mcp-header annotations, rejected tools,
+and the seam: the connection computes them, the HTTP stream sends what a request carries."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from host_receiver.errors import InvalidToolHeaders
-from host_receiver.transports._mirror import encode_value, param_headers, request_headers, tool_header_paths
+from host_receiver._mirror import (
+    HeaderMirror,
+    encode_value,
+    param_headers,
+    request_headers,
+    tool_header_paths,
+)
+from host_receiver.connection import ClientConnection
+from host_receiver.errors import HttpStatusError, InvalidMessage, InvalidToolHeaders, TransportError
+from host_receiver.protocol.jsonrpc import Message, Request
+from host_receiver.testing import FakeServer, ToolCall
+from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport
 from host_receiver.transports.http import HttpTransport
+from host_receiver.transports.memory import MemoryTransport
+from tests.servers.http_server import StreamableHttpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -82,12 +97,123 @@ def test_invalid_annotations_are_refused(properties: dict[str, Any], why: str) -
         tool_header_paths(tool(properties))
 
 
-async def test_http_leaves_out_tools_with_invalid_annotations_and_warns(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_http_leaves_out_tools_with_invalid_annotations_and_warns(caplog: pytest.LogCaptureFixture) -> None:
     good = {"name": "good", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}
     bad = {**tool({"a": {"type": "number", "x-mcp-header": "A"}}), "name": "bad"}
-    async with HttpTransport("http://127.0.0.1:9/mcp").connect() as stream:
-        with caplog.at_level(logging.WARNING):
-            assert stream.accept_tools([good, bad]) == [good]
-    assert "left out tool 'bad'" in caplog.text
+    with caplog.at_level(logging.WARNING):
+        assert HeaderMirror().accept_tools([good, bad], "srv") == [good]
+    assert "left out tool 'bad' of srv" in caplog.text
+
+
+# --- the seam: the connection computes the headers, the stream sends them ---------------------
+
+MODERN = "2026-07-28"
+REGION = {
+    "name": "deploy",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+        },
+    },
+}
+BAD = {
+    "name": "bad",
+    "inputSchema": {"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}},
+}
+
+
+class _MirroringBinding(Binding):
+    mirrors_headers = True
+
+
+class _HeaderRecorder(MessageStream):
+    """An in-memory stream whose binding mirrors headers, as HTTP's does; it records each request's."""
+
+    def __init__(self, inner: MessageStream, sent: list[tuple[str, Mapping[str, str] | None]]) -> None:
+        self._inner = inner
+        self._sent = sent
+        self._binding = _MirroringBinding()
+
+    async def send(self, message: Message) -> None:
+        if isinstance(message, Request):
+            self._sent.append((message.method, message.headers))
+        await self._inner.send(message)
+
+    async def receive(self) -> Message | InvalidMessage:
+        return await self._inner.receive()
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {StreamAttribute.binding: lambda: self._binding}
+
+
+class _Recording(Transport):
+    def __init__(self, inner: MemoryTransport, mirrors: bool) -> None:
+        self.inner = inner
+        self.mirrors = mirrors
+        self.sent: list[tuple[str, Mapping[str, str] | None]] = []
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[MessageStream]:
+        async with self.inner.connect() as stream:
+            yield _HeaderRecorder(stream, self.sent) if self.mirrors else stream
+
+
+async def deploy(call: ToolCall) -> str:
+    return "ok"
+
+
+def tools_list(request: Request) -> Any:
+    async def answer() -> dict[str, Any]:
+        return {"tools": [REGION, BAD]}
+
+    return answer()
+
+
+@pytest.mark.parametrize("mirrors", [True, False], ids=["binding-mirrors", "no-binding"])
+async def test_the_connection_mirrors_headers_only_for_a_binding_that_asks(mirrors: bool) -> None:
+    server = FakeServer(protocol_version=MODERN, tools={"deploy": deploy}, methods={"tools/list": tools_list})
+    transport = _Recording(server.transport, mirrors)
+    async with server, ClientConnection.connect(transport, capabilities={}) as connection:
+        names = [t.name for t in await connection.list_tools()]
+        await connection.call_tool("deploy", {"region": "eu-west", "n": 3})
+    if not mirrors:  # stdio and memory: every tool, no headers
+        assert names == ["deploy", "bad"]
+        return
+    assert names == ["deploy"]  # the tool whose annotations break the rules is left out
+    assert [method for method, _ in transport.sent] == ["server/discover", "tools/list", "tools/call"]
+    assert transport.sent[0][1] == {"mcp-protocol-version": MODERN, "mcp-method": "server/discover"}
+    assert transport.sent[2][1] == {
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "deploy",
+        "mcp-param-region": "eu-west",
+        "mcp-param-n": "3",
+    }
+
+
+async def test_an_argument_that_cannot_be_a_header_fails_the_call_before_sending() -> None:
+    server = FakeServer(protocol_version=MODERN, tools={"deploy": deploy}, methods={"tools/list": tools_list})
+    transport = _Recording(server.transport, mirrors=True)
+    async with server, ClientConnection.connect(transport, capabilities={}) as connection:
+        await connection.list_tools()
+        with pytest.raises(TransportError, match="cannot send tools/call: argument n is beyond the safe"):
+            await connection.call_tool("deploy", {"n": 2**60})
+    assert [method for method, _ in transport.sent] == ["server/discover", "tools/list"]
+
+
+@pytest.fixture
+def http_server() -> Iterator[StreamableHttpServer]:
+    with StreamableHttpServer() as running:
+        yield running
+
+
+async def test_the_http_stream_sends_the_headers_a_request_carries(http_server: StreamableHttpServer) -> None:
+    async with HttpTransport(http_server.url).connect() as stream:
+        headers = {"mcp-method": "anything/at-all", "mcp-param-x": "1"}
+        with pytest.raises(HttpStatusError):  # this legacy server wants a session first
+            await stream.send(Request(1, "server/discover", {}, headers))
+    assert http_server.requests[0].headers["mcp-method"] == "anything/at-all"
+    assert http_server.requests[0].headers["mcp-param-x"] == "1"

@@ -26,6 +26,7 @@ import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.errors
 import host_receiver.paths
+import host_receiver.protocol.results
 import host_receiver.protocol.types
 import host_receiver.protocol.versions
 import host_receiver.receiver
@@ -49,6 +50,7 @@ DOORS = (
     host_receiver.paths,
     host_receiver.protocol.types,
     host_receiver.protocol.versions,
+    host_receiver.protocol.results,
     host_receiver.transports,
     host_receiver.session,
     host_receiver.receiver,
@@ -210,12 +212,58 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
     assert upward == set()
 
 
+#: Folders of tests/ that are suites across the packages, not one package's tests.
+SUITES = {"interop", "security", "servers"}
+
+
+def test_the_tests_tree_mirrors_the_packages() -> None:
+    packages = {p.name for p in (ROOT / "host_receiver").iterdir() if (p / "__init__.py").exists()}
+    packages |= {"providers", "benchmarks"}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert folders - packages - SUITES == set()
+
+
 @pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
             continue
         assert not {t for t in targets if t.startswith("host_receiver.cli")}, module
+
+
+#: An MCP method name: one of the spec's namespaces, or a bare ``initialize`` or ``ping``.
+MCP_METHOD = re.compile(
+    r"(?<![\w/])(notifications|tools|prompts|resources|tasks|sampling|elicitation|completion|"
+    r"logging|roots|server)/\w"
+)
+BARE_METHODS = {"initialize", "ping"}
+
+
+def code_strings(path: Path) -> Iterator[tuple[int, str]]:
+    """The string constants of ``path`` (f-string parts too), docstrings left out, with their lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield getattr(node, "lineno", 0), node.value
+
+
+def test_transports_parse_no_mcp_method() -> None:
+    # docs/architecture.md: transports know bytes and JSON-RPC; what the HTTP binding mirrors
+    # from a request's method is computed above them (host_receiver/_mirror.py).
+    found = [
+        f"{name}:{line}: {text!r}"
+        for name, path in modules()
+        if name.startswith("host_receiver.transports")
+        for line, text in code_strings(path)
+        if MCP_METHOD.search(text) or text.strip() in BARE_METHODS
+    ]
+    assert found == []
 
 
 def loaded_after(statement: str) -> set[str]:

@@ -27,7 +27,10 @@ async def test_a_fake_servers_tool_samples_through_the_host() -> None:
     async with FakeServer(tools={"summarise": summarise}) as server, Host(echo_receiver()) as host:
         connection = await host.connect("fake", server.transport)
         result = await connection.call_tool("summarise", {"text": "tasks are good"})
-        assert result == {"content": [{"type": "text", "text": "echo: tasks are good"}], "isError": False}
+        assert result.model_dump() == {
+            "content": [{"type": "text", "text": "echo: tasks are good"}],
+            "isError": False,
+        }
         await server.initialized.wait()
         assert server.initialize_params is not None
         validate("InitializeRequestParams", server.initialize_params)

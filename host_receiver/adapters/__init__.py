@@ -62,7 +62,7 @@ class Requirement:
 
 
 #: What each adapter needs: its extra in pyproject.toml, requirement by requirement
-#: (tests/test_adapters_bridge.py checks that they agree). fastmcp's client also
+#: (tests/adapters/test_bridge.py checks that they agree). fastmcp's client also
 #: comes as the ``fastmcp-slim`` distribution, which is accepted alike.
 REQUIREMENTS: dict[str, tuple[Requirement, ...]] = {
     "mcp1": (Requirement("mcp", ("mcp",), "1.23", "2"),),

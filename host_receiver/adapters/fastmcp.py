@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from host_receiver._moved import moved_names
 from host_receiver.adapters import require
 
 if TYPE_CHECKING:
@@ -44,3 +45,7 @@ def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
     from host_receiver.adapters import _fastmcp
 
     return _fastmcp.client_options(receiver, server)
+
+
+if not TYPE_CHECKING:  # its old path, until 0.4 (a type checker flags it)
+    __getattr__ = moved_names(__name__, {"AdapterUnavailable": "host_receiver.errors"})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from host_receiver._moved import moved_names
 from host_receiver.adapters import require
 
 if TYPE_CHECKING:
@@ -46,3 +47,7 @@ def session_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
     from host_receiver.adapters import _mcp1
 
     return _mcp1.session_options(receiver, server)
+
+
+if not TYPE_CHECKING:  # its old path, until 0.4 (a type checker flags it)
+    __getattr__ = moved_names(__name__, {"AdapterUnavailable": "host_receiver.errors"})

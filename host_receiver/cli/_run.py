@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from host_receiver._negotiation import AUTO
 from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_options_given, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
@@ -47,9 +46,9 @@ from host_receiver.cli._hooks import (
     safe_json,
     uses_terminal,
 )
-from host_receiver.connection import DEFAULT_MAX_INPUT_ROUNDS
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.sanitize import safe_logger
@@ -253,9 +252,11 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         host = await stack.enter_async_context(
             Host(
                 receiver,
-                protocol=args.protocol,
-                max_input_rounds=args.max_input_rounds,
-                tasks_extension=args.tasks_extension,
+                ConnectionOptions(
+                    protocol=args.protocol,
+                    max_input_rounds=args.max_input_rounds,
+                    tasks_extension=args.tasks_extension,
+                ),
             )
         )
         return await _serve(args, host, transport, name, arguments, inbox)
@@ -283,8 +284,8 @@ async def _serve(
             return EXIT_FAILURE
         finally:
             await server.close()
-        print(safe_json(result))
-        return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
+        print(safe_json(result.model_dump()))
+        return EXIT_TOOL_ERROR if result.is_error is True else EXIT_OK
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -55,6 +55,7 @@ from host_receiver.approval import (
 )
 from host_receiver.errors import ProviderError, RpcError
 from host_receiver.host import Host
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     ElicitRequestParams,
@@ -226,7 +227,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         for line in server_report(result):
             await say(line)
         await say(f"\nDone in {time.monotonic() - started:.1f} s.")
-        return hooks.EXIT_TOOL_ERROR if result.get("isError") is True else hooks.EXIT_OK
+        return hooks.EXIT_TOOL_ERROR if result.is_error is True else hooks.EXIT_OK
 
 
 async def _print(text: str) -> None:
@@ -364,13 +365,12 @@ class _TracedUI:
         return answer
 
 
-def server_report(result: dict[str, Any]) -> list[str]:
+def server_report(result: CallToolResult) -> list[str]:
     """The server's JSON report as readable lines (or its raw text when it is not one)."""
-    texts = [c.get("text", "") for c in result.get("content", []) if c.get("type") == "text"]
     try:
-        report = json.loads("".join(texts))
+        report = json.loads(result.text)
     except ValueError:
-        return ["  " + "".join(texts)]
+        return ["  " + result.text]
     lines = []
     for number, step in enumerate(report.get("requests", []), 1):
         mode = f" ({step['mode']})" if step.get("mode") else ""

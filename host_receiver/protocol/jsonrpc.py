@@ -29,7 +29,8 @@ Rules of this module:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import orjson
@@ -62,6 +63,9 @@ class Request:
     id: RequestId
     method: str
     params: dict[str, Any] | None = None
+    #: Not part of the message: header fields the stream's binding sends with
+    #: it (the 2026-07-28 HTTP binding's mirrored headers); never encoded.
+    headers: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def meta(self) -> dict[str, Any] | None:

@@ -31,7 +31,15 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.sanitize import bounded
 
-__all__ = ["check_request_meta", "describe", "meta_ok", "parse", "parse_elicitation", "task_id_of"]
+__all__ = [
+    "check_request_meta",
+    "describe",
+    "meta_ok",
+    "parse",
+    "parse_elicitation",
+    "problems",
+    "task_id_of",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -84,7 +92,13 @@ def parse_elicitation(params: dict[str, Any] | None) -> ElicitRequestParams:
 
 
 def describe(exc: ValidationError) -> str:
-    """A -32602 message naming each bad field by its wire path.
+    """A -32602 message naming each bad field by its wire path (:func:`problems`)."""
+    return "Invalid params: " + problems(exc)
+
+
+def problems(exc: ValidationError, whole: str = "params") -> str:
+    """Each bad field of ``exc`` by its wire path and what is wrong with it (at most five;
+    ``whole`` names the value itself).
 
     The labels pydantic gives the branches of a union (``tagged-union[...]``,
     ``list[...]``) are not wire names and are left out; of the branches of one
@@ -104,10 +118,10 @@ def describe(exc: ValidationError) -> str:
             branch and any(len(other) > len(path) and other[: len(path)] == path for other, _, _ in found)
         )
     ]
-    problems = [f"{'.'.join(path) or 'params'}: {msg}" for path, msg in kept[:5]]
-    more = len(kept) - len(problems)
+    told = [f"{'.'.join(path) or whole}: {msg}" for path, msg in kept[:5]]
+    more = len(kept) - len(told)
     suffix = f" (and {more} more)" if more > 0 else ""
-    return "Invalid params: " + "; ".join(problems) + suffix
+    return "; ".join(told) + suffix
 
 
 def _is_branch_label(part: str | int) -> bool:

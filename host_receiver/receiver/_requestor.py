@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from host_receiver.elicitation import check_request as check_elicitation
 from host_receiver.errors import RpcError, method_not_found
 from host_receiver.peer import Peer
+from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import INPUT_METHODS
 from host_receiver.protocol.params import parse, parse_elicitation, task_id_of
 from host_receiver.protocol.types import (
@@ -86,6 +87,10 @@ class Requestor:
         """Answer one request from the server; raise RpcError for an error response."""
         answer = self.dispatch(method, params)
         return answer if isinstance(answer, dict) else await answer
+
+    def answer(self, request: Request) -> Answer:
+        """:meth:`dispatch` for a decoded request (how a connection hands one over)."""
+        return self.dispatch(request.method, request.params)
 
     def dispatch(self, method: str, params: dict[str, Any] | None) -> Answer:
         """The answer to one request, now, or an awaitable (rules in the module docstring)."""

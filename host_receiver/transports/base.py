@@ -23,14 +23,26 @@ Rules every message stream follows:
   is not buffered beyond the limit but judged by its head
   (:func:`~host_receiver.protocol.jsonrpc.oversized`), so a request still
   gets an error reply with its id, and the stream goes on.
-- Streams know bytes and JSON-RPC, and of MCP only what their binding
-  says (the HTTP binding mirrors a request's method, name and protocol
-  version into headers). The hooks :meth:`MessageStream.set_protocol_version`,
-  :meth:`MessageStream.open_listener`, :meth:`MessageStream.abandon` and
-  :meth:`MessageStream.accept_tools` are how the MCP layer tells a stream
-  what it needs to know; they do nothing where nothing needs doing.
-  :meth:`MessageStream.silence_means_legacy` is what the MCP layer asks of
-  the stream's binding when it probes the server's era.
+- ``aclose`` closes the stream before its context ends: sends fail from
+  then on, and ``receive`` comes to ``anyio.EndOfStream`` (stdio: once the
+  child, its input closed, has exited). It may be called more than once.
+  Leaving the transport's ``connect()`` context closes the stream whether
+  or not it was called (the default ``aclose`` does nothing, for streams
+  that leave closing to that context).
+- Streams know bytes and JSON-RPC, no MCP method. What only one binding
+  has is reached through typed attributes, as on anyio's streams:
+  ``stream.extra(StreamAttribute.binding, None)`` is the stream's
+  :class:`Binding` (the HTTP binding: the legacy version header, the GET
+  listener, cancelling a request by closing its stream, the mirrored
+  headers a request carries in :attr:`Request.headers
+  <host_receiver.protocol.jsonrpc.Request.headers>`), and
+  ``StreamAttribute.answers_every_request`` says whether the medium answers
+  every request (HTTP: with an error status at least). A stream that wraps
+  another forwards ``extra_attributes``.
+- The hooks of 0.2 (``set_protocol_version``, ``open_listener``,
+  ``abandon``, ``accept_tools``, ``silence_means_legacy``) are gone: a
+  subclass that defines one fails at its definition with a
+  :class:`TypeError` that says where each went.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
+from anyio import TypedAttributeProvider, TypedAttributeSet, typed_attribute
 
 # Re-exported: its old home (host_receiver._concurrency is where it lives now).
 from host_receiver._concurrency import background_task_group
@@ -49,7 +62,9 @@ from host_receiver.protocol.types import RequestId
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "Binding",
     "MessageStream",
+    "StreamAttribute",
     "Transport",
     "background_task_group",
 ]
@@ -57,9 +72,69 @@ __all__ = [
 #: The longest message a stream reads, in bytes, unless configured otherwise.
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 
+#: The hooks 0.2's MessageStream had, and where each went.
+_REMOVED_HOOKS = {
+    "set_protocol_version": "Binding.agree",
+    "open_listener": "Binding.open_listener",
+    "abandon": "Binding.abandon",
+    "accept_tools": "the connection layer (tools are checked where headers are mirrored)",
+    "silence_means_legacy": "StreamAttribute.answers_every_request",
+}
 
-class MessageStream(ABC):
+
+class Binding:
+    """What the MCP layer tells a stream's binding, and asks of it; the defaults do nothing.
+
+    The HTTP binding is the one shipped (:class:`~host_receiver.transports.http.HttpTransport`).
+    """
+
+    #: Whether 2026-07-28 requests carry the binding's mirrored headers
+    #: (:attr:`Request.headers <host_receiver.protocol.jsonrpc.Request.headers>`),
+    #: which the connection layer computes.
+    mirrors_headers: bool = False
+
+    def agree(self, version: str) -> None:
+        """A 2025-11-25-era handshake agreed on ``version``; called before ``initialized``."""
+
+    async def open_listener(self) -> None:
+        """Open the channel for messages the peer starts on its own, if there is one.
+
+        Called once, after ``initialized`` was sent (legacy connections only).
+        Returns when the channel is open (or known not to exist).
+        """
+
+    def abandon(self, request_id: RequestId) -> bool:
+        """Nobody waits for ``request_id`` any more: True if the medium itself tells the peer.
+
+        When it returns False, the session sends a cancellation notification.
+        The 2026-07-28 HTTP binding cancels by closing the request's stream.
+        """
+        return False
+
+
+class StreamAttribute(TypedAttributeSet):
+    """What a stream offers beyond its four methods: ``stream.extra(StreamAttribute.name, default)``."""
+
+    #: The stream's binding (absent: a medium with nothing to be told).
+    binding: Binding = typed_attribute()
+    #: True when the medium answers every request, even one the peer does not
+    #: take (HTTP: with an error status), so a silent peer is not taken for a
+    #: legacy one (absent: False).
+    answers_every_request: bool = typed_attribute()
+
+
+class MessageStream(TypedAttributeProvider, ABC):
     """A bidirectional stream of JSON-RPC messages with one peer."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        old = [name for name in _REMOVED_HOOKS if name in vars(cls)]
+        if old:
+            moved = "; ".join(f"{name}: {_REMOVED_HOOKS[name]}" for name in old)
+            raise TypeError(
+                f"{cls.__qualname__} defines MessageStream hooks that are gone ({moved}); "
+                "offer them through extra_attributes (StreamAttribute), see the changelog"
+            )
 
     @abstractmethod
     async def send(self, message: Message) -> None:
@@ -73,39 +148,8 @@ class MessageStream(ABC):
     async def receive(self) -> Message | InvalidMessage:
         """The next message from the peer (see the module rules)."""
 
-    def set_protocol_version(self, version: str) -> None:
-        """The MCP handshake agreed on ``version``; called before ``initialized``."""
-        return None
-
-    async def open_listener(self) -> None:
-        """Open the channel for messages the peer starts on its own, if there is one.
-
-        Called once, after ``notifications/initialized`` was sent (legacy
-        connections only). Returns when the channel is open (or known not to
-        exist).
-        """
-        return None
-
-    def abandon(self, request_id: RequestId) -> bool:
-        """Nobody waits for ``request_id`` any more: True if the medium itself tells the peer.
-
-        When it returns False, the session sends ``notifications/cancelled``.
-        The 2026-07-28 HTTP binding cancels by closing the request's stream.
-        """
-        return False
-
-    def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The tools of a ``tools/list`` page this stream can call (all, unless its binding says)."""
-        return tools
-
-    def silence_means_legacy(self) -> bool:
-        """Whether a server silent on ``server/discover`` may be taken for a legacy one.
-
-        True by default (stdio: legacy servers may leave a request before
-        ``initialize`` unanswered); False on HTTP, where a legacy server
-        answers with an error status.
-        """
-        return True
+    async def aclose(self) -> None:
+        """Close the stream (module rules); by default nothing, the transport's context closes it."""
 
 
 class Transport(ABC):

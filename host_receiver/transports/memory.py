@@ -10,19 +10,24 @@ Rules:
   ``send_nowait`` raises ``anyio.WouldBlock``.
 - Closing one end ends the other end's ``receive`` with ``anyio.EndOfStream``;
   sending on a closed end raises :class:`TransportError`.
+- Each end has a :class:`~host_receiver.transports.base.Binding` that only
+  records what the MCP layer told it (:attr:`MemoryStream.protocol_version`,
+  :attr:`MemoryStream.listener_opened`), for tests to check; it cancels
+  nothing and mirrors no headers.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host_receiver.errors import InvalidMessage, TransportError
 from host_receiver.protocol.jsonrpc import Message, decode_message, dumps_message
-from host_receiver.transports.base import MessageStream, Transport
+from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport
 
 __all__ = ["MemoryStream", "MemoryTransport", "create_memory_pair"]
 
@@ -40,6 +45,7 @@ class MemoryStream(MessageStream):
         #: The versions and listener calls the MCP layer made, for tests to check.
         self.protocol_version: str | None = None
         self.listener_opened = False
+        self._binding = _RecordingBinding(self)
 
     async def send(self, message: Message) -> None:
         await self.send_raw(dumps_message(message).decode())
@@ -67,16 +73,27 @@ class MemoryStream(MessageStream):
         except InvalidMessage as invalid:
             return invalid
 
-    def set_protocol_version(self, version: str) -> None:
-        self.protocol_version = version
-
-    async def open_listener(self) -> None:
-        self.listener_opened = True
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {StreamAttribute.binding: lambda: self._binding}
 
     async def aclose(self) -> None:
         """Close this end; the peer's ``receive`` then ends."""
         self._outgoing.close()
         self._incoming.close()
+
+
+class _RecordingBinding(Binding):
+    """Records on its stream what the MCP layer told the binding."""
+
+    def __init__(self, stream: MemoryStream) -> None:
+        self._stream = stream
+
+    def agree(self, version: str) -> None:
+        self._stream.protocol_version = version
+
+    async def open_listener(self) -> None:
+        self._stream.listener_opened = True
 
 
 def create_memory_pair(

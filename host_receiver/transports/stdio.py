@@ -238,6 +238,10 @@ class _StdioStream(MessageStream):
     async def send(self, message: Message) -> None:
         await self._writer.write(dumps_message(message) + b"\n", hold=bool(self._lines))
 
+    async def aclose(self) -> None:
+        """Stop writing: what is queued is still written, then the child's stdin is closed."""
+        self._writer.close()
+
     def send_nowait(self, message: Message) -> None:
         # Lines still to be received: the session is answering a burst, and
         # its answers go out together once it has handled them all. Notifications

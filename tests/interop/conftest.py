@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +41,7 @@ from host_receiver.approval import (
 from host_receiver.errors import InvalidMessage
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.host import Host, ServerConnection
+from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
     Message,
@@ -49,7 +50,7 @@ from host_receiver.protocol.jsonrpc import (
     Response,
     encode_message,
 )
-from host_receiver.protocol.types import RELATED_TASK_META_KEY, RequestId
+from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
@@ -266,20 +267,12 @@ class _RecordingStream(MessageStream):
             self._log.record_received(encode_message(message))
         return message
 
-    def set_protocol_version(self, version: str) -> None:
-        self._inner.set_protocol_version(version)
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
-    async def open_listener(self) -> None:
-        await self._inner.open_listener()
-
-    def abandon(self, request_id: RequestId) -> bool:
-        return self._inner.abandon(request_id)
-
-    def accept_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._inner.accept_tools(tools)
-
-    def silence_means_legacy(self) -> bool:
-        return self._inner.silence_means_legacy()
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return self._inner.extra_attributes  # the binding of the stream it wraps
 
 
 class RecordingTransport(Transport):
@@ -323,13 +316,13 @@ async def running_host(
     config: ReceiverConfig = TEST_CONFIG,
     opener: Callable[[str], bool] | None = None,
     receiver_options: dict[str, Any] | None = None,
-    host_options: dict[str, Any] | None = None,
+    options: ConnectionOptions | None = None,
 ) -> AsyncIterator[Harness]:
     """A host with sampling (echo provider and AutoApprove unless told) and FillDefaults
     elicitation; on a clean exit, every message it sent is checked against the schema of its era.
 
     ``opener`` stands for the browser of URL elicitation (it notes the URL);
-    ``receiver_options`` and ``host_options`` go to ``Receiver`` and ``Host``.
+    ``receiver_options`` go to ``Receiver``, ``options`` to ``Host``.
     """
     registry = router if router is not None else build_registry(provider="echo", config=Config(), environ={})
     elicitation = (
@@ -346,7 +339,7 @@ async def running_host(
     async with AsyncExitStack() as stack:
         if isinstance(registry, ProviderRegistry):
             await stack.enter_async_context(registry)
-        host = await stack.enter_async_context(Host(receiver, **(host_options or {})))
+        host = await stack.enter_async_context(Host(receiver, options))
         harness = Harness(host, receiver)
         yield harness
     for log in harness.wires.values():
@@ -356,8 +349,8 @@ async def running_host(
 async def call_report(server: ServerConnection, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call one of the peers' tools and return its JSON report."""
     result = await server.call_tool(tool, arguments)
-    assert not result.get("isError"), f"{tool} failed: {result}"
-    report: dict[str, Any] = json.loads(result["content"][0]["text"])
+    assert not result.is_error, f"{tool} failed: {result}"
+    report: dict[str, Any] = json.loads(result.text)
     return report
 
 

@@ -562,7 +562,8 @@ def test_an_adapter_in_the_other_librarys_venv_names_its_extra(
     options = "session_options" if adapter == "mcp1" else "client_options"
     probe = (
         f"from host_receiver import Receiver\n"
-        f"from host_receiver.adapters.{adapter} import AdapterUnavailable, {options}\n"
+        f"from host_receiver.adapters.{adapter} import {options}\n"
+        f"from host_receiver.errors import AdapterUnavailable\n"
         f"try:\n"
         f"    {options}(Receiver(), server='notes')\n"
         f"except AdapterUnavailable as exc:\n"

@@ -109,7 +109,7 @@ async def test_a_server_dying_mid_task_ends_only_its_own_connection(
         steady = await h.connect("steady", endpoint)
         doomed = await h.connect("doomed", raw_server("die"))
         started = await doomed.call_tool("start_task", {"prompt": "a long essay"})
-        task_id = json.loads(started["content"][0]["text"])["result"]["task"]["taskId"]
+        task_id = json.loads(started.text)["result"]["task"]["taskId"]
         assert await anyio.to_thread.run_sync(fake_openai.wait_for_requests, 1, 20.0)
 
         with pytest.raises(ConnectionClosed):
@@ -154,11 +154,11 @@ async def test_malformed_frames_are_logged_and_the_host_keeps_serving(
         server = await h.connect("garbage", raw_server("garbage"))
         echoed = await server.call_tool("echo", {"text": "still here"})
         sampled = await server.call_tool("sample", {"prompt": "through the noise"})
-        replies = json.loads((await server.call_tool("replies", {}))["content"][0]["text"])
+        replies = json.loads((await server.call_tool("replies", {})).text)
         assert not server.closed
 
-    assert echoed["content"][0]["text"] == "still here"
-    answer = json.loads(sampled["content"][0]["text"])
+    assert echoed.text == "still here"
+    answer = json.loads(sampled.text)
     assert answer["result"]["content"] == {"type": "text", "text": "echo: through the noise"}
     errors = [r for r in replies if "error" in r]
     # A malformed request with a readable id gets -32600 on that id; JSON that is no

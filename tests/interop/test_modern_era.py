@@ -33,13 +33,15 @@ from host_receiver.errors import (
     RemoteTaskCancelled,
     RpcError,
 )
+from host_receiver.options import ConnectionOptions
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import Era
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
+from tests.cli.test_terminal import HOST
 from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
 from tests.interop.conftest import RecordingTransport, WireLog, running_host
-from tests.test_terminal import HOST
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -88,9 +90,9 @@ def transport(peer: str, kind: str, peers: ModernPeers) -> StdioTransport | Http
     return HttpTransport(peers.url(peer, kind))
 
 
-def report_of(result: dict[str, Any]) -> dict[str, Any]:
-    assert not result.get("isError"), result
-    report: dict[str, Any] = json.loads(result["content"][0]["text"])
+def report_of(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result
+    report: dict[str, Any] = json.loads(result.text)
     return report
 
 
@@ -162,9 +164,8 @@ async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spok
     async with running_host(ui=Forms("Ada")) as h:
         log = h.wires["fastmcp"] = WireLog("fastmcp")
         recorded = RecordingTransport(transport("fastmcp", "stdio", modern_peers), log)
-        opened = ServerConnection.connect(
-            recorded, receiver=h.receiver, name="fastmcp", discover_timeout=0.01
-        )
+        quick = ConnectionOptions(discover_timeout=0.01)
+        opened = ServerConnection.connect(recorded, quick, receiver=h.receiver, name="fastmcp")
         async with opened as server:
             log.agreed(server.era.value)
             assert (server.era, server.protocol_version) == (Era.MODERN, MODERN)
@@ -179,7 +180,7 @@ async def test_a_slow_starting_modern_server_that_misses_the_probe_is_still_spok
 
 
 async def test_the_legacy_handshake_is_spoken_when_asked_and_the_server_pushes() -> None:
-    async with running_host(ui=Forms(), host_options={"protocol": "2025-11-25"}) as h:
+    async with running_host(ui=Forms(), options=ConnectionOptions(protocol="2025-11-25")) as h:
         server = await h.connect("py2", transport("py2", "stdio", ModernPeers()))
         assert server.era is Era.LEGACY
         report = report_of(await server.call_tool("elicit_form", {"tag": "legacy"}))
@@ -312,7 +313,7 @@ async def test_a_refused_sampling_ends_the_call_and_nothing_is_sent(modern_peers
 
 
 async def test_the_round_cap_ends_a_server_that_keeps_asking(modern_peers: ModernPeers) -> None:
-    async with running_host(ui=Forms(), host_options={"max_input_rounds": 3}) as h:
+    async with running_host(ui=Forms(), options=ConnectionOptions(max_input_rounds=3)) as h:
         server = await h.connect("py2", transport("py2", "stdio", modern_peers))
         done = report_of(await server.call_tool("rounds", {"n": 3, "tag": "cap-ok"}))
         with pytest.raises(InputRoundsExceeded, match="more than 3 times"):
@@ -325,8 +326,8 @@ async def test_prompts_and_resources_take_their_input_rounds(modern_peers: Moder
         server = await h.connect("py2", transport("py2", "stateless", modern_peers))
         prompt = await server.get_prompt("ask_prompt", {"tag": "prompt"})
         resource = await server.read_resource("ask://weather")
-    assert "Grace" in json.dumps(prompt)
-    assert "weather" in json.dumps(resource) and resource.get("resultType", "complete") == "complete"
+    assert "Grace" in prompt.model_dump_json()
+    assert "weather" in resource.model_dump_json() and resource.result_type in (None, "complete")
 
 
 @pytest.mark.parametrize("kind", ["stdio", "stateless"])
@@ -338,7 +339,7 @@ async def test_cancelling_a_call_cancels_it_on_the_server(kind: str, modern_peer
             await server.call_tool("slow", {"seconds": 10, "tag": tag})
         with anyio.fail_after(10):
             while True:  # the server notices the cancellation on its own schedule
-                events = json.loads((await server.call_tool("events", {"tag": tag}))["content"][0]["text"])
+                events = json.loads((await server.call_tool("events", {"tag": tag})).text)
                 if events["events"]:
                     break
                 await anyio.sleep(0.1)
@@ -408,7 +409,7 @@ async def test_a_failed_task_raises_and_a_tool_error_is_a_result(modern_peers: M
             await server.call_tool("task_fail", {"tag": "fail"})
         tool_error = await server.call_tool("task_tool_error", {"tag": "tool-error"})
     assert raised.value.code == -32603
-    assert tool_error["isError"] is True
+    assert tool_error.is_error is True
 
 
 async def test_cancelling_a_call_cancels_its_task(modern_peers: ModernPeers) -> None:
@@ -420,9 +421,7 @@ async def test_cancelling_a_call_cancels_its_task(modern_peers: ModernPeers) -> 
         # still well under the task's 30 s, so a task that was never cancelled cannot pass.
         with anyio.fail_after(25):
             while True:
-                events = json.loads(
-                    (await server.call_tool("events", {"tag": "slow-cancel"}))["content"][0]["text"]
-                )
+                events = json.loads((await server.call_tool("events", {"tag": "slow-cancel"})).text)
                 if any(e.get("event") == "cancelled" for e in events["events"]):
                     break
                 await anyio.sleep(0.1)
@@ -446,7 +445,7 @@ async def test_a_task_handle_watches_a_real_task_and_cancels_another(modern_peer
         with anyio.fail_after(25):
             while True:  # the server notices the cancellation on its own schedule
                 reply = await server.call_tool("events", {"tag": "handle-cancel"})
-                events = json.loads(reply["content"][0]["text"])
+                events = json.loads(reply.text)
                 if any(e.get("event") == "cancelled" for e in events["events"]):
                     break
                 await anyio.sleep(0.1)
@@ -457,7 +456,7 @@ async def test_a_task_handle_watches_a_real_task_and_cancels_another(modern_peer
 
 
 async def test_without_the_extension_a_task_tool_names_what_is_missing(modern_peers: ModernPeers) -> None:
-    async with running_host(host_options={"tasks_extension": False}) as h:
+    async with running_host(options=ConnectionOptions(tasks_extension=False)) as h:
         server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
         with pytest.raises(MissingCapability, match=r"extensions\.io\.modelcontextprotocol/tasks"):
             await server.call_tool("task_form", {"tag": "no-ext"})
@@ -478,13 +477,13 @@ def over_stdio(peer: str) -> list[str]:
     return ["--", str(python), str(script)]
 
 
-def final_result(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def final_result(done: subprocess.CompletedProcess[str]) -> CallToolResult:
     """The CallToolResult the CLI printed: one JSON line, never an input_required or task result."""
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     assert result.get("resultType", "complete") == "complete", result
     assert not {"inputRequests", "requestState", "taskId", "status"} & set(result), result
-    return result
+    return CallToolResult.model_validate(result)
 
 
 def test_the_cli_prints_the_final_result_of_a_stateless_modern_server(modern_peers: ModernPeers) -> None:
@@ -578,12 +577,12 @@ async def test_server_everything_is_found_legacy_and_its_async_tools_get_client_
         assert (server.era, server.protocol_version) == (Era.LEGACY, "2025-11-25")
         with anyio.fail_after(10):  # it registers the task tools once it has seen our capabilities
             await h.wires["everything"].notified("notifications/tools/list_changed")
-        assert "trigger-sampling-request-async" in [t["name"] for t in await server.list_tools()]
+        assert "trigger-sampling-request-async" in [t.name for t in await server.list_tools()]
         result = await server.call_tool(
             "trigger-sampling-request-async", {"prompt": "hello", "maxTokens": 20}
         )
-    assert not result.get("isError"), result
-    assert "echo: Resource trigger-sampling-request-async context: hello" in json.dumps(result)
+    assert not result.is_error, result
+    assert "echo: Resource trigger-sampling-request-async context: hello" in result.model_dump_json()
     wire = h.wires["everything"]
     sent = [m["method"] for m in wire.sent if "method" in m and "id" in m]
     assert sent[:2] == ["server/discover", "initialize"]  # the probe, then the handshake

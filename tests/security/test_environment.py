@@ -98,7 +98,7 @@ async def test_the_api_keeps_the_provider_key_from_the_server(monkeypatch: pytes
             server = await host.connect_stdio("raw", sys.executable, [str(SERVER)], env=env)
             result = await server.call_tool("env", {"name": name})
             await server.close()
-        return str(result["content"][0]["text"])
+        return result.text
 
     assert await seen("OPENAI_API_KEY") == "<unset>"
     assert await seen("OPENAI_API_KEY", {"OPENAI_API_KEY": os.environ["OPENAI_API_KEY"]}) == KEY

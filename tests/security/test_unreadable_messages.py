@@ -34,7 +34,7 @@ LIMIT = 200_000
 
 async def report(connection: ClientConnection) -> list[dict[str, Any]]:
     result = await connection.call_tool("report")
-    answers: list[dict[str, Any]] = json.loads(result["content"][0]["text"])
+    answers: list[dict[str, Any]] = json.loads(result.text)
     return answers
 
 

@@ -1,10 +1,12 @@
 """A raw MCP server on stdio for the transport tests: no SDK, one JSON message per line.
 
-Usage: python stdio_mcp_server.py [--version V]
+Usage: python stdio_mcp_server.py [--version V | --modern]
 
 ``initialize`` answers the client's version when it is one this server knows,
 else its newest; ``--version V`` forces the answer to V (to test negotiation).
-``tools/list`` serves seven tools over three pages. ``tools/call`` by name:
+``--modern`` makes it a 2026-07-28 server: it answers ``server/discover``
+and every result carries ``resultType``.
+``tools/list`` serves eight tools over three pages. ``tools/call`` by name:
 
 - ``echo``: returns its arguments as JSON text;
 - ``ask``: sends ``sampling/createMessage`` to the client, checks the answer's
@@ -14,7 +16,8 @@ else its newest; ``--version V`` forces the answer to V (to test negotiation).
 - ``log``: writes ``arguments.text`` to stderr, then answers;
 - ``env``: returns the value of the environment variable ``arguments.name``;
 - ``big``: writes a line of ``arguments.size`` bytes that is no message, then answers;
-- ``die``: exits at once, without answering.
+- ``die``: exits at once, without answering;
+- ``verbatim``: answers with ``arguments.result``, as it is.
 """
 
 from __future__ import annotations
@@ -29,19 +32,25 @@ from _jsonlines import error, read, result, text_result, write, write_raw
 KNOWN_VERSIONS = ("2025-11-25", "2025-06-18")
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object"}}
-    for name in ("echo", "ask", "garbage", "log", "die", "env", "big")
+    for name in ("echo", "ask", "garbage", "log", "die", "env", "big", "verbatim")
 ]
-PAGES = {None: (0, 3, "p2"), "p2": (3, 6, "p3"), "p3": (6, 7, None)}
+PAGES = {None: (0, 3, "p2"), "p2": (3, 6, "p3"), "p3": (6, 8, None)}
+MODERN = "2026-07-28"
 
 
 def main() -> None:
     forced = sys.argv[sys.argv.index("--version") + 1] if "--version" in sys.argv else None
-    initialized = False
+    modern = "--modern" in sys.argv
+    initialized = modern  # a modern server has no handshake
     while (message := read()) is not None:
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") or {}
         if method == "notifications/initialized":
             initialized = True
+        elif method == "server/discover" and modern:
+            info = {"io.modelcontextprotocol/serverInfo": {"name": "raw-stdio", "version": "1.0"}}
+            discovered = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "_meta": info}
+            result(request_id, {"resultType": "complete", **discovered})
         elif method == "initialize":
             wanted = params["protocolVersion"]
             version = forced or (wanted if wanted in KNOWN_VERSIONS else KNOWN_VERSIONS[0])
@@ -108,6 +117,8 @@ def call_tool(request_id: Any, name: str, arguments: dict[str, Any]) -> None:
         result(request_id, text_result("after big"))
     elif name == "die":
         sys.exit(3)
+    elif name == "verbatim":
+        result(request_id, arguments["result"])
     else:
         result(request_id, text_result(f"unknown tool {name}", is_error=True))
 

@@ -27,6 +27,7 @@ import pytest
 from host_receiver.approval import Approve, Refuse, SamplingRequestView, UrlView
 from host_receiver.cli.demo import SERVER_NAME, TOOL, find_server_script, server_python
 from host_receiver.host import Host, ServerConnection
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import SamplingRequest
 from host_receiver.receiver import Receiver
 from host_receiver.transports.stdio import StdioTransport
@@ -168,7 +169,7 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
             "https://blog.example.com/**", lambda route: route.fulfill(body="signed in")
         )
         server = await connect(host, inbox, SERVER_NAME, server_python(), script)
-        outcome: list[dict[str, Any]] = []
+        outcome: list[CallToolResult] = []
         async with anyio.create_task_group() as group:
 
             async def call() -> None:
@@ -218,7 +219,7 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
         ]
         assert "inbox answered requestor=release-helper" in texts[0]
         tab.assert_nothing_ran()
-    report = json.loads(outcome[0]["content"][0]["text"])
+    report = json.loads(outcome[0].text)
     statuses = [s.get("statusMessage") for step in report["requests"] for s in step.get("steps", [])]
     assert "waiting for an answer in the web inbox" in statuses
     assert report["requests"][0]["result"]["content"]["text"] == "Release 2.0.0 is out."
@@ -228,7 +229,7 @@ async def test_modern_input_rounds_come_to_the_same_cards(browser: Browser) -> N
     python = str(peer_python("py2"))
     async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
         server = await connect(host, inbox, "py2", python, PY2_SERVER)
-        outcome: list[dict[str, Any]] = []
+        outcome: list[CallToolResult] = []
         async with anyio.create_task_group() as group:
 
             async def call() -> None:
@@ -246,7 +247,7 @@ async def test_modern_input_rounds_come_to_the_same_cards(browser: Browser) -> N
             await result.wait_for(timeout=WAIT_MS)
             await result.get_by_role("button", name="Send").click()
         tab.assert_nothing_ran()
-    assert "Grace" in json.dumps(outcome[0])
+    assert "Grace" in outcome[0].text
 
 
 async def test_each_sampling_button_is_the_decision_it_names(browser: Browser) -> None:

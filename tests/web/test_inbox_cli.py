@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cli.test_terminal import PEER_PYTHON, ROOT
 from tests.cli_command import CLI, LIMIT_S, run_cli
-from tests.test_terminal import PEER_PYTHON, ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -22,22 +22,30 @@ from host_receiver.work import SamplingHandler
 
 @dataclass(slots=True)
 class Activity:
-    """The generations running now (with their start times), and a listener told of each start and end."""
+    """The generations running now (with their start times), and the listeners told of each start and end."""
 
     clock: Callable[[], float] = time.monotonic
     running: dict[Generation, float] = field(default_factory=dict)
-    on_change: Callable[[], None] = lambda: None
+    _listeners: list[Callable[[], None]] = field(default_factory=list)
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever a generation starts or ends."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     def generation_started(self, generation: Generation) -> None:
         self.running[generation] = self.clock()
-        self.on_change()
+        self._changed()
 
     def generation_progressed(self, generation: Generation) -> None:
         """Tokens are read when the line is drawn; nothing to do here."""
 
     def generation_ended(self, generation: Generation) -> None:
         self.running.pop(generation, None)
-        self.on_change()
+        self._changed()
 
     def describe(self) -> str | None:
         """One line about every running generation, or None when nothing runs."""

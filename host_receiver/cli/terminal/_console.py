@@ -30,11 +30,10 @@ import asyncio
 import re
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 
 import anyio
-import anyio.abc
 from prompt_toolkit import PromptSession, print_formatted_text
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.completion import Completer
@@ -122,14 +121,14 @@ class Console:
         self.input = input if input is not None else create_input()
         self.output = output if output is not None else create_output(stdout=sys.stderr)
         self.activity = activity if activity is not None else Activity()
-        self.activity.on_change = self._wake_up
+        self.activity.subscribe(self._wake_up)
         self.refresh_interval = refresh_interval
         self._turns = anyio.Lock()
         self._waiting = 0
         self._prompting = False
         self._line_shown = False
         self._wake = anyio.Event()
-        self._group: anyio.abc.TaskGroup | None = None
+        self._lifetime = AsyncExitStack()
 
     async def __aenter__(self) -> Console:
         try:
@@ -138,9 +137,9 @@ class Console:
             raise RuntimeError(
                 "the terminal host runs on asyncio (prompt_toolkit needs it), not trio"
             ) from None
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        self._group.start_soon(self._draw_activity)
+        group = await self._lifetime.enter_async_context(anyio.create_task_group())
+        group.start_soon(self._draw_activity)
+        self._lifetime.callback(group.cancel_scope.cancel)  # runs first on the way out
         return self
 
     async def __aexit__(
@@ -149,10 +148,8 @@ class Console:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._group is not None
-        self._group.cancel_scope.cancel()
         try:
-            return await self._group.__aexit__(exc_type, exc, tb)
+            return await self._lifetime.__aexit__(exc_type, exc, tb)
         finally:
             self._clear_line()
 

@@ -35,7 +35,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 import host_receiver
-from host_receiver import Receiver
+from host_receiver import ConnectionOptions, Receiver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CONFIG, Host, host, main, parser, report_of, run
@@ -88,18 +88,18 @@ async def through_adapter(args: argparse.Namespace, h: Host, name: str) -> Async
 async def through_own(args: argparse.Namespace, h: Host, name: str) -> AsyncIterator[Call]:
     """Tool calls through host-receiver's own connection (``host_receiver.Host``), serving ``name``."""
     async with host_receiver.Host(h.receiver) as own:
+        options = ConnectionOptions(protocol=VERSION)
         if args.url:
-            server = await own.connect_url(name, args.url, protocol=VERSION)
+            server = await own.connect_url(name, args.url, options=options)
         else:
             python, script = args.server
             server = await own.connect_stdio(
-                name, python, [script], env={"PEER_WAIT_S": "20"}, protocol=VERSION
+                name, python, [script], env={"PEER_WAIT_S": "20"}, options=options
             )
 
         async def call_own(tool: str, **arguments: Any) -> Any:
             result = await server.call_tool(tool, arguments)
-            text = next((c["text"] for c in result["content"] if c.get("type") == "text"), "")
-            return report_of(text) if not result.get("isError") else {"is_error": True, "text": text}
+            return report_of(result.text) if not result.is_error else {"is_error": True, "text": result.text}
 
         yield call_own
 

@@ -15,12 +15,13 @@ import pytest
 from host_receiver.connection import ClientConnection
 from host_receiver.errors import ConnectionClosed, TransportError
 from host_receiver.protocol.jsonrpc import Notification
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.session import IncomingRequest
 from host_receiver.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio
 
-SERVERS = Path(__file__).parent / "servers"
+SERVERS = Path(__file__).parent.parent / "servers"
 LOGGER = "host_receiver.transports.stdio"
 
 
@@ -33,9 +34,9 @@ async def sample(request: IncomingRequest) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"}
 
 
-def text_of(result: dict[str, Any]) -> str:
-    assert result["isError"] is False, result
-    return str(result["content"][0]["text"])
+def text_of(result: CallToolResult) -> str:
+    assert result.is_error is False, result
+    return result.text
 
 
 async def test_the_server_asks_the_client_mid_call_and_gets_the_answer() -> None:
@@ -172,3 +173,14 @@ async def test_a_peer_that_does_not_read_holds_writes_back_and_then_gets_every_l
     ns = report.params["ns"]
     assert ns[:sent] == list(range(sent))  # taken without waiting: in order
     assert sorted(ns[sent:]) == [sent, sent + 1]  # two concurrent senders: both, in either order
+
+
+async def test_aclose_writes_what_is_queued_then_closes_the_childs_input() -> None:
+    async with raw_server().connect() as stream:
+        await stream.send(Notification("notifications/initialized"))
+        await stream.aclose()
+        with pytest.raises(TransportError, match="no longer reading its input"):
+            await stream.send(Notification("notifications/initialized"))
+        with anyio.fail_after(10), pytest.raises(anyio.EndOfStream):  # the child saw its input end
+            while True:
+                await stream.receive()

@@ -25,6 +25,8 @@ from host_receiver.errors import (
     TransportError,
     UnsupportedProtocolVersion,
 )
+from host_receiver.options import ConnectionOptions
+from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
 from host_receiver.transports._sse import Event, read_events
@@ -73,17 +75,13 @@ async def connect(url: str, **kwargs: Any) -> AsyncIterator[ClientConnection]:
         yield conn
 
 
-def text_of(result: dict[str, Any]) -> str:
-    return str(result["content"][0]["text"])
-
-
 async def wait_until(server: StreamableHttpServer, predicate: Any) -> None:
     await anyio.to_thread.run_sync(server.wait_for, predicate)
 
 
 async def test_headers_session_id_and_order_of_the_handshake(server: StreamableHttpServer) -> None:
     async with connect(server.url, headers={"x-host": "tests"}, auth=BearerAuth()) as conn:
-        assert text_of(await conn.call_tool("json")) == "json"
+        assert (await conn.call_tool("json")).text == "json"
         session_id = server.session.session_id
     steps = [(r.verb, r.rpc_method) for r in server.requests]
     # The dual-era probe first: this legacy server answers it 400 (no session), so the handshake follows.
@@ -145,7 +143,8 @@ async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -
     """On HTTP a legacy server answers with a status: silence is no sign of one."""
     with StreamableHttpServer(discover_silent=True) as server:
         transport = HttpTransport(server.url)
-        opened = ClientConnection.connect(transport, capabilities={}, discover_timeout=0.1, init_timeout=1.0)
+        options = ConnectionOptions(discover_timeout=0.1, init_timeout=1.0)
+        opened = ClientConnection.connect(transport, options, capabilities={})
         with pytest.raises(TimeoutError, match="did not answer server/discover"):
             async with opened:
                 pass
@@ -160,7 +159,7 @@ async def test_an_sse_answer_carries_progress_and_a_server_request(server: Strea
 
     async with connect(server.url) as conn:
         result = await conn.call_tool("sse", on_progress=on_progress)
-    assert text_of(result) == 'client answered {"action": "accept", "content": {"n": 1}}'
+    assert result.text == 'client answered {"action": "accept", "content": {"n": 1}}'
     assert progress == [(1.0, 2.0)]
     # The client's answer to the server's request went back as its own POST, accepted with 202.
     assert any(m.get("id") == "srv-1" and "result" in m for m in server.received)
@@ -203,7 +202,7 @@ def _push_and_wait(server: StreamableHttpServer) -> dict[str, Any]:
 
 async def test_a_broken_answer_stream_is_resumed(server: StreamableHttpServer) -> None:
     async with connect(server.url) as conn:
-        assert text_of(await conn.call_tool("drop")) == "resumed"
+        assert (await conn.call_tool("drop")).text == "resumed"
     resumed = [r.headers for r in server.requests if r.verb == "GET" and "last-event-id" in r.headers]
     assert len(resumed) == 1 and resumed[0]["last-event-id"].startswith("post-")
 
@@ -215,13 +214,13 @@ async def test_an_answer_stream_that_cannot_be_resumed_fails_the_request(
         with pytest.raises(RpcError) as caught:
             await conn.call_tool("cut")
         assert caught.value.code == CONNECTION_CLOSED
-        assert text_of(await conn.call_tool("json")) == "json"
+        assert (await conn.call_tool("json")).text == "json"
 
 
 async def test_a_server_without_get_stream_is_fine() -> None:
     with StreamableHttpServer(get_stream=False) as server:
         async with connect(server.url) as conn:
-            assert text_of(await conn.call_tool("json")) == "json"
+            assert (await conn.call_tool("json")).text == "json"
         assert [r.verb for r in server.requests].count("GET") == 1
 
 
@@ -278,14 +277,14 @@ async def test_a_json_answer_that_never_ends_fails_that_call_and_the_connection_
             await conn.call_tool("huge-json", {"endless": True, "id_last": id_last})
         assert caught.value.code == PARSE_ERROR
         assert f"sent an invalid response: Message longer than {LIMIT} bytes dropped" in caught.value.message
-        assert text_of(await conn.call_tool("json")) == "json"
+        assert (await conn.call_tool("json")).text == "json"
 
 
 async def test_a_json_answer_over_the_limit_is_refused_even_when_it_ends(
     server: StreamableHttpServer,
 ) -> None:
     async with connect(server.url, max_message_size=LIMIT) as conn:
-        assert text_of(await conn.call_tool("huge-json", {"size": LIMIT - 1000})).startswith("xxx")
+        assert (await conn.call_tool("huge-json", {"size": LIMIT - 1000})).text.startswith("xxx")
         with pytest.raises(RpcError, match=f"Message longer than {LIMIT} bytes"):
             await conn.call_tool("huge-json", {"size": 3 * LIMIT})
 
@@ -304,7 +303,7 @@ async def test_a_server_request_over_the_limit_in_an_sse_stream_is_answered_from
         tracemalloc.stop()
     reply = next(m for m in server.received if m.get("id") == "srv-big")
     assert reply["error"] == {"code": PARSE_ERROR, "message": f"Message longer than {LIMIT} bytes dropped"}
-    assert text_of(result) == "after the big one: True"  # the answer came on the same stream, after it
+    assert result.text == "after the big one: True"  # the answer came on the same stream, after it
     assert peak < 16 * LIMIT  # a 64 MB event, never buffered whole (the bound is generous)
 
 
@@ -369,3 +368,17 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     ports = [r.port for r in server.requests if r.rpc_method == "notifications/message"]
     assert len(ports) == 5
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
+
+
+async def test_aclose_deletes_the_session_once_and_ends_sending_and_receiving(
+    server: StreamableHttpServer,
+) -> None:
+    async with HttpTransport(server.url).connect() as stream:
+        await stream.send(Request(1, "initialize", {"protocolVersion": LATEST_LEGACY_VERSION}))
+        assert isinstance(await stream.receive(), Response)
+        await stream.aclose()
+        with pytest.raises(anyio.EndOfStream):
+            await stream.receive()
+        with pytest.raises(TransportError, match="is closed"):
+            await stream.send(Request(2, "ping"))
+    assert [r.verb for r in server.requests] == ["POST", "DELETE"]  # leaving the context DELETEs no more

@@ -21,7 +21,7 @@ from host_receiver import Receiver
 from host_receiver.adapters import REQUIREMENTS, Requirement, fastmcp, mcp1, mcp2
 from host_receiver.errors import AdapterUnavailable, HostReceiverError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONS: dict[str, Callable[..., dict[str, Any]]] = {
     "mcp1": mcp1.session_options,
     "mcp2": mcp2.client_options,

@@ -1,5 +1,12 @@
 """The 2026-07-28 HTTP binding's request headers: body fields mirrored for intermediaries.
 
+The map from a request to its headers lives here, in the connection layer,
+not in the transport (which parses no MCP method): a connection whose
+stream's binding mirrors headers (``Binding.mirrors_headers``) keeps one
+:class:`HeaderMirror`, which learns the tools' annotations from
+``tools/list`` and puts each 2026-07-28 request's headers in
+``Request.headers``; the HTTP stream sends them as they are.
+
 Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks extension):
 
 - Every modern POST carries ``MCP-Protocol-Version`` (the version in the
@@ -14,6 +21,8 @@ Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks exten
   beyond JavaScript's safe range at call time) is rejected: it is left out
   of ``tools/list`` with a warning. The error quotes the tool's names and
   paths escaped and cut (:func:`host_receiver.sanitize.safe_text`).
+- A request is a 2026-07-28 one when its ``_meta`` carries a protocol
+  version; a legacy request has no mirrored headers.
 - Values: strings as they are, integers in decimal, booleans ``true`` /
   ``false``; a value that is not plain visible ASCII (or has leading or
   trailing blanks, or looks like the sentinel) is sent as
@@ -27,10 +36,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from host_receiver.errors import InvalidToolHeaders
-from host_receiver.sanitize import safe_id, safe_text
+from host_receiver.errors import InvalidToolHeaders, TransportError
+from host_receiver.protocol.modern import PROTOCOL_VERSION_KEY
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = ["encode_value", "param_headers", "request_headers", "tool_header_paths"]
+__all__ = ["HeaderMirror", "encode_value", "param_headers", "request_headers", "tool_header_paths"]
+
+logger = safe_logger(__name__)
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _PLAIN = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
@@ -116,3 +128,49 @@ def param_headers(paths: HeaderPaths, arguments: Mapping[str, Any] | None) -> di
             continue  # the server's schema check reports the wrong type
         headers[f"mcp-param-{name.lower()}"] = encode_value(text)
     return headers
+
+
+class HeaderMirror:
+    """The mirrored headers of one connection's requests."""
+
+    def __init__(self) -> None:
+        self._tool_paths: dict[str, HeaderPaths] = {}  # x-mcp-header paths, by tool name
+
+    def accept_tools(self, tools: list[dict[str, Any]], server: str) -> list[dict[str, Any]]:
+        """The tools whose ``x-mcp-header`` annotations are valid; the others are left out,
+        with a warning naming ``server``."""
+        accepted = []
+        for tool in tools:
+            name = tool.get("name")
+            try:
+                paths = tool_header_paths(tool)
+            except InvalidToolHeaders as exc:
+                logger.warning("left out tool %r of %s: %s", name, server, exc)
+                continue
+            if isinstance(name, str):
+                if paths:
+                    self._tool_paths[name] = paths
+                else:
+                    self._tool_paths.pop(name, None)
+            accepted.append(tool)
+        return accepted
+
+    def headers(self, method: str, params: Mapping[str, Any] | None) -> dict[str, str] | None:
+        """The headers of a 2026-07-28 request; None for a legacy one.
+
+        Raises :class:`TransportError` when a ``tools/call`` argument cannot go in its header.
+        """
+        meta = params.get("_meta") if params is not None else None
+        version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, Mapping) else None
+        if params is None or not isinstance(version, str):
+            return None
+        headers = request_headers(method, params, version)
+        name = params.get("name")
+        paths = self._tool_paths.get(name) if method == "tools/call" and isinstance(name, str) else None
+        if paths:
+            arguments = params.get("arguments")
+            try:
+                headers.update(param_headers(paths, arguments if isinstance(arguments, Mapping) else None))
+            except InvalidToolHeaders as exc:
+                raise TransportError(f"cannot send tools/call: {exc}") from None
+        return headers

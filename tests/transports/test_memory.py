@@ -6,7 +6,8 @@ import anyio
 import pytest
 
 from host_receiver.errors import PARSE_ERROR, InvalidMessage, TransportError
-from host_receiver.protocol.jsonrpc import Request, Response
+from host_receiver.protocol.jsonrpc import Message, Request, Response
+from host_receiver.transports.base import MessageStream
 from host_receiver.transports.memory import MemoryTransport, create_memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -52,3 +53,15 @@ async def test_transport_yields_the_client_end_and_closes_it() -> None:
         assert await transport.peer.receive() == Request(1, "ping")
     with pytest.raises(anyio.EndOfStream):
         await transport.peer.receive()
+
+
+async def test_a_stream_written_for_the_old_hooks_fails_at_its_definition_saying_where_they_went() -> None:
+    with pytest.raises(TypeError, match=r"OldStream defines .*set_protocol_version: Binding\.agree"):
+
+        class OldStream(MessageStream):
+            async def send(self, message: Message) -> None: ...
+
+            async def receive(self) -> Message | InvalidMessage:
+                raise anyio.EndOfStream
+
+            def set_protocol_version(self, version: str) -> None: ...

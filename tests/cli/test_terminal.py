@@ -47,7 +47,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOST = Path(sys.executable).parent / "host-receiver"
 PEER_PYTHON = ROOT / ".peers" / "py" / "bin" / "python"
 PEER_SERVER = ROOT / "tests" / "interop" / "peers" / "py_server.py"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from host_receiver.cli.demo import PYTHON_ENV, SETTINGS_FILE, configured_python, server_python
-from tests.test_terminal import CLEAR_LINE, HOST, PEER_PYTHON, ROOT, Terminal
+from tests.cli.test_terminal import CLEAR_LINE, HOST, PEER_PYTHON, ROOT, Terminal
 
 EXAMPLES = ROOT / "examples"
 

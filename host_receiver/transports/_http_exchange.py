@@ -1,0 +1,249 @@
+"""What one Streamable HTTP connection's parts share: the client, the session, the messages in.
+
+The posting (:mod:`host_receiver.transports.http`), the legacy resumption
+(:mod:`~host_receiver.transports._http_resume`) and the GET stream
+(:mod:`~host_receiver.transports._http_listen`) each open requests, read SSE
+events and deliver messages through one :class:`Exchange`. The rules are
+:mod:`host_receiver.transports.http`'s.
+
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
+
+import anyio
+import httpx
+
+from host_receiver.errors import HttpStatusError, InvalidMessage, RpcError, SessionExpired, TransportError
+from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Response, decode_message, oversized
+from host_receiver.protocol.types import RequestId
+from host_receiver.sanitize import safe_logger, safe_text
+from host_receiver.transports._sse import read_events
+
+__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings"]
+
+logger = safe_logger(__name__)
+
+#: Error code delivered to a request whose answer stream broke for good.
+CONNECTION_CLOSED = -32000
+POST_ACCEPT = "application/json, text/event-stream"
+SSE = "text/event-stream"
+_INCOMING_BUFFER = 64
+#: The most of an error status's body read for its JSON-RPC error.
+MAX_ERROR_BODY = 64 * 1024
+#: The most of an error status's body quoted in :class:`HttpStatusError`.
+_STATUS_DETAIL = 500
+
+
+class HttpSettings(Protocol):
+    """What the parts read of the settings of :class:`~host_receiver.transports.http.HttpTransport`."""
+
+    url: str
+    headers: dict[str, str]
+    default_retry: float
+    max_reconnects: int
+    close_timeout: float
+    max_message_size: int
+
+
+@dataclass
+class Cursor:
+    """Where one SSE stream stands: last event id, the server's retry, events seen."""
+
+    retry: float
+    last_event_id: str = ""
+    events: int = 0
+
+
+class Exchange:
+    """One connection's client, MCP session and queue of messages in, and how it fails."""
+
+    def __init__(self, config: HttpSettings, client: httpx.AsyncClient) -> None:
+        self.config = config
+        self._client = client
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None  # a legacy agreement's: sent on every request
+        self.failure: TransportError | None = None
+        self._incoming_in, self.incoming = anyio.create_memory_object_stream[Message | InvalidMessage](
+            _INCOMING_BUFFER
+        )
+        self._closed = False
+
+    def open(
+        self,
+        method: str,
+        *,
+        body: bytes | None = None,
+        last_event_id: str = "",
+        extra: dict[str, str] | None = None,
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        """Send one HTTP request with the connection's headers (and ``extra``), streaming its answer."""
+        headers = {**self.config.headers, "accept": SSE if method == "GET" else POST_ACCEPT}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if last_event_id:
+            headers["last-event-id"] = last_event_id
+        if extra:
+            headers.update(extra)
+        return self._client.stream(method, self._endpoint, content=body, headers=headers)
+
+    @cached_property
+    def _endpoint(self) -> httpx.URL:
+        """The endpoint, parsed once (httpx parses a string URL again for every request)."""
+        return httpx.URL(self.config.url)
+
+    async def read_events(
+        self, response: httpx.Response, cursor: Cursor, *, answer_to: RequestId | None
+    ) -> bool:
+        """Deliver the messages of an SSE stream; True once ``answer_to`` is answered."""
+        if content_type(response) != SSE:
+            raise TransportError(f"expected an event stream from {self.config.url}")
+        limit = self.config.max_message_size
+        async for event in read_events(response.aiter_bytes(), limit):
+            cursor.events += 1
+            if event.id:
+                cursor.last_event_id = event.id
+            if event.retry is not None:
+                cursor.retry = event.retry / 1000
+            if event.event != "message" or event.data == "":
+                continue  # the priming event: an id and no data
+            data = event.data
+            message = decode(data) if data is not None else oversized_answer(event.head, limit, answer_to)
+            await self.deliver(message)
+            if answer_to is not None and answers(message, answer_to):
+                return True
+        return False
+
+    def fail(self, failure: TransportError) -> None:
+        """End the stream: ``receive`` drains what came before, then raises ``failure``."""
+        if self.failure is None:
+            self.failure = failure
+            self._incoming_in.close()
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise type(self.failure)(str(self.failure))
+
+    def check_open(self) -> None:
+        """Raise the failure that ended the connection, or TransportError once it was closed."""
+        self.raise_failure()
+        if self._closed:
+            raise TransportError(f"the connection to {self.config.url} is closed")
+
+    async def check(self, response: httpx.Response, body: bytes | None = None) -> None:
+        """Remember the session id; turn an HTTP error status into TransportError.
+
+        ``body``: what of an error status's body was read already (it is quoted).
+        """
+        session_id = response.headers.get("mcp-session-id")
+        if session_id and self.session_id is None:
+            if all(0x21 <= ord(char) <= 0x7E for char in session_id):
+                self.session_id = session_id
+            else:
+                logger.warning("ignored a session id with characters outside visible ASCII")
+        status = response.status_code
+        if status < 400:
+            return
+        sent_session = response.request.headers.get("mcp-session-id")
+        if status == 404 and sent_session:
+            self.fail(
+                SessionExpired(
+                    f"the server ended MCP session {sent_session} (HTTP 404); open a new connection"
+                )
+            )
+            self.raise_failure()
+        if body is None:
+            body, _ = await read_head(response, _STATUS_DETAIL)
+        detail = safe_text(body[:_STATUS_DETAIL].decode(errors="replace"), _STATUS_DETAIL)
+        raise HttpStatusError(f"HTTP {status} from {self.config.url}: {detail}", status)
+
+    async def deliver_error(self, response: httpx.Response, request_id: RequestId) -> None:
+        """Deliver the JSON-RPC error an error status carries, as the answer to ``request_id``.
+
+        When the body is no JSON-RPC error, or a 404 ends the legacy session,
+        :meth:`check` raises what happened instead.
+        """
+        body = None
+        legacy_end = response.status_code == 404 and response.request.headers.get("mcp-session-id")
+        if not legacy_end and content_type(response) == "application/json":
+            body, whole = await read_head(response, MAX_ERROR_BODY)
+            answer = decode(body) if whole else None
+            if isinstance(answer, ErrorResponse):
+                await self.deliver(ErrorResponse(request_id, answer.error))
+                return
+        await self.check(response, body)
+
+    async def deliver(self, message: Message | InvalidMessage) -> None:
+        try:
+            await self._incoming_in.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("dropped a message that arrived after the stream closed")
+
+    async def end_session(self) -> None:
+        """Stop sending and delivering, and DELETE the session if the server still has it (once)."""
+        already, self._closed = self._closed, True
+        self._incoming_in.close()
+        if already or self.session_id is None or self.failure is not None:
+            return
+        with anyio.move_on_after(self.config.close_timeout):
+            try:
+                async with self.open("DELETE") as response:
+                    logger.debug("DELETE of the session answered %d", response.status_code)
+            except httpx.HTTPError as exc:
+                logger.debug("DELETE of the session failed: %s", exc)
+
+
+def content_type(response: httpx.Response) -> str:
+    value = str(response.headers.get("content-type", ""))
+    return value.partition(";")[0].strip().lower()
+
+
+def decode(data: bytes | str) -> Message | InvalidMessage:
+    try:
+        return decode_message(data)
+    except InvalidMessage as invalid:
+        return invalid
+
+
+async def read_head(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The body, and True; or, when it is longer than ``limit`` bytes, its first ``limit`` and False.
+
+    What lies beyond the limit is not read: closing the response drops it.
+    """
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        if len(body) + len(chunk) > limit:
+            body += chunk[: limit - len(body)]
+            return bytes(body), False
+        body += chunk
+    return bytes(body), True
+
+
+def oversized_answer(head: bytes, limit: int, answer_to: RequestId | None) -> InvalidMessage:
+    """A message over ``limit`` judged by its head; on the answer to ``answer_to``, one whose id
+    cannot be read is taken as that answer (the module rules of ``http``)."""
+    invalid = oversized(head, limit)
+    if answer_to is None or invalid.request_id is not None:
+        return invalid
+    return InvalidMessage(invalid.code, invalid.message, request_id=answer_to, respond=False)
+
+
+def answers(message: Message | InvalidMessage, request_id: RequestId) -> bool:
+    """Whether ``message`` is the answer to ``request_id`` (a broken answer fails that request)."""
+    if isinstance(message, InvalidMessage):
+        return not message.respond and message.request_id == request_id
+    return isinstance(message, Response | ErrorResponse) and message.id == request_id
+
+
+def closed(request_id: RequestId, reason: str) -> ErrorResponse:
+    """The error a request gets when its answer stream broke for good."""
+    return ErrorResponse(request_id, RpcError(CONNECTION_CLOSED, f"Connection closed: {reason}"))
