@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -35,10 +35,13 @@ from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_TOOL_ERROR,
+    InboxUnavailable,
     add_hook_options,
     build_hooks,
     describe_error,
+    describe_server,
     open_console,
+    open_inbox,
     resolve_hooks,
     safe_json,
     uses_terminal,
@@ -54,6 +57,9 @@ from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
+
+if TYPE_CHECKING:
+    from host_receiver.web import WebInbox
 
 __all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
 
@@ -229,7 +235,12 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         return EXIT_FAILURE
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(open_console()) if uses_terminal(args) else None
-        sampling, elicitation = build_hooks(args, registry, console)
+        try:
+            inbox = await stack.enter_async_context(open_inbox(args))
+        except InboxUnavailable as exc:
+            print(f"host-receiver: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        sampling, elicitation = build_hooks(args, registry, console, inbox=inbox)
         store: TaskStore = MemoryTaskStore()
         config = ReceiverConfig(
             max_active_tasks=args.max_active_tasks, max_stored_tasks=args.max_stored_tasks
@@ -248,11 +259,16 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
                 ),
             )
         )
-        return await _serve(args, host, transport, name, arguments)
+        return await _serve(args, host, transport, name, arguments, inbox)
 
 
 async def _serve(
-    args: argparse.Namespace, host: Host, transport: Transport, name: str, arguments: dict[str, Any]
+    args: argparse.Namespace,
+    host: Host,
+    transport: Transport,
+    name: str,
+    arguments: dict[str, Any],
+    inbox: WebInbox | None,
 ) -> int:
     if args.call is not None:
         try:
@@ -260,6 +276,7 @@ async def _serve(
         except Exception as exc:
             print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
             return EXIT_FAILURE
+        describe_server(inbox, server)
         try:
             result = await server.call_tool(args.call, arguments)
         except Exception as exc:
@@ -290,6 +307,7 @@ async def _serve(
                 print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
                 group.cancel_scope.cancel()
                 return EXIT_FAILURE
+            describe_server(inbox, server)
             connected.append(server)
             await server.wait_closed()
             group.cancel_scope.cancel()
