@@ -31,6 +31,7 @@ from host_receiver.protocol.types import (
     ElicitValue,
     SamplingMessage,
     SamplingRequest,
+    TextContent,
 )
 from host_receiver.sanitize import safe_logger, safe_text
 
@@ -120,6 +121,14 @@ class SamplingResultView:
     task_id: str | None
     params: SamplingRequest
     result: CreateMessageResult
+
+
+def result_text(result: CreateMessageResult) -> str | None:
+    """The text of a result made of one text block (the only kind a person can edit)."""
+    blocks = result.content if isinstance(result.content, list) else [result.content]
+    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+        return blocks[0].text
+    return None
 
 
 @dataclass(frozen=True, slots=True)

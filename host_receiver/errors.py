@@ -1,5 +1,7 @@
 """Every exception host-receiver raises, in one place, with the JSON-RPC error codes a host compares.
 
+(About 420 lines, one idea: every exception in one place, drawn as one tree below.)
+
 Rule: the ``str()`` of every exception here is safe to show to a user, to put
 in a task's ``statusMessage`` and to log. It never holds an API key, a token or
 another secret, and text a server or a backend wrote is escaped and cut
@@ -35,6 +37,7 @@ The tree::
     │   ├── TokenRequestError         the token endpoint refused or answered nonsense
     │   └── InsufficientScope         403 insufficient_scope past the allowed steps
     ├── AdapterUnavailable (ImportError)  an adapter's client library is missing or out of range
+    ├── InvalidAnswer (ValueError), UnknownItem (LookupError), AlreadyAnswered  the web inbox took no answer
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -65,6 +68,7 @@ __all__ = [
     "URL_ELICITATION_REQUIRED",
     "USER_REJECTED",
     "AdapterUnavailable",
+    "AlreadyAnswered",
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
@@ -78,6 +82,7 @@ __all__ = [
     "InputRoundsExceeded",
     "InsecureEndpoint",
     "InsufficientScope",
+    "InvalidAnswer",
     "InvalidCursor",
     "InvalidMessage",
     "InvalidToolHeaders",
@@ -95,6 +100,7 @@ __all__ = [
     "SessionExpired",
     "TokenRequestError",
     "TransportError",
+    "UnknownItem",
     "UnsupportedProtocolVersion",
     "UnsupportedRequest",
     "invalid_params",
@@ -329,11 +335,31 @@ class InsufficientScope(AuthError):
     """The server kept answering 403 insufficient_scope after the allowed re-authorizations."""
 
 
-# --- adapters ------------------------------------------------------------
+# --- adapters, the web inbox ----------------------------------------------
 
 
 class AdapterUnavailable(HostReceiverError, ImportError):
     """An adapter's client library is missing, or installed in a version outside its extra's range."""
+
+
+class InvalidAnswer(HostReceiverError, ValueError):
+    """A web inbox answer that cannot be taken; ``problems``: field (or ``action``) -> what is wrong."""
+
+    def __init__(self, problems: dict[str, str]) -> None:
+        super().__init__(safe_text("; ".join(f"{k} {v}" for k, v in problems.items())))
+        self.problems = problems
+
+
+class UnknownItem(HostReceiverError, LookupError):
+    """No web inbox item has this id (or it has left the history)."""
+
+
+class AlreadyAnswered(HostReceiverError):
+    """The web inbox item ``item_id`` was answered (or withdrawn) before: the first answer won."""
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"item {safe_id(item_id)} was answered before")
+        self.item_id = item_id
 
 
 # --- the LLM side (providers) --------------------------------------------

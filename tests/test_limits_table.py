@@ -75,6 +75,7 @@ NOT_BOUNDS: dict[str, str] = {
     "RegisteredClient": "what the authorization server answered",
     "RemoteTask": "what a server reported about its task",
     "Event": "what a server sent in an SSE event",
+    "Item": "a web inbox item: when it came, expires and was answered",
     "Cursor": "where an HTTP event stream stands (the events seen so far)",
 }
 

@@ -46,6 +46,7 @@ def test_the_wheel_holds_both_packages_the_example_server_and_no_tests(built: tu
     assert "host_receiver/__init__.py" in names and "providers/__init__.py" in names
     assert "host_receiver/testing.py" in names and "host_receiver/py.typed" in names
     assert "host_receiver/_examples/demo_server.py" in names
+    assert {f"host_receiver/web/static/{f}" for f in ("index.html", "inbox.js", "inbox.css")} <= set(names)
     assert not [n for n in names if n.startswith("tests/")]
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
@@ -102,6 +103,12 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
         "        assert \"pip install 'host-receiver[cli]'\" in str(error), error\n"
         "    else:\n"
         "        raise AssertionError(path + ' imported without prompt_toolkit')\n"
+        "try:\n"
+        "    import host_receiver.web\n"
+        "except ImportError as error:\n"
+        "    assert \"pip install 'host-receiver[web]'\" in str(error), error\n"
+        "else:\n"
+        "    raise AssertionError('host_receiver.web imported without starlette')\n"
         "print(host_receiver.__file__)\n"
     )
     done = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
@@ -115,6 +122,11 @@ def test_the_wheel_works_in_a_fresh_venv_without_extras(built: tuple[Path, Path]
     )
     assert asked.returncode == 2
     assert "pip install 'host-receiver[cli]'" in asked.stderr
+    web = subprocess.run(
+        [str(cli), "run", "--approve", "web", "--", "true"], env=env, capture_output=True, text=True
+    )
+    assert web.returncode == 2
+    assert "pip install 'host-receiver[web]'" in web.stderr
 
 
 #: Packages host_receiver.auth imports directly, so pyproject.toml must name each with a floor.

@@ -12,6 +12,11 @@ Rules:
   is 'deny', each refusal says why and what to do, on stderr and in the
   error the server gets (:data:`NO_TERMINAL`). ``--elicit defaults`` warns
   which required field had no default when it declines a form.
+- ``web`` puts a person in the loop through the web inbox
+  (:mod:`host_receiver.web`), the same for sampling and elicitation: it
+  listens on ``--inbox-listen`` and prints ``inbox: URL`` on stderr once it
+  does; ``--inbox-timeout`` bounds each wait. Without the ``web`` extra it is
+  a usage error that says what to install.
 - Exit codes: 0 success, 1 the tool reported an error, 2 the command could
   not do its job (usage, connection, protocol).
 """
@@ -23,7 +28,8 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from host_receiver.approval import (
@@ -45,6 +51,8 @@ from providers import ProviderRegistry
 
 if TYPE_CHECKING:
     from host_receiver.cli.terminal import Console
+    from host_receiver.host import ServerConnection
+    from host_receiver.web import WebInbox
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
@@ -63,20 +71,46 @@ def add_hook_options(
     """``--approve`` and ``--elicit``, shared by ``run`` and ``demo`` (defaults off a terminal)."""
     parser.add_argument(
         "--approve",
-        choices=["ask", *sorted(APPROVERS)],
+        choices=["ask", "web", *sorted(APPROVERS)],
         default=None,
         help="sampling approval: 'ask' asks at the terminal (and remembers 'session', 'always' and "
-        "'never' answers per server); 'auto' approves every request and sends every result; 'deny' "
+        "'never' answers per server); 'web' asks in the web inbox (the same); 'auto' approves every "
+        "request and sends every result; 'deny' "
         f"refuses all (default: ask on a terminal, else {approve})",
     )
     parser.add_argument(
         "--elicit",
-        choices=["ask", *sorted(ELICITORS)],
+        choices=["ask", "web", *sorted(ELICITORS)],
         default=None,
-        help="elicitation: 'ask' asks at the terminal; 'defaults' accepts form requests with every "
-        "schema default filled in and declines URL requests; 'decline' declines all (default: ask "
-        f"on a terminal, else {elicit})",
+        help="elicitation: 'ask' asks at the terminal; 'web' asks in the web inbox; 'defaults' accepts "
+        "form requests with every schema default filled in and declines URL requests; 'decline' "
+        f"declines all (default: ask on a terminal, else {elicit})",
     )
+    inbox = parser.add_argument_group("web inbox (with --approve web or --elicit web)")
+    inbox.add_argument(
+        "--inbox-listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where the inbox listens (default: 127.0.0.1:0, a free port on this machine; another "
+        "address is reachable from the network: give a certificate too)",
+    )
+    inbox.add_argument(
+        "--inbox-timeout",
+        type=_positive_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long a request waits for an answer in the inbox before it is refused or cancelled "
+        "(default: 600)",
+    )
+    inbox.add_argument("--inbox-cert", metavar="FILE", help="serve the inbox over TLS with this certificate")
+    inbox.add_argument("--inbox-key", metavar="FILE", help="the private key of --inbox-cert")
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
 
 
 def interactive() -> bool:
@@ -101,8 +135,24 @@ def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: st
     if not person and "ask" in (args.approve, args.elicit):
         return (
             "'ask' needs a terminal on stdin and stderr; "
-            "use --approve auto|deny and --elicit defaults|decline"
+            "use --approve web|auto|deny and --elicit web|defaults|decline"
         )
+    if uses_inbox(args):
+        return _inbox_problem(args)
+    return None
+
+
+def _inbox_problem(args: argparse.Namespace) -> str | None:
+    if any(importlib.util.find_spec(m) is None for m in ("starlette", "hypercorn")):
+        return "'web' needs the web extra: pip install 'host-receiver[web]'"
+    if (args.inbox_cert is None) != (args.inbox_key is None):
+        return "--inbox-cert and --inbox-key go together"
+    from host_receiver.web._serve import parse_listen
+
+    try:
+        parse_listen(args.inbox_listen)
+    except ValueError as exc:
+        return f"--inbox-listen: {exc}"
     return None
 
 
@@ -110,33 +160,66 @@ def uses_terminal(args: argparse.Namespace) -> bool:
     return "ask" in (args.approve, args.elicit)
 
 
+def uses_inbox(args: argparse.Namespace) -> bool:
+    return "web" in (args.approve, args.elicit)
+
+
+class InboxUnavailable(Exception):
+    """The web inbox could not listen where it was told to."""
+
+
+@asynccontextmanager
+async def open_inbox(args: argparse.Namespace) -> AsyncIterator[WebInbox | None]:
+    """The web inbox, served (its address printed on stderr), when 'web' is chosen; else None."""
+    if not uses_inbox(args):
+        yield None
+        return
+    from host_receiver.web import WebInbox
+
+    inbox = WebInbox(timeout=args.inbox_timeout)
+    async with AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(
+                inbox.serve(args.inbox_listen, certfile=args.inbox_cert, keyfile=args.inbox_key)
+            )
+        except OSError as exc:
+            raise InboxUnavailable(f"the web inbox cannot listen on {args.inbox_listen}: {exc}") from None
+        print(f"inbox: {inbox.url}", file=sys.stderr, flush=True)
+        yield inbox
+
+
 def build_hooks(
     args: argparse.Namespace,
     registry: ProviderRegistry,
     console: Console | None,
     *,
+    inbox: WebInbox | None = None,
     approver: Callable[[SamplingApprover], SamplingApprover] = lambda a: a,
     ui: Callable[[ElicitationUI], ElicitationUI] = lambda u: u,
     identity: str | None = None,
 ) -> tuple[SamplingHandler, ElicitationHandler]:
     """The sampling and elicitation handlers ``args.approve``/``args.elicit`` select.
 
-    ``console`` is needed for 'ask'; ``approver`` and ``ui`` may wrap the hooks chosen;
-    ``identity`` is the one server's identity 'ask' remembers decisions under (None: its name).
+    ``console`` is needed for 'ask', ``inbox`` for 'web'; ``approver`` and ``ui`` may wrap the
+    hooks chosen; ``identity`` is the one server's identity 'ask' and 'web' remember decisions
+    under (None: its name).
     """
     if uses_terminal(args) and console is None:
         raise ValueError("'ask' needs a console")
+    identify: Callable[[str], str] = str if identity is None else lambda _name: identity
+    if uses_inbox(args) and inbox is None:
+        raise ValueError("'web' needs an inbox")
     sampling: SamplingHandler
     person: ElicitationUI
     if args.approve == "ask" and console is not None:
         from host_receiver.cli.terminal import TerminalApprover, terminal_sampling
 
-        remember = RememberDecisions(
-            ModelAllowList(TerminalApprover(console)),
-            identify=str if identity is None else lambda _name: identity,
-        )
+        remember = RememberDecisions(ModelAllowList(TerminalApprover(console)), identify=identify)
         chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
+    elif args.approve == "web" and inbox is not None:
+        remember = RememberDecisions(ModelAllowList(inbox), identify=identify)
+        sampling = inbox.watch(SamplingService(registry, approver(remember)))
     elif getattr(args, "refused_for_want_of_a_terminal", False):
         sampling = SamplingService(registry, approver(NobodyToAsk(NO_TERMINAL)))
     else:
@@ -145,13 +228,15 @@ def build_hooks(
         from host_receiver.cli.terminal import TerminalElicitationUI
 
         person = TerminalElicitationUI(console)
+    elif args.elicit == "web" and inbox is not None:
+        return sampling, inbox.watch(ElicitationService(ui(inbox), opener=inbox.opens_nothing))
     else:
         person = ELICITORS[args.elicit]()
     return sampling, ElicitationService(ui(person))
 
 
 #: Why sampling is refused when nobody chose ``--approve`` and there is no terminal to ask on.
-NO_TERMINAL = "sampling refused: no terminal to ask on; use --approve auto|deny"
+NO_TERMINAL = "sampling refused: no terminal to ask on; use --approve auto|web|deny"
 
 
 class NobodyToAsk(DenyAll):
@@ -160,6 +245,13 @@ class NobodyToAsk(DenyAll):
     async def review_request(self, view: SamplingRequestView) -> RequestDecision:
         print(f"host-receiver: {self.reason} (a request from {safe_text(view.server)})", file=sys.stderr)
         return await super().review_request(view)
+
+
+def describe_server(inbox: WebInbox | None, server: ServerConnection) -> None:
+    """Tell the inbox (if any) the server's own title or name, for its cards' headings."""
+    if inbox is not None:
+        info = server.server_info
+        inbox.describe_server(server.name, info.title or info.name)
 
 
 def open_console() -> Console:

@@ -34,7 +34,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -42,10 +42,13 @@ from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_opt
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
+    InboxUnavailable,
     add_hook_options,
     build_hooks,
     describe_error,
+    describe_server,
     open_console,
+    open_inbox,
     resolve_hooks,
     uses_terminal,
 )
@@ -69,6 +72,9 @@ from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
+
+if TYPE_CHECKING:
+    from host_receiver.web import WebInbox
 
 __all__ = [
     "Target",
@@ -299,7 +305,12 @@ async def serve(
         return EXIT_FAILURE
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(open_console()) if uses_terminal(args) else None
-        sampling, elicitation = build_hooks(args, registry, console, identity=target.identity)
+        try:
+            inbox = await stack.enter_async_context(open_inbox(args))
+        except InboxUnavailable as exc:
+            print(f"host-receiver: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        sampling, elicitation = build_hooks(args, registry, console, inbox=inbox, identity=target.identity)
         store: TaskStore = MemoryTaskStore()
         config = ReceiverConfig(
             max_active_tasks=args.max_active_tasks, max_stored_tasks=args.max_stored_tasks
@@ -319,8 +330,8 @@ async def serve(
             )
         )
         if body is None:
-            return await _serve_until_closed(host, target)
-        server = await _connect(host, target)
+            return await _serve_until_closed(host, target, inbox)
+        server = await _connect(host, target, inbox)
         if server is None:
             return EXIT_FAILURE
         try:
@@ -332,8 +343,9 @@ async def serve(
             await server.close()
 
 
-async def _connect(host: Host, target: Target) -> ServerConnection | None:
-    """Connect; on failure say why on stderr, with the server's last stderr lines.
+async def _connect(host: Host, target: Target, inbox: WebInbox | None) -> ServerConnection | None:
+    """Connect (and tell the inbox, if any, the server's own name); on failure say why on
+    stderr, with the server's last stderr lines.
 
     While connecting, a stdio server's stderr is logged at DEBUG: a legacy
     server answers the era probe with complaints that are no failure (the
@@ -344,7 +356,7 @@ async def _connect(host: Host, target: Target) -> ServerConnection | None:
     if stdio is not None:
         stdio.stderr_level = logging.DEBUG
     try:
-        return await host.connect(target.name, target.transport)
+        server = await host.connect(target.name, target.transport)
     except Exception as exc:
         print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
         print_stderr_tail(target.name, target.transport)
@@ -352,9 +364,11 @@ async def _connect(host: Host, target: Target) -> ServerConnection | None:
     finally:
         if stdio is not None:
             stdio.stderr_level = level
+    describe_server(inbox, server)
+    return server
 
 
-async def _serve_until_closed(host: Host, target: Target) -> int:
+async def _serve_until_closed(host: Host, target: Target, inbox: WebInbox | None) -> int:
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -370,7 +384,7 @@ async def _serve_until_closed(host: Host, target: Target) -> int:
                     return
 
             group.start_soon(stop_on_signal)
-            server = await _connect(host, target)
+            server = await _connect(host, target, inbox)
             if server is None:
                 group.cancel_scope.cancel()
                 return EXIT_FAILURE

@@ -192,6 +192,10 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         return _fail(str(exc))
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(hooks.open_console()) if hooks.uses_terminal(args) else None
+        try:
+            inbox = await stack.enter_async_context(hooks.open_inbox(args))
+        except hooks.InboxUnavailable as exc:
+            return _fail(str(exc))
         say = console.say if console is not None else _print
         models = ", ".join(registry.allowed_models(SERVER_NAME)) or "none"
         await say(f"host-receiver demo: {SERVER_NAME} ({server.name}, mcp {version}) on {python}")
@@ -199,7 +203,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         await say(f"  answers  sampling: {args.approve} · elicitation: {args.elicit}\n")
         transcript = Transcript(say, args)
         sampling, elicitation = hooks.build_hooks(
-            args, registry, console, approver=transcript.approver, ui=transcript.ui
+            args, registry, console, inbox=inbox, approver=transcript.approver, ui=transcript.ui
         )
         receiver = Receiver(
             sampling=transcript.sampling(sampling), elicitation=transcript.elicitation(elicitation)
@@ -210,6 +214,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
             connection = await host.connect(SERVER_NAME, transport)
         except Exception as exc:
             return _fail(f"could not start the demo server: {hooks.describe_error(exc)}")
+        hooks.describe_server(inbox, connection)
         arguments = {"version": args.release}
         await say(f"→ calling {TOOL} {json.dumps(arguments)}")
         try:

@@ -9,8 +9,10 @@ Rules:
   which counts the bytes of the event being read (from the last blank line).
   An event that would pass ``limit`` keeps what came before, up to the
   limit (cut at a character boundary); the rest of it is dropped up to its
-  blank line, and a ``data`` line holding only NUL (:data:`_CUT`) takes its
-  place. JSON never holds a raw NUL, so that event reaches the transport as
+  blank line, and a ``data`` line holding a marker takes its place: a NUL
+  and 32 random hex digits, new for each reader, so no server can send it
+  (an event whose data is a bare NUL is data like any other). That event
+  reaches the transport as
   an :class:`Event` whose ``data`` is None, with the first
   :data:`~host_receiver.protocol._head.HEAD_LIMIT` bytes of its data as
   ``head``; the stream goes on with the next event. Nothing a server sends
@@ -21,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
@@ -31,8 +34,6 @@ from host_receiver.protocol._head import HEAD_LIMIT
 
 __all__ = ["Event", "read_events"]
 
-#: The data line put where an event over the limit was cut.
-_CUT = "\0"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 
@@ -50,11 +51,13 @@ class Event:
 
 async def read_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncIterator[Event]:
     """The events of a byte stream, each at most about ``limit`` bytes (rules in the module docstring)."""
-    body = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Bounded(chunks, limit))
+    cut = "\0" + secrets.token_hex(16)  # the data line put where an event over the limit was cut
+    bounded = _Bounded(chunks, limit, cut.encode())
+    body = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=bounded)
     async for sse in EventSource(body).aiter_sse():
         data = sse.data
-        if data == _CUT or data.endswith("\n" + _CUT):
-            kept = data[: -len(_CUT)].removesuffix("\n")
+        if data == cut or data.endswith("\n" + cut):
+            kept = data[: -len(cut)].removesuffix("\n")
             yield Event(sse.event, None, sse.id, sse.retry, kept.encode()[:HEAD_LIMIT])
         else:
             yield Event(sse.event, data, sse.id, sse.retry)
@@ -63,9 +66,10 @@ async def read_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncIterator
 class _Bounded(httpx.AsyncByteStream):
     """The body's bytes, each event cut to ``limit`` (module rules); it parses nothing but line ends."""
 
-    def __init__(self, chunks: AsyncIterable[bytes], limit: int) -> None:
+    def __init__(self, chunks: AsyncIterable[bytes], limit: int, cut: bytes) -> None:
         self._chunks = chunks
         self._limit = limit
+        self._cut = cut
         self._event = 0  # bytes of the event being read, line ends included
         self._line = 0  # bytes of the line being read
         self._over = False  # the event being read passed the limit: dropped up to its end
@@ -110,7 +114,7 @@ class _Bounded(httpx.AsyncByteStream):
             return
         while room > 0 and piece[room] & 0xC0 == 0x80:  # never cut a character in two
             room -= 1
-        out.append(piece[:room] + b"\ndata: " + _CUT.encode() + b"\n")
+        out.append(piece[:room] + b"\ndata: " + self._cut + b"\n")
         self._over = True
 
     def _line_ended(self, ending: bytes, out: list[bytes]) -> None:

@@ -101,7 +101,7 @@ def test_sampling_refused_off_a_terminal_says_why(env: dict[str, str]) -> None:
     proc = run_cli(env, "call", "sample_plain", "prompt=hi", "--", *peer_command("python").argv)
     assert proc.returncode == 0, proc.stderr
     error = json.loads(json.loads(proc.stdout)["content"][0]["text"])["error"]
-    why = "sampling refused: no terminal to ask on; use --approve auto|deny"
+    why = "sampling refused: no terminal to ask on; use --approve auto|web|deny"
     assert error == {"code": USER_REJECTED, "message": why, "stage": "request"}
     assert f"host-receiver: {why}" in proc.stderr
     chosen = run_cli(

@@ -348,6 +348,12 @@ def test_the_event_reader_reads_the_same_events_however_the_bytes_are_cut(
             assert event.data == text
 
 
+async def test_an_event_whose_data_is_a_bare_nul_is_data_not_the_cut_marker() -> None:
+    """The reader marks a cut event with a token no server can know; a NUL a server sends is data."""
+    got = await _read_all([b"data: \x00\n\ndata: a\ndata: \x00\n\n"], 256)
+    assert [(e.data, e.head) for e in got] == [("\x00", b""), ("a\n\x00", b"")]
+
+
 async def _read_all(chunks: list[bytes], limit: int) -> list[Event]:
     async def stream() -> AsyncIterator[bytes]:
         for chunk in chunks:

@@ -129,14 +129,6 @@ def edit_summary(view: SamplingRequestView, edits: Approve) -> Lines:
     return [("class:warn", "  your edits: "), ("", "; ".join(changes) + "\n")]
 
 
-def result_text(result: CreateMessageResult) -> str | None:
-    """The text of a result made of one text block (the only kind that can be edited)."""
-    blocks = result.content if isinstance(result.content, list) else [result.content]
-    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
-        return blocks[0].text
-    return None
-
-
 def sampling_result(view: SamplingResultView, result: CreateMessageResult) -> FormattedText:
     lines = title("Sampling result", view.server, view.task_id)
     lines += _row("model", label(result.model))

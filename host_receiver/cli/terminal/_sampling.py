@@ -28,6 +28,7 @@ from host_receiver.approval import (
     SamplingRequestView,
     SamplingResultView,
     Send,
+    result_text,
 )
 from host_receiver.cli.terminal import _render as render
 from host_receiver.cli.terminal._console import Console, Interrupted, Turn
@@ -99,7 +100,7 @@ class TerminalApprover:
                         return Send(result if result is not view.result else None)
                     if choice == "n":
                         return _refused(turn)
-                    text = render.result_text(result)
+                    text = result_text(result)
                     if text is None:
                         turn.show(FormattedText([("class:bad", "✗ Only a plain text result can be edited.")]))
                         continue

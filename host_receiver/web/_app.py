@@ -1,0 +1,240 @@
+"""The page and the JSON API as one Starlette app, and what guards them.
+
+Rules (docs/inbox.md has the API):
+
+- Host: when the inbox serves itself, a request whose ``Host`` header is not
+  an address it listens on is refused (400) before anything else: a DNS
+  rebinding page cannot reach it through a name of its own. Mounted in a
+  host's web app, that app checks hosts (Starlette's TrustedHostMiddleware).
+- Origin: a state-changing request (POST) whose ``Origin`` is not the inbox's
+  own is refused (403) before its credentials are even looked at.
+- Credentials: every request needs the session cookie or ``Authorization:
+  Bearer TOKEN``. Opening ``/?token=TOKEN`` makes a session: its cookie is
+  HttpOnly and SameSite=Strict (Secure over TLS), and the answer redirects to
+  the page without the token. A wrong or missing credential waits
+  ``auth_delay`` seconds, one failure at a time, then gets 401.
+- CSRF: a POST made with the cookie carries the session's CSRF token in
+  ``X-CSRF-Token`` (the page reads it from ``api/session``); with the bearer
+  token there is nothing ambient to forge.
+- Every answer has a Content-Security-Policy allowing only the app's own
+  script and style (media as ``data:``), no framing, no referrer, no caching.
+  No answer contains the token.
+
+Fixed caps (docs/limits.md): ``KEEP_ALIVE``, ``MAX_SESSIONS``, ``MAX_ANSWER``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.resources import files
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from host_receiver.errors import AlreadyAnswered, InvalidAnswer, UnknownItem
+from host_receiver.web._inbox import Inbox
+from host_receiver.web._items import body
+
+COOKIE = "host_receiver_inbox"
+CSRF_HEADER = "x-csrf-token"
+CSP = (
+    "default-src 'self'; img-src 'self' data:; media-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+#: Seconds between two keep-alive comments on an idle event stream.
+KEEP_ALIVE = 15.0
+#: Sessions kept at once (each opening of the token URL makes one).
+MAX_SESSIONS = 100
+#: The largest answer taken (bytes).
+MAX_ANSWER = 1024 * 1024
+_STATIC = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
+
+Endpoint = Callable[[Request, "Session"], Awaitable[Response]]
+
+
+class Session:
+    """Who is asking: the page (a cookie, with its CSRF token) or an API client (the bearer token)."""
+
+    def __init__(self, csrf: str | None) -> None:
+        self.csrf = csrf
+
+    @property
+    def by(self) -> str:
+        return "page" if self.csrf is not None else "api"
+
+
+class Guard:
+    """The checks of the module rules, shared by every route of one app."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+        #: Session id (the cookie) -> its CSRF token.
+        self.sessions: dict[str, str] = {}
+        self._failures = anyio.Lock()
+
+    def wrong_host(self, request: Request) -> Response | None:
+        allowed = self.inbox.allowed_hosts
+        if allowed is None or request.headers.get("host", "").lower() in allowed:
+            return None
+        return _secure(JSONResponse({"error": "this inbox is not served under that host name"}, 400))
+
+    def wrong_origin(self, request: Request) -> Response | None:
+        origin = request.headers.get("origin")
+        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        if origin is None or origin == own:
+            return None
+        return _secure(JSONResponse({"error": "cross-origin requests are refused"}, 403))
+
+    def session(self, request: Request) -> Session | None:
+        scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(credential.encode(), self.inbox.token.encode()):
+            return Session(None)
+        csrf = self.sessions.get(request.cookies.get(COOKIE, ""))
+        return Session(csrf) if csrf is not None else None
+
+    async def refuse(self) -> Response:
+        """401, after a pause (one failure at a time): no fast guessing."""
+        async with self._failures:
+            await anyio.sleep(self.inbox.auth_delay)
+        return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
+
+    def new_session(self) -> str:
+        """A new session's id (its cookie); the oldest goes beyond :data:`MAX_SESSIONS`."""
+        sid = secrets.token_urlsafe(32)
+        self.sessions[sid] = secrets.token_urlsafe(32)
+        if len(self.sessions) > MAX_SESSIONS:
+            del self.sessions[next(iter(self.sessions))]
+        return sid
+
+    def route(
+        self, endpoint: Endpoint, *, changes_state: bool = False
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
+            refused = self.wrong_host(request) or (self.wrong_origin(request) if changes_state else None)
+            if refused is not None:
+                return refused
+            session = self.session(request)
+            if session is None:
+                return await self.refuse()
+            if changes_state and session.csrf is not None:
+                sent = request.headers.get(CSRF_HEADER, "")
+                if request.headers.get("origin") is None or not hmac.compare_digest(sent, session.csrf):
+                    return _secure(JSONResponse({"error": "missing or wrong CSRF token"}, 403))
+            return _secure(await endpoint(request, session))
+
+        return guarded
+
+
+def _secure(response: Response) -> Response:
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def build_app(inbox: Inbox) -> Starlette:
+    """The inbox's page, static files and JSON API (module rules)."""
+    guard = Guard(inbox)
+
+    async def index(request: Request) -> Response:
+        token = request.query_params.get("token")
+        if token is None:
+            return await guard.route(_page)(request)
+        refused = guard.wrong_host(request)
+        if refused is not None:
+            return refused
+        if not hmac.compare_digest(token.encode(), inbox.token.encode()):
+            return await guard.refuse()
+        sid = guard.new_session()
+        response = RedirectResponse(request.url.path, status_code=303)
+        secure = request.url.scheme == "https"
+        path = request.scope.get("root_path", "") or "/"
+        response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", secure=secure, path=path)
+        return _secure(response)
+
+    async def session_info(request: Request, session: Session) -> Response:
+        return JSONResponse({"csrf": session.csrf})
+
+    async def items(request: Request, session: Session) -> Response:
+        return JSONResponse(inbox.state())
+
+    async def item(request: Request, session: Session) -> Response:
+        try:
+            return JSONResponse(inbox.item_json(inbox.get(request.path_params["id"])))
+        except UnknownItem:
+            return JSONResponse({"error": "no such item"}, 404)
+
+    async def answer(request: Request, session: Session) -> Response:
+        raw = await request.body()
+        if len(raw) > MAX_ANSWER:
+            return JSONResponse({"error": "the answer is too large"}, 413)
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        if not isinstance(payload, dict):
+            return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        try:
+            done = inbox.answer(request.path_params["id"], payload, by=session.by)
+        except UnknownItem:
+            return JSONResponse({"error": "no such item"}, 404)
+        except AlreadyAnswered as exc:
+            answered = inbox.item_json(inbox.get(exc.item_id))
+            return JSONResponse({"error": "already answered", "item": answered}, 409)
+        except InvalidAnswer as exc:
+            return JSONResponse({"problems": {k: body(v) for k, v in exc.problems.items()}}, 422)
+        return JSONResponse({"item": inbox.item_json(done)})
+
+    async def events(request: Request, session: Session) -> Response:
+        return StreamingResponse(_event_stream(inbox), media_type="text/event-stream")
+
+    routes = [
+        Route("/", index),
+        Route("/inbox.js", guard.route(_static)),
+        Route("/inbox.css", guard.route(_static)),
+        Route("/api/session", guard.route(session_info)),
+        Route("/api/items", guard.route(items)),
+        Route("/api/items/{id}", guard.route(item)),
+        Route("/api/items/{id}/answer", guard.route(answer, changes_state=True), methods=["POST"]),
+        Route("/api/events", guard.route(events)),
+    ]
+    return Starlette(routes=routes)
+
+
+async def _page(request: Request, session: Session) -> Response:
+    return Response(_read("index.html"), media_type="text/html")
+
+
+async def _static(request: Request, session: Session) -> Response:
+    name = request.url.path.rsplit("/", 1)[-1]
+    return Response(_read(name), media_type=_STATIC[name])
+
+
+def _read(name: str) -> bytes:
+    return files("host_receiver.web").joinpath("static", name).read_bytes()
+
+
+async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
+    """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), and keep-alive comments."""
+    async with inbox.events() as events:
+        while True:
+            with anyio.move_on_after(KEEP_ALIVE) as idle:
+                try:
+                    name, data = await events.receive()
+                except anyio.EndOfStream:
+                    return
+            if idle.cancelled_caught:
+                yield ": keep-alive\n\n"
+            else:
+                yield f"event: {name}\ndata: {json.dumps(data, ensure_ascii=True)}\n\n"

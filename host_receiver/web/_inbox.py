@@ -1,0 +1,365 @@
+"""The inbox itself: the hooks put items in, answers take them out, listeners hear both.
+
+:class:`Inbox` is what :class:`~host_receiver.web.WebInbox` serves.
+
+Rules:
+
+- Each hook call is one pending item; it waits until the first answer
+  (:meth:`Inbox.answer`, synchronous: on one event loop the first wins and
+  a later one is :class:`AlreadyAnswered`), until ``timeout`` seconds pass
+  (sampling and its result are refused, a form or link cancelled, with the
+  reason "no answer in the web inbox within N s"), or until its work is
+  cancelled (the item is withdrawn). Every end is one history entry with its
+  outcome, when, and the audit line written to ``host_receiver.audit``.
+- For work run through :meth:`Inbox.watch` (the ready handlers are), the
+  task's ``statusMessage`` reads "waiting for an answer in the web inbox"
+  wherever the services would say "Waiting for the user to ..." (set as the
+  work starts, so a server's first poll sees it); at a timeout it is the reason.
+- Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
+  added or resolved, in order; one that falls behind by a full buffer is
+  dropped (its stream ends; a page reconnects and gets a new snapshot).
+
+Fixed caps (docs/limits.md): ``HISTORY``, ``BUFFER``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from host_receiver import _audit
+from host_receiver.approval import (
+    Approve,
+    FormView,
+    Refuse,
+    RequestDecision,
+    ResultDecision,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+    UrlAnswer,
+    UrlView,
+)
+from host_receiver.errors import AlreadyAnswered, UnknownItem
+from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
+from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.protocol.types import ElicitResult
+from host_receiver.sanitize import safe_id, safe_text
+from host_receiver.web import _items
+from host_receiver.web._items import Decision, Kind
+from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
+
+#: The ``statusMessage`` of a task whose request waits in the inbox.
+WAITING = "waiting for an answer in the web inbox"
+#: How the sampling and elicitation services' status messages begin while they ask a person.
+_PERSON_ASKED = "Waiting for the user"
+#: How many answered items the history keeps.
+HISTORY = 100
+#: Events a listener may fall behind by before it is dropped.
+BUFFER = 256
+
+_CONTEXT: ContextVar[WorkContext | None] = ContextVar("host_receiver_web_context", default=None)
+_P = TypeVar("_P", contravariant=True)
+_R = TypeVar("_R")
+_R_co = TypeVar("_R_co", covariant=True)
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(eq=False)
+class Item:
+    """One request waiting for, or answered by, a person."""
+
+    id: str
+    kind: Kind
+    server: str
+    task_id: str | None
+    request: dict[str, Any]
+    decide: Callable[[dict[str, Any]], Decision]
+    created: float
+    expires: float | None
+    decision: Decision | None = None
+    outcome: str | None = None
+    answered: float | None = None
+    audit: str | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class _Accepts(Protocol[_P, _R_co]):
+    def accept(self, params: _P, server: str) -> Callable[[WorkContext], Awaitable[_R_co]]: ...
+
+
+class _InboxContext(WorkContext):
+    """A work context whose "Waiting for the user to ..." status (the services say so just
+    before they ask) reads :data:`WAITING`: the first poll after the task starts sees it too."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, context: WorkContext) -> _InboxContext:
+        watched = cls.__new__(cls)
+        for name in WorkContext.__slots__:
+            setattr(watched, name, getattr(context, name))
+        return watched
+
+    async def set_status_message(self, message: str) -> None:
+        await super().set_status_message(WAITING if message.startswith(_PERSON_ASKED) else message)
+
+
+class _Watched(Generic[_P, _R]):
+    """A handler whose work the inbox can tell the requestor about (its status message)."""
+
+    def __init__(self, inner: _Accepts[_P, _R]) -> None:
+        self.inner = inner
+
+    def accept(self, params: _P, server: str) -> Callable[[WorkContext], Awaitable[_R]]:
+        work = self.inner.accept(params, server)
+
+        async def watched(context: WorkContext) -> _R:
+            context = _InboxContext.of(context)
+            token = _CONTEXT.set(context)
+            try:
+                return await work(context)
+            finally:
+                _CONTEXT.reset(token)
+
+        return watched
+
+
+class Inbox:
+    """The hooks of a person who answers from a web page: the items, the answers, the listeners."""
+
+    def __init__(self, *, timeout: float | None, auth_delay: float) -> None:
+        self.timeout = timeout
+        #: How long a request with a wrong or missing credential waits before its 401.
+        self.auth_delay = auth_delay
+        #: The secret of the inbox's URL and of ``Authorization: Bearer``.
+        self.token = secrets.token_urlsafe(32)
+        self._pending: dict[str, Item] = {}
+        self._history: deque[Item] = deque(maxlen=HISTORY)
+        self._titles: dict[str, str] = {}
+        self._listeners: set[MemoryObjectSendStream[Event]] = set()
+        self._closed = False
+        #: Set when it serves itself: where it listens (``http(s)://host:port``).
+        self.origin: str | None = None
+        #: Set when it serves itself: the ``Host`` headers taken (None: any, the mounting app checks).
+        self.allowed_hosts: set[str] | None = None
+
+    # --- for a host ---------------------------------------------------------------
+
+    def sampling(self, router: ModelRouter) -> SamplingHandler:
+        """A sampling handler asking here, remembering answers per server and keeping to allow-lists."""
+        return self.watch(SamplingService(router, RememberDecisions(ModelAllowList(self))))
+
+    def elicitation(self) -> ElicitationHandler:
+        """An elicitation handler asking here (a consented link is opened by the person's browser)."""
+        return self.watch(ElicitationService(self, opener=self.opens_nothing))
+
+    @staticmethod
+    def opens_nothing(url: str) -> bool:
+        """The opener of the inbox's elicitation: the person opens a link from the page, the host nothing."""
+        return True
+
+    def watch(self, handler: _Accepts[_P, _R]) -> _Watched[_P, _R]:
+        """``handler``, whose task says "waiting for an answer in the web inbox" while it asks here."""
+        return _Watched(handler)
+
+    def describe_server(self, server: str, title: str) -> None:
+        """Show ``title`` (the server's own name or title) with the host's name for ``server``."""
+        self._titles[server] = title
+        self._broadcast("snapshot", self.state())
+
+    # --- the hooks ----------------------------------------------------------------
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        request = _items.sampling_request(view)
+        item = self._item(
+            "sampling", view.server, view.task_id, request, _decider(_items.sampling_decision, view)
+        )
+        decision = await self._wait(item, Refuse(self._timeout_reason()))
+        assert isinstance(decision, Approve | Refuse)
+        return decision
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        request = _items.sampling_result(view)
+        item = self._item(
+            "result", view.server, view.task_id, request, _decider(_items.result_decision, view)
+        )
+        decision = await self._wait(item, Refuse(self._timeout_reason()))
+        assert isinstance(decision, Send | Refuse)
+        return decision
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        item = self._item(
+            "form", view.server, view.task_id, _items.form(view), _decider(_items.form_answer, view)
+        )
+        decision = await self._wait(item, ElicitResult(action="cancel"))
+        assert isinstance(decision, ElicitResult)
+        return decision
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        item = self._item("url", view.server, view.task_id, _items.url(view), _items.url_answer)
+        decision = await self._wait(item, "cancel")
+        assert decision in ("accept", "decline", "cancel")
+        return decision
+
+    # --- answers --------------------------------------------------------------------
+
+    def answer(self, item_id: str, answer: dict[str, Any], *, by: str = "api") -> Item:
+        """Answer a pending item; raises UnknownItem, AlreadyAnswered or InvalidAnswer (nothing changes)."""
+        item = self._pending.get(item_id)
+        if item is None:
+            known = next((i for i in self._history if i.id == item_id), None)
+            if known is None:
+                raise UnknownItem(f"no item {safe_id(item_id)}")
+            raise AlreadyAnswered(item_id)
+        decision = item.decide(answer)
+        item.decision = decision
+        self._resolve(item, _outcome(item.kind, decision), by)
+        return item
+
+    def get(self, item_id: str) -> Item:
+        item = self._pending.get(item_id) or next((i for i in self._history if i.id == item_id), None)
+        if item is None:
+            raise UnknownItem(f"no item {safe_id(item_id)}")
+        return item
+
+    def state(self) -> dict[str, Any]:
+        """Every pending item (oldest first) and the history (newest first), as the API shows them."""
+        return {
+            "pending": [self.item_json(i) for i in self._pending.values()],
+            "history": [self.item_json(i) for i in reversed(self._history)],
+        }
+
+    def item_json(self, item: Item) -> dict[str, Any]:
+        title = self._titles.get(item.server)
+        return {
+            "id": item.id,
+            "kind": item.kind,
+            "server": _items.label(item.server),
+            "serverTitle": _items.label(title) if title else None,
+            "taskId": _items.label(item.task_id) if item.task_id else None,
+            "created": _iso(item.created),
+            "expires": _iso(item.expires) if item.expires is not None else None,
+            "status": "pending" if item.outcome is None else "resolved",
+            "outcome": item.outcome,
+            "answered": _iso(item.answered) if item.answered is not None else None,
+            "audit": item.audit,
+            "request": item.request,
+        }
+
+    @asynccontextmanager
+    async def events(self) -> AsyncIterator[MemoryObjectReceiveStream[Event]]:
+        """A listener's stream: a snapshot, then ``added`` and ``resolved`` items (module rules)."""
+        send, receive = anyio.create_memory_object_stream[Event](BUFFER)
+        send.send_nowait(("snapshot", self.state()))
+        if self._closed:
+            send.close()
+        else:
+            self._listeners.add(send)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            self._listeners.discard(send)
+            send.close()
+
+    def close(self) -> None:
+        """End every listener's stream (the server is stopping)."""
+        self._closed = True
+        for listener in self._listeners:
+            listener.close()
+        self._listeners.clear()
+
+    # --- inside ---------------------------------------------------------------------
+
+    def _item(
+        self,
+        kind: Kind,
+        server: str,
+        task_id: str | None,
+        request: dict[str, Any],
+        decide: Callable[[dict[str, Any]], Decision],
+    ) -> Item:
+        now = time.time()
+        expires = now + self.timeout if self.timeout is not None else None
+        return Item(secrets.token_urlsafe(9), kind, server, task_id, request, decide, now, expires)
+
+    def _timeout_reason(self) -> str:
+        return f"no answer in the web inbox within {self.timeout or 0:g} s"
+
+    async def _wait(self, item: Item, on_timeout: Decision) -> Decision:
+        self._pending[item.id] = item
+        self._broadcast("added", self.item_json(item))
+        context = _CONTEXT.get()
+        try:
+            with anyio.move_on_after(self.timeout if self.timeout is not None else float("inf")):
+                await item.done.wait()
+            if item.decision is None:
+                item.decision = on_timeout
+                self._resolve(item, self._timeout_reason(), "timeout")
+                if context is not None:
+                    await context.set_status_message(self._timeout_reason())
+        finally:
+            if item.outcome is None:
+                self._resolve(item, "withdrawn: the request was cancelled", "server")
+        return item.decision
+
+    def _resolve(self, item: Item, outcome: str, by: str) -> None:
+        self._pending.pop(item.id, None)
+        item.outcome, item.answered = outcome, time.time()
+        task = item.task_id or "-"
+        item.audit = (
+            f"inbox answered requestor={safe_text(item.server, 120)} task={safe_text(task, 120)} "
+            f"item={item.id} kind={item.kind} by={by} outcome={outcome}"
+        )
+        _audit.audit.info("%s", item.audit)
+        self._history.append(item)
+        item.done.set()
+        self._broadcast("resolved", self.item_json(item))
+
+    def _broadcast(self, event: str, data: dict[str, Any]) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener.send_nowait((event, data))
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._listeners.discard(listener)
+                listener.close()
+
+
+_V = TypeVar("_V")
+
+
+def _decider(
+    decide: Callable[[_V, dict[str, Any]], Decision], view: _V
+) -> Callable[[dict[str, Any]], Decision]:
+    """What an answer to the item of ``view`` means."""
+    return lambda answer: decide(view, answer)
+
+
+def _outcome(kind: Kind, decision: Decision) -> str:
+    """The history's word for ``decision``."""
+    if isinstance(decision, Approve):
+        scope = {"once": "approved once", "session": "approved for this session", "always": "always approved"}
+        edited = any(x is not None for x in (decision.system_prompt, decision.messages, decision.max_tokens))
+        return scope.get(decision.remember, "approved") + (", edited" if edited else "")
+    if isinstance(decision, Refuse):
+        return "refused from now on" if decision.remember == "never" else "refused"
+    if isinstance(decision, Send):
+        return "sent" if decision.result is None else "sent, edited"
+    action = decision.action if isinstance(decision, ElicitResult) else decision
+    accepted = "opened" if kind == "url" else "accepted"
+    return {"accept": accepted, "decline": "declined", "cancel": "cancelled"}[action]
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

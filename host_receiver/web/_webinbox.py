@@ -1,0 +1,45 @@
+"""The web inbox a host uses: the hooks (:mod:`._inbox`), its page as an ASGI app, serving it."""
+
+from __future__ import annotations
+
+import functools
+from contextlib import AbstractAsyncContextManager
+
+from starlette.applications import Starlette
+
+from host_receiver.web._app import build_app
+from host_receiver.web._inbox import Inbox
+from host_receiver.web._serve import serve
+
+
+class WebInbox(Inbox):
+    """A person's hooks answered from a web page, the page as an ASGI app, and a way to serve it alone.
+
+    ``timeout``: seconds an item waits for an answer (None: forever); ``auth_delay``: the pause
+    before a 401.
+    """
+
+    def __init__(self, *, timeout: float | None = 600.0, auth_delay: float = 1.0) -> None:
+        super().__init__(timeout=timeout, auth_delay=auth_delay)
+
+    @property
+    def url(self) -> str:
+        """The address to open (with the token); :meth:`serve` must be running."""
+        if self.origin is None:
+            raise RuntimeError("the inbox is not being served: use `async with inbox.serve(...)`")
+        return f"{self.origin}/?token={self.token}"
+
+    def serve(
+        self, listen: str = "127.0.0.1:0", *, certfile: str | None = None, keyfile: str | None = None
+    ) -> AbstractAsyncContextManager[WebInbox]:
+        """Serve the page alone (hypercorn) for a block: ``async with inbox.serve(listen="127.0.0.1:0")``.
+
+        ``listen`` is ``HOST:PORT`` (port 0: a free one); TLS with ``certfile`` and ``keyfile``.
+        Raises OSError when it cannot listen there.
+        """
+        return serve(self, self.app, listen, certfile=certfile, keyfile=keyfile)
+
+    @functools.cached_property
+    def app(self) -> Starlette:
+        """The ASGI app (Starlette) to mount in a host's own web app."""
+        return build_app(self)

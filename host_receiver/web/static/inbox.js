@@ -1,0 +1,403 @@
+// The approval inbox page: cards for pending items, answers posted to the JSON API, live over SSE.
+// Every piece of server text is inserted as text (textContent, text nodes), never as HTML.
+"use strict";
+
+(() => {
+  const KIND = { sampling: "Sampling request", result: "Sampling result", form: "Form", url: "Link to open" };
+  const pendingBox = document.getElementById("pending");
+  const historyBox = document.getElementById("history");
+  const emptyNote = document.getElementById("empty");
+  const connection = document.getElementById("connection");
+  const cards = new Map();
+  const historyIds = new Set();
+  let csrf = null;
+
+  // el("p", {className: "x"}, "text", child): an element; strings become text nodes.
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    Object.assign(node, props || {});
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function serverName(item) {
+    if (!item.serverTitle || item.serverTitle === item.server) return item.server;
+    return `${item.serverTitle} (${item.server})`;
+  }
+
+  function headingText(item) {
+    return `${serverName(item)} · ${KIND[item.kind] || item.kind}`;
+  }
+
+  function clock(iso) {
+    return new Date(iso).toLocaleTimeString();
+  }
+
+  function taskLabel(item) {
+    if (!item.taskId) return "no task";
+    return "task " + (item.taskId.length > 8 ? item.taskId.slice(0, 8) + "…" : item.taskId);
+  }
+
+  function row(list, name, ...values) {
+    list.append(el("dt", {}, name), el("dd", {}, ...values));
+  }
+
+  function textBlock(text) {
+    return el("div", { className: "text" }, text);
+  }
+
+  function block(content) {
+    if (content.type === "image") {
+      return el("img", { className: "media", src: `data:${content.mimeType};base64,${content.data}`, alt: "image from the server" });
+    }
+    if (content.type === "audio") {
+      return el("audio", { controls: true, src: `data:${content.mimeType};base64,${content.data}` });
+    }
+    if (content.type === "tool_use") {
+      return el("div", { className: "text" }, `[calls tool ${content.name} with ${content.input}]`);
+    }
+    if (content.type === "tool_result") {
+      return el("div", { className: "text" }, `[result of tool call ${content.toolUseId}: ${content.text}]`);
+    }
+    return textBlock(content.text);
+  }
+
+  function button(name, onClick, className) {
+    const node = el("button", { type: "button", className: className || "" }, name);
+    node.addEventListener("click", onClick);
+    return node;
+  }
+
+  function problemLine(id) {
+    return el("p", { className: "problem", id, hidden: true, role: "alert" });
+  }
+
+  // --- answering --------------------------------------------------------------------
+
+  async function answer(item, body, view) {
+    view.status.textContent = "Sending…";
+    for (const node of view.problems.values()) node.hidden = true;
+    let response;
+    try {
+      response = await fetch(`api/items/${encodeURIComponent(item.id)}/answer`, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf || "" },
+        body: JSON.stringify(body),
+      });
+    } catch (error) {
+      view.status.textContent = "Could not reach the host; try again.";
+      return;
+    }
+    const reply = await response.json().catch(() => ({}));
+    if (response.ok) {
+      resolved(reply.item);
+    } else if (response.status === 409) {
+      view.status.textContent = "Already answered elsewhere.";
+      if (reply.item) resolved(reply.item);
+    } else if (response.status === 422) {
+      view.status.textContent = "Please correct the marked fields.";
+      for (const [name, text] of Object.entries(reply.problems || {})) {
+        const node = view.problems.get(name) || view.problems.get("*");
+        node.textContent = `${view.labels.get(name) || name} ${text}`;
+        node.hidden = false;
+      }
+    } else {
+      view.status.textContent = reply.error || `The host answered ${response.status}.`;
+    }
+  }
+
+  // --- the cards ----------------------------------------------------------------------
+
+  function card(item) {
+    const status = el("p", { className: "status", role: "status" });
+    const view = { status, problems: new Map([["*", problemLine(`p-${item.id}`)]]), labels: new Map() };
+    const heading = el("h3", {}, headingText(item));
+    const meta = el("p", { className: "meta" }, `${taskLabel(item)} · arrived ${clock(item.created)}`,
+      item.expires ? ` · answer by ${clock(item.expires)}` : "");
+    const article = el("article", { className: `card ${item.kind}` }, heading, meta);
+    article.dataset.id = item.id;
+    const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard }[item.kind];
+    if (parts) article.append(...parts(item, view));
+    article.append(view.problems.get("*"), status);
+    return article;
+  }
+
+  function samplingCard(item, view) {
+    const request = item.request;
+    const facts = el("dl");
+    const why = ["chosen by this host for this server"];
+    if (request.modelHints.length) why.push(`the server prefers ${request.modelHints.join(", ")}`);
+    why.push(`allowed: ${request.allowedModels.join(", ") || "none"}`);
+    row(facts, "Model", el("strong", {}, request.model), ` (${why.join("; ")})`);
+    let limit = String(request.maxTokens);
+    if (request.requestedMaxTokens && request.requestedMaxTokens > request.maxTokens) {
+      limit += ` (the server asked for ${request.requestedMaxTokens}; lowered to this host's limit)`;
+    }
+    row(facts, "Max tokens", limit);
+    if (request.temperature !== null) row(facts, "Temperature", String(request.temperature));
+    if (request.stopSequences.length) row(facts, "Stop sequences", request.stopSequences.join(" · "));
+    if (request.includeContext && request.includeContext !== "none") {
+      row(facts, "Context", `asks to include ${request.includeContext} (not provided by this host)`);
+    }
+    row(facts, "System prompt", request.systemPrompt === null ? "(none)" : textBlock(request.systemPrompt));
+    if (request.tools.length) {
+      const tools = el("ul");
+      for (const tool of request.tools) {
+        tools.append(el("li", {}, el("code", {}, tool.name), tool.description ? ` — ${tool.description}` : ""));
+      }
+      row(facts, "Tools", tools, `tool choice: ${request.toolChoice || "auto"}`);
+    } else {
+      row(facts, "Tools", "none");
+    }
+    const messages = el("ol", { className: "messages" });
+    for (const message of request.messages) {
+      messages.append(el("li", { className: "message" }, el("span", { className: "label" }, message.role),
+        ...message.content.map(block)));
+    }
+    row(facts, "Messages", messages);
+
+    const editor = el("div", { className: "editor", hidden: true });
+    const system = el("textarea", { id: `sys-${item.id}`, value: request.systemPrompt || "" });
+    editor.append(el("label", { htmlFor: system.id }, "System prompt"), system);
+    const texts = request.messages.map((message, index) => {
+      if (!message.editable) return null;
+      const area = el("textarea", { id: `msg-${item.id}-${index}`, value: message.content[0].text });
+      editor.append(el("label", { htmlFor: area.id }, `Message ${index + 1} (${message.role})`), area);
+      return area;
+    });
+    const maxTokens = el("input", { type: "number", id: `max-${item.id}`, min: 1, max: request.maxTokens, step: 1,
+      value: String(request.maxTokens) });
+    editor.append(el("label", { htmlFor: maxTokens.id }, `Max tokens (1–${request.maxTokens})`), maxTokens);
+    for (const name of ["systemPrompt", "messages", "maxTokens"]) {
+      const line = problemLine(`p-${item.id}-${name}`);
+      view.problems.set(name, line);
+      editor.append(line);
+    }
+    view.labels.set("maxTokens", "Max tokens").set("systemPrompt", "System prompt").set("messages", "Messages");
+
+    const approve = (remember) => () => {
+      const body = { action: "approve", remember };
+      if (!editor.hidden) {
+        const tokens = Number(maxTokens.value);
+        body.edits = {
+          systemPrompt: system.value,
+          messages: texts.map((area) => (area ? area.value : null)),
+          maxTokens: Number.isInteger(tokens) ? tokens : maxTokens.value,
+        };
+      }
+      answer(item, body, view);
+    };
+    const buttons = el("div", { className: "buttons" },
+      button("Approve once", approve("once"), "primary"),
+      button("Approve for this session", approve("session")),
+      button("Always approve this server", approve("always")),
+      button("Edit", () => { editor.hidden = false; system.focus(); }),
+      button("Refuse", () => answer(item, { action: "refuse" }, view), "danger"),
+      button("Never", () => answer(item, { action: "never" }, view), "danger"));
+    return [facts, editor, buttons];
+  }
+
+  function resultCard(item, view) {
+    const request = item.request;
+    const facts = el("dl");
+    row(facts, "Model", request.model);
+    row(facts, "Stop reason", request.stopReason || "(none)");
+    row(facts, "Reply", ...request.content.map(block));
+    const editor = el("div", { className: "editor", hidden: true });
+    const text = el("textarea", { id: `text-${item.id}`, value: request.editable ? request.content[0].text : "" });
+    editor.append(el("label", { htmlFor: text.id }, "Text"), text);
+    const problem = problemLine(`p-${item.id}-text`);
+    view.problems.set("text", problem);
+    editor.append(problem);
+    const edit = button("Edit the text", () => { editor.hidden = false; text.focus(); });
+    if (!request.editable) {
+      edit.disabled = true;
+      edit.title = "Only a plain text reply can be edited";
+    }
+    const send = () => answer(item, editor.hidden ? { action: "send" } : { action: "send", text: text.value }, view);
+    const buttons = el("div", { className: "buttons" }, button("Send", send, "primary"), edit,
+      button("Refuse", () => answer(item, { action: "refuse" }, view), "danger"));
+    return [facts, editor, buttons];
+  }
+
+  function formField(item, field, view) {
+    const id = `f-${item.id}-${field.name}`;
+    const wrap = el("div", { className: "field" });
+    const marker = field.required ? el("span", { className: "required", title: "required" }, " *") : null;
+    const problem = problemLine(`${id}-problem`);
+    view.problems.set(field.name, problem);
+    view.labels.set(field.name, field.label);
+    const description = field.description ? el("p", { className: "description", id: `${id}-description` }, field.description) : null;
+    let read;
+    if (field.type === "multi_enum") {
+      const group = el("fieldset", { id }, el("legend", {}, field.label, marker));
+      const chosen = new Set(field.value || []);
+      const boxes = field.options.map((option, index) => {
+        const box = el("input", { type: "checkbox", id: `${id}-${index}`, value: option.value, checked: chosen.has(option.value) });
+        group.append(el("div", {}, box, el("label", { htmlFor: box.id, className: "option" }, option.label)));
+        return box;
+      });
+      if (description) group.append(description);
+      group.append(problem);
+      wrap.append(group);
+      read = () => {
+        const values = boxes.filter((box) => box.checked).map((box) => box.value);
+        return values.length || field.required ? values : undefined;
+      };
+      return { wrap, read };
+    }
+    let input;
+    if (field.type === "boolean") {
+      input = el("input", { type: "checkbox", id, checked: field.value === true });
+      read = () => input.checked;
+    } else if (field.type === "enum") {
+      input = el("select", { id });
+      if (field.value === null || field.value === undefined) input.append(el("option", { value: "" }, "—"));
+      for (const option of field.options) {
+        input.append(el("option", { value: option.value, selected: option.value === field.value }, option.label));
+      }
+      read = () => (input.value === "" ? undefined : input.value);
+    } else if (field.type === "number" || field.type === "integer") {
+      input = el("input", { type: "number", id, step: field.type === "integer" ? "1" : "any" });
+      if (field.minimum !== null) input.min = String(field.minimum);
+      if (field.maximum !== null) input.max = String(field.maximum);
+      if (field.value !== null && field.value !== undefined) input.value = String(field.value);
+      read = () => {
+        if (input.value === "") return undefined;
+        const number = Number(input.value);
+        return Number.isFinite(number) ? number : input.value;
+      };
+    } else {
+      const type = { email: "email", uri: "url", date: "date" }[field.format] || "text";
+      input = el("input", { type, id, value: field.value === null || field.value === undefined ? "" : field.value });
+      if (field.format === "date-time") input.placeholder = "YYYY-MM-DDTHH:MM:SS+00:00";
+      read = () => (input.value === "" ? undefined : input.value);
+    }
+    input.required = field.required;
+    input.setAttribute("aria-describedby", [description ? description.id : "", problem.id].join(" ").trim());
+    const labelNode = el("label", { htmlFor: id }, field.label, marker);
+    if (field.type === "boolean") wrap.append(input, " ", labelNode);
+    else wrap.append(labelNode, input);
+    if (description) wrap.append(description);
+    wrap.append(problem);
+    return { wrap, read };
+  }
+
+  function formCard(item, view) {
+    const request = item.request;
+    const message = textBlock(request.message);
+    const form = el("form", { noValidate: true });
+    const fields = request.fields.map((field) => [field.name, formField(item, field, view)]);
+    for (const [, field] of fields) form.append(field.wrap);
+    for (const [name, text] of Object.entries(request.problems || {})) {
+      const node = view.problems.get(name);
+      if (node) { node.textContent = `${view.labels.get(name)} ${text}`; node.hidden = false; }
+    }
+    const send = () => {
+      const content = {};
+      for (const [name, field] of fields) {
+        const value = field.read();
+        if (value !== undefined) content[name] = value;
+      }
+      answer(item, { action: "accept", content }, view);
+    };
+    form.addEventListener("submit", (event) => { event.preventDefault(); send(); });
+    const buttons = el("div", { className: "buttons" }, button("Send", send, "primary"),
+      button("Decline", () => answer(item, { action: "decline" }, view)),
+      button("Cancel", () => answer(item, { action: "cancel" }, view)));
+    if (request.fields.length) {
+      const note = el("p", { className: "meta" }, "Fields marked ", el("span", { className: "required" }, "*"), " are required.");
+      return [message, form, note, buttons];
+    }
+    return [message, form, buttons];
+  }
+
+  function urlCard(item, view) {
+    const request = item.request;
+    const message = textBlock(request.message);
+    const domain = el("p", {}, "This link leads to ", el("span", { className: "domain" }, request.domain || "(no host)"));
+    const address = textBlock(request.url);
+    const warnings = el("ul", { className: "warnings" });
+    for (const warning of request.warnings) warnings.append(el("li", {}, `⚠ ${warning}`));
+    const note = el("p", { className: "meta" }, "Nothing is opened unless you choose Open; it opens in a new tab.");
+    let open;
+    if (/^https?:\/\//i.test(request.url)) {
+      open = el("a", { className: "button primary", href: request.url, target: "_blank", rel: "noopener noreferrer" }, "Open");
+      open.setAttribute("role", "button");
+      open.addEventListener("click", () => answer(item, { action: "accept" }, view));
+    } else {
+      open = el("button", { type: "button", disabled: true, title: "Not a web link" }, "Open");
+    }
+    const buttons = el("div", { className: "buttons" }, open,
+      button("Decline", () => answer(item, { action: "decline" }, view)));
+    return [message, domain, address, warnings, note, buttons];
+  }
+
+  // --- the lists ------------------------------------------------------------------------
+
+  function refreshEmpty() {
+    emptyNote.hidden = cards.size > 0;
+  }
+
+  function added(item) {
+    if (cards.has(item.id) || historyIds.has(item.id)) return;
+    const node = card(item);
+    cards.set(item.id, node);
+    pendingBox.append(node);
+    refreshEmpty();
+  }
+
+  function historyEntry(item) {
+    const line = `${clock(item.answered)} · ${serverName(item)} · ${KIND[item.kind] || item.kind} (${taskLabel(item)}): ${item.outcome}`;
+    const entry = el("li", {}, line, el("code", {}, item.audit || ""));
+    entry.dataset.id = item.id;
+    return entry;
+  }
+
+  function resolved(item) {
+    const node = cards.get(item.id);
+    if (node) { node.remove(); cards.delete(item.id); }
+    if (!historyIds.has(item.id)) {
+      historyIds.add(item.id);
+      historyBox.prepend(historyEntry(item));
+    }
+    refreshEmpty();
+  }
+
+  function snapshot(state) {
+    const pending = new Set(state.pending.map((item) => item.id));
+    for (const [id, node] of cards) {
+      if (!pending.has(id)) { node.remove(); cards.delete(id); }
+    }
+    for (const item of state.pending) {  // a server's own title may have come since
+      const node = cards.get(item.id);
+      if (node) node.querySelector("h3").textContent = headingText(item);
+    }
+    historyBox.replaceChildren(...state.history.map(historyEntry));
+    historyIds.clear();
+    for (const item of state.history) historyIds.add(item.id);
+    for (const item of state.pending) added(item);
+    refreshEmpty();
+  }
+
+  async function start() {
+    const reply = await fetch("api/session", { credentials: "same-origin" });
+    if (!reply.ok) {
+      connection.textContent = "Not signed in: open the inbox's address with its token.";
+      return;
+    }
+    csrf = (await reply.json()).csrf;
+    const events = new EventSource("api/events");
+    events.addEventListener("open", () => { connection.textContent = "Live"; });
+    events.addEventListener("error", () => { connection.textContent = "Reconnecting…"; });
+    events.addEventListener("snapshot", (event) => snapshot(JSON.parse(event.data)));
+    events.addEventListener("added", (event) => added(JSON.parse(event.data)));
+    events.addEventListener("resolved", (event) => resolved(JSON.parse(event.data)));
+  }
+
+  start();
+})();

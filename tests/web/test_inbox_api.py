@@ -1,0 +1,389 @@
+"""The web inbox's hooks and JSON API, through httpx: on the ASGI app, and served by hypercorn.
+
+Runs on asyncio and trio (the conftest's default): the inbox serves itself on either.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from host_receiver.approval import Approve, Refuse, Send
+from host_receiver.elicitation import parse_form_schema
+from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
+from host_receiver.web import WAITING, WebInbox
+from host_receiver.work import WorkContext
+from tests.web.conftest import (
+    EVERY_FIELD,
+    asking,
+    form_view,
+    result_view,
+    sampling_view,
+    url_view,
+)
+
+pytestmark = pytest.mark.anyio
+
+ORIGIN = "http://inbox.test"
+
+
+@pytest.fixture
+def inbox() -> WebInbox:
+    return WebInbox(timeout=30, auth_delay=0.2)
+
+
+@pytest.fixture
+async def api(inbox: WebInbox) -> AsyncIterator[httpx.AsyncClient]:
+    """An API client with the bearer token, on the ASGI app."""
+    transport = httpx.ASGITransport(app=inbox.app)
+    headers = {"Authorization": f"Bearer {inbox.token}"}
+    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN, headers=headers) as client:
+        yield client
+
+
+async def page_session(client: httpx.AsyncClient, inbox: WebInbox) -> str:
+    """Open the token URL with ``client`` (it keeps the cookie); the session's CSRF token."""
+    opened = await client.get(f"/?token={inbox.token}")
+    assert opened.status_code == 303
+    csrf: str = (await client.get("/api/session")).json()["csrf"]
+    return csrf
+
+
+async def pending(api: httpx.AsyncClient) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await api.get("/api/items")).json()["pending"]
+    return items
+
+
+async def test_the_token_url_sets_a_strict_http_only_cookie_and_redirects_to_the_page_without_it(
+    inbox: WebInbox,
+) -> None:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox.app), base_url=ORIGIN) as client:
+        opened = await client.get(f"/?token={inbox.token}")
+        assert opened.status_code == 303 and opened.headers["location"] == "/"
+        cookie = opened.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        page = await client.get("/")
+        assert page.status_code == 200 and "<title>host-receiver inbox</title>" in page.text
+        assert inbox.token not in page.text and "<script>" not in page.text
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "unsafe-inline" not in csp
+        for asset in ("/inbox.js", "/inbox.css"):
+            served = await client.get(asset)
+            assert served.status_code == 200 and "innerHTML" not in served.text
+
+
+@pytest.mark.parametrize("credential", [{"token": "wrong"}, {"bearer": "wrong"}, {}])
+async def test_a_wrong_or_missing_credential_gets_401_after_a_pause(
+    inbox: WebInbox, credential: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox.app), base_url=ORIGIN) as client:
+        started = time.monotonic()
+        if "token" in credential:
+            answer = await client.get(f"/?token={credential['token']}")
+        else:
+            headers = {"Authorization": f"Bearer {credential['bearer']}"} if credential else {}
+            answer = await client.get("/api/items", headers=headers)
+        assert answer.status_code == 401
+        assert time.monotonic() - started >= inbox.auth_delay
+        assert "set-cookie" not in answer.headers
+
+
+async def test_the_first_answer_wins_and_a_second_gets_409(inbox: WebInbox, api: httpx.AsyncClient) -> None:
+    async with asking(inbox, lambda: inbox.review_request(sampling_view())) as answers:
+        [item] = await pending(api)
+        assert item["kind"] == "sampling" and item["server"] == "notes" and item["taskId"] == "task-1"
+        first = await api.post(
+            f"/api/items/{item['id']}/answer", json={"action": "approve", "remember": "session"}
+        )
+        second = await api.post(f"/api/items/{item['id']}/answer", json={"action": "refuse"})
+    assert first.status_code == 200 and first.json()["item"]["outcome"] == "approved for this session"
+    assert second.status_code == 409 and second.json()["item"]["outcome"] == "approved for this session"
+    assert answers == [Approve(remember="session")]
+    [done] = (await api.get("/api/items")).json()["history"]
+    assert done["audit"].startswith("inbox answered requestor=notes task=task-1")
+    assert done["answered"].endswith("Z")
+
+
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        ({"action": "approve"}, Approve()),
+        ({"action": "approve", "remember": "always"}, Approve(remember="always")),
+        ({"action": "refuse"}, Refuse()),
+        ({"action": "never"}, Refuse(remember="never")),
+    ],
+)
+async def test_each_sampling_button_is_its_decision(
+    inbox: WebInbox, api: httpx.AsyncClient, answer: dict[str, Any], decision: Any
+) -> None:
+    async with asking(inbox, lambda: inbox.review_request(sampling_view())) as answers:
+        [item] = await pending(api)
+        assert (await api.post(f"/api/items/{item['id']}/answer", json=answer)).status_code == 200
+    assert answers == [decision]
+
+
+async def test_edits_change_only_what_the_person_changed(inbox: WebInbox, api: httpx.AsyncClient) -> None:
+    hidden = "Hi\u202eevil"
+    view = sampling_view(system="sys\x1b[31m", text=hidden)
+    async with asking(inbox, lambda: inbox.review_request(view)) as answers:
+        [item] = await pending(api)
+        shown = item["request"]
+        assert (
+            shown["systemPrompt"] == "sys\\x1b[31m"
+            and shown["messages"][0]["content"][0]["text"] == "Hi\\u202eevil"
+        )
+        url = f"/api/items/{item['id']}/answer"
+        wrong = await api.post(url, json={"action": "approve", "edits": {"maxTokens": 101}})
+        assert wrong.status_code == 422 and wrong.json()["problems"] == {
+            "maxTokens": "must be a whole number from 1 to 100"
+        }
+        edits = {"systemPrompt": "sys\\x1b[31m", "messages": ["Hello there"], "maxTokens": 50}
+        assert (await api.post(url, json={"action": "approve", "edits": edits})).status_code == 200
+    [decision] = answers
+    assert isinstance(decision, Approve)
+    assert decision.system_prompt is None and decision.max_tokens == 50
+    assert decision.messages is not None and decision.messages[0].content == TextContent(text="Hello there")
+
+
+async def test_a_result_is_sent_as_it_is_or_edited_or_refused(
+    inbox: WebInbox, api: httpx.AsyncClient
+) -> None:
+    for answer, expected in [
+        ({"action": "send"}, Send()),
+        ({"action": "send", "text": "A reply"}, Send()),
+        ({"action": "refuse"}, Refuse()),
+    ]:
+        async with asking(inbox, lambda: inbox.review_result(result_view())) as answers:
+            [item] = await pending(api)
+            await api.post(f"/api/items/{item['id']}/answer", json=answer)
+        assert answers == [expected]
+    async with asking(inbox, lambda: inbox.review_result(result_view())) as answers:
+        [item] = await pending(api)
+        await api.post(f"/api/items/{item['id']}/answer", json={"action": "send", "text": "Shorter"})
+    [sent] = answers
+    assert (
+        isinstance(sent, Send)
+        and sent.result is not None
+        and sent.result.content == TextContent(text="Shorter")
+    )
+
+
+async def test_a_form_gets_the_terminals_checks_and_stays_pending_until_its_answer_passes(
+    inbox: WebInbox, api: httpx.AsyncClient
+) -> None:
+    wrong = {"name": "A", "email": "nope", "colour": "x", "seats": 9, "tags": ["a", "b"]}
+    async with asking(inbox, lambda: inbox.fill_form(form_view())) as answers:
+        [item] = await pending(api)
+        fields = {f["name"]: f for f in item["request"]["fields"]}
+        assert fields["name"]["label"] == "Your name" and fields["name"]["value"] == "Ada"
+        assert fields["colour"]["options"] == [
+            {"value": "r", "label": "Red"},
+            {"value": "g", "label": "Green"},
+        ]
+        refused = await api.post(
+            f"/api/items/{item['id']}/answer", json={"action": "accept", "content": wrong}
+        )
+        assert refused.status_code == 422
+        assert refused.json()["problems"] == parse_form_schema(EVERY_FIELD).problems(wrong)
+        assert [i["id"] for i in await pending(api)] == [item["id"]]
+        good: dict[str, ElicitValue] = {
+            "name": "Ada",
+            "email": "ada@example.org",
+            "colour": "g",
+            "seats": 3,
+            "agree": True,
+        }
+        assert (
+            await api.post(f"/api/items/{item['id']}/answer", json={"action": "accept", "content": good})
+        ).status_code == 200
+    assert answers == [ElicitResult(action="accept", content=good)]
+
+
+@pytest.mark.parametrize(("action", "answer"), [("accept", "accept"), ("decline", "decline")])
+async def test_a_link_is_consented_or_declined_with_the_terminals_warnings(
+    inbox: WebInbox, api: httpx.AsyncClient, action: str, answer: str
+) -> None:
+    async with asking(inbox, lambda: inbox.consent_url(url_view())) as answers:
+        [item] = await pending(api)
+        shown = item["request"]
+        assert shown["domain"] == "192.0.2.1" and shown["warnings"] == list(url_view().warnings)
+        assert len(shown["warnings"]) == 3  # an IP address, a port, plain http
+        await api.post(f"/api/items/{item['id']}/answer", json={"action": action})
+    assert answers == [answer]
+    assert (await api.get("/api/items")).json()["history"][0]["outcome"] == (
+        "opened" if action == "accept" else "declined"
+    )
+
+
+async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_with_the_reason() -> None:
+    inbox = WebInbox(timeout=0.2)
+    assert await inbox.review_request(sampling_view()) == Refuse("no answer in the web inbox within 0.2 s")
+    assert await inbox.review_result(result_view()) == Refuse("no answer in the web inbox within 0.2 s")
+    assert await inbox.fill_form(form_view()) == ElicitResult(action="cancel")
+    assert await inbox.consent_url(url_view()) == "cancel"
+    history = inbox.state()["history"]
+    assert [i["outcome"] for i in history] == ["no answer in the web inbox within 0.2 s"] * 4
+
+
+async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeout() -> None:
+    inbox = WebInbox(timeout=0.2)
+    statuses: list[str] = []
+
+    async def status(task_id: str, message: str) -> None:
+        statuses.append(message)
+
+    async def notify(method: str, params: dict[str, Any] | None) -> None:
+        pass
+
+    context = WorkContext(
+        requestor="r", requestor_name="notes", task_id="t", progress_token=None, notify=notify, status=status
+    )
+    handler = inbox.elicitation()
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    params = ElicitRequestFormParams(message="m", requested_schema=schema)
+    assert await handler.accept(params, "notes")(context) == ElicitResult(action="cancel")
+    assert statuses == [WAITING, "no answer in the web inbox within 0.2 s"]
+
+
+async def test_a_cancelled_request_leaves_the_inbox_as_withdrawn(inbox: WebInbox) -> None:
+    with anyio.move_on_after(0.1):
+        await inbox.fill_form(form_view())
+    state = inbox.state()
+    assert state["pending"] == []
+    assert state["history"][0]["outcome"] == "withdrawn: the request was cancelled"
+
+
+async def test_a_page_post_needs_its_own_origin_and_the_csrf_token(inbox: WebInbox) -> None:
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client,
+        asking(inbox, lambda: inbox.consent_url(url_view())) as answers,
+    ):
+        csrf = await page_session(client, inbox)
+        [item] = (await client.get("/api/items")).json()["pending"]
+        url = f"/api/items/{item['id']}/answer"
+        body = {"action": "decline"}
+        assert (
+            await client.post(url, json=body, headers={"Origin": "http://evil.test", "X-CSRF-Token": csrf})
+        ).status_code == 403
+        assert (await client.post(url, json=body, headers={"Origin": ORIGIN})).status_code == 403
+        assert (
+            await client.post(url, json=body, headers={"Origin": ORIGIN, "X-CSRF-Token": "x"})
+        ).status_code == 403
+        assert answers == []
+        assert (
+            await client.post(url, json=body, headers={"Origin": ORIGIN, "X-CSRF-Token": csrf})
+        ).status_code == 200
+    assert answers == ["decline"]
+
+
+async def test_server_text_is_escaped_in_every_field_and_no_answer_holds_the_token(
+    inbox: WebInbox, api: httpx.AsyncClient
+) -> None:
+    hostile = "<script>alert(1)</script>\u202e\x07"
+    inbox.describe_server("evil\u202e", hostile)
+    async with asking(
+        inbox, lambda: inbox.consent_url(url_view(server="evil\u202e", message=hostile))
+    ) as answers:
+        state = (await api.get("/api/items")).text
+        [item] = json.loads(state)["pending"]
+        assert (
+            item["server"] == "evil\\u202e" and item["serverTitle"] == "<script>alert(1)</script>\\u202e\\x07"
+        )
+        assert "\u202e" not in state and "\\u202e" not in state.replace("\\\\u202e", "")
+        assert inbox.token not in state
+        await api.post(f"/api/items/{item['id']}/answer", json={"action": "decline"})
+    assert answers == ["decline"]
+
+
+async def test_served_alone_it_checks_the_host_header_and_streams_events_live(anyio_backend: str) -> None:
+    inbox = WebInbox(auth_delay=0.1)
+    async with inbox.serve("127.0.0.1:0"), httpx.AsyncClient(base_url=inbox.origin or "") as client:
+        assert inbox.url.startswith("http://127.0.0.1:") and f"token={inbox.token}" in inbox.url
+        bearer = {"Authorization": f"Bearer {inbox.token}"}
+        rebound = await client.get("/api/items", headers={**bearer, "Host": "attacker.example"})
+        assert rebound.status_code == 400
+        port = (inbox.origin or "").rsplit(":", 1)[1]
+        assert (
+            await client.get("/api/items", headers={**bearer, "Host": f"localhost:{port}"})
+        ).status_code == 200
+        events: list[tuple[str, dict[str, Any]]] = []
+        async with client.stream("GET", "/api/events", headers=bearer) as stream:
+            lines = stream.aiter_lines()
+            async with asking(inbox, lambda: inbox.consent_url(url_view())):
+                name = ""
+                async for line in lines:
+                    if line.startswith("event: "):
+                        name = line[7:]
+                    elif line.startswith("data: "):
+                        events.append((name, json.loads(line[6:])))
+                        if name == "added":
+                            inbox.answer(events[-1][1]["id"], {"action": "decline"})
+                        if name == "resolved":
+                            break
+    assert [name for name, _ in events] == ["snapshot", "added", "resolved"]
+    assert events[2][1]["outcome"] == "declined"
+
+
+async def test_beyond_loopback_without_tls_it_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="host_receiver.web"):
+        async with WebInbox().serve("0.0.0.0:0") as inbox:
+            assert inbox.allowed_hosts is None
+    assert "without TLS" in caplog.text
+
+
+async def test_over_tls_the_url_is_https_the_cookie_secure_and_any_address_goes_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    certfile, keyfile = self_signed(tmp_path)
+    inbox = WebInbox()
+    with caplog.at_level(logging.WARNING, logger="host_receiver.web"):
+        async with inbox.serve("0.0.0.0:0", certfile=certfile, keyfile=keyfile):
+            port = (inbox.origin or "").rsplit(":", 1)[1]
+            assert inbox.url.startswith("https://")
+            async with httpx.AsyncClient(verify=False) as client:
+                opened = await client.get(f"https://127.0.0.1:{port}/?token={inbox.token}")
+    assert opened.status_code == 303 and "secure" in opened.headers["set-cookie"].lower()
+    assert caplog.text == ""
+
+
+def self_signed(directory: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    certfile, keyfile = directory / "cert.pem", directory / "key.pem"
+    certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return str(certfile), str(keyfile)

@@ -1,0 +1,419 @@
+"""The web inbox in a real browser: Debian's chromium, headless, driven by Playwright.
+
+Every card and button against real servers (the demo server on mcp 1.x pushing
+task-augmented requests; the mcp 2.3.0 peer's input rounds), the live update,
+two people answering one item, the timeout, a wrong token, a cross-origin
+POST, and hostile text in every field a server controls: nothing it sends
+runs (no dialog, no console error), and it shows as text. The screenshots of
+docs/inbox.md are taken here: ``UPDATE_SCREENSHOTS=1`` writes them to docs/inbox/.
+
+Playwright's API is asyncio's, so this module runs on asyncio only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver.approval import Approve, Refuse, SamplingRequestView, UrlView
+from host_receiver.cli.demo import SERVER_NAME, TOOL, find_server_script, server_python
+from host_receiver.host import Host, ServerConnection
+from host_receiver.protocol.results import CallToolResult
+from host_receiver.protocol.types import SamplingRequest
+from host_receiver.receiver import Receiver
+from host_receiver.transports.stdio import StdioTransport
+from host_receiver.web import WebInbox
+from providers import Config, build_registry
+from tests.interop import PY2_SERVER, peer_python
+from tests.web.conftest import form_view, sampling_view, url_view
+
+playwright_api = pytest.importorskip("playwright.async_api")
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "inbox"
+#: How long the page may take to show what the host did (ms): a safety net, not a measure.
+WAIT_MS = 15_000
+ANSWERED_4XX = "Failed to load resource: the server responded with a status of 4"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Playwright's async API runs on asyncio."""
+    return "asyncio"
+
+
+def chromium() -> str:
+    """Debian's chromium; skips without it (fails on CI, where .ci/setup installs it)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        message = "the browser tests need chromium (apt-get install chromium; .ci/setup does)"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return found
+
+
+@dataclass
+class Tab:
+    """One browser tab on the inbox, with what it showed of itself: dialogs and console errors."""
+
+    page: Any
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def card(self, heading: str) -> Any:
+        return self.page.locator("article", has=self.page.get_by_role("heading", name=heading))
+
+    def console(self, message: Any) -> None:
+        """Note an error on the console, but not chromium's line for an answer of 409 or 422, which
+        the page asked for and shows."""
+        if message.type == "error" and not message.text.startswith(ANSWERED_4XX):
+            self.errors.append(message.text)
+
+    def assert_nothing_ran(self) -> None:
+        assert self.dialogs == [] and self.errors == []
+
+
+@dataclass
+class Browser:
+    browser: Any
+
+    @asynccontextmanager
+    async def tab(self, url: str) -> AsyncIterator[Tab]:
+        """A new person (their own cookies) with the inbox open at ``url``."""
+        context = await self.browser.new_context(viewport={"width": 1000, "height": 900})
+        try:
+            page = await context.new_page()
+            tab = Tab(page)
+
+            async def dismiss(dialog: Any) -> None:
+                tab.dialogs.append(dialog.message)
+                await dialog.dismiss()
+
+            page.on("dialog", dismiss)
+            page.on("console", tab.console)
+            page.on("pageerror", lambda error: tab.errors.append(str(error)))
+            await page.goto(url)
+            await page.get_by_text("Live").wait_for(timeout=WAIT_MS)
+            yield tab
+        finally:
+            await context.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    executable = chromium()
+    async with playwright_api.async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            # root needs --no-sandbox; the local network check would stop the cross-origin test's
+            # page from sending its POST at all, and the test is that the inbox refuses it.
+            args=["--no-sandbox", "--disable-features=LocalNetworkAccessChecks"],
+        )
+        try:
+            yield Browser(launched)
+        finally:
+            await launched.close()
+
+
+@asynccontextmanager
+async def served(**options: Any) -> AsyncIterator[WebInbox]:
+    inbox = WebInbox(**{"auth_delay": 0.2, **options})
+    async with inbox.serve("127.0.0.1:0"):
+        yield inbox
+
+
+@asynccontextmanager
+async def host_with(inbox: WebInbox) -> AsyncIterator[Host]:
+    registry = build_registry(provider="echo", config=Config(), environ={})
+    async with (
+        registry,
+        Host(Receiver(sampling=inbox.sampling(registry), elicitation=inbox.elicitation())) as host,
+    ):
+        yield host
+
+
+async def connect(host: Host, inbox: WebInbox, name: str, python: str, script: Path) -> ServerConnection:
+    server = await host.connect(name, StdioTransport(python, [str(script)], name=name))
+    inbox.describe_server(name, server.server_info.title or server.server_info.name)
+    return server
+
+
+async def shoot(card: Any, name: str, directory: Path) -> None:
+    """A screenshot of ``card`` (times and task ids hidden), into docs/inbox/ when
+    $UPDATE_SCREENSHOTS is set (the history's times and ids change every run), else ``directory``."""
+    where = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") else directory
+    where.mkdir(exist_ok=True)
+    await card.screenshot(
+        path=where / f"{name}.png", mask=[card.locator(".meta").first], mask_color="#ffffff"
+    )
+
+
+async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
+    browser: Browser, tmp_path: Path
+) -> None:
+    script = find_server_script()
+    assert script is not None
+    async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
+        await tab.page.context.route(
+            "https://blog.example.com/**", lambda route: route.fulfill(body="signed in")
+        )
+        server = await connect(host, inbox, SERVER_NAME, server_python(), script)
+        outcome: list[CallToolResult] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                outcome.append(await server.call_tool(TOOL, {"version": "2.0.0"}))
+
+            group.start_soon(call)
+            sampling = tab.card(f"{SERVER_NAME} · Sampling request")
+            await sampling.wait_for(timeout=WAIT_MS)
+            await shoot(sampling, "sampling", tmp_path)
+            await sampling.get_by_role("button", name="Edit").click()
+            await sampling.get_by_label("Max tokens").fill("100")
+            await sampling.get_by_role("button", name="Approve once").click()
+
+            result = tab.card(f"{SERVER_NAME} · Sampling result")
+            await result.wait_for(timeout=WAIT_MS)
+            await shoot(result, "result", tmp_path)
+            await result.get_by_role("button", name="Edit the text").click()
+            await result.get_by_label("Text").fill("Release 2.0.0 is out.")
+            await result.get_by_role("button", name="Send").click()
+
+            form = tab.card(f"{SERVER_NAME} · Form")
+            await form.wait_for(timeout=WAIT_MS)
+            await shoot(form, "form", tmp_path)
+            await form.get_by_role("button", name="Send").click()
+
+            link = tab.card(f"{SERVER_NAME} · Link to open")
+            await link.wait_for(timeout=WAIT_MS)
+            await shoot(link, "url", tmp_path)
+            opener = link.get_by_role("button", name="Open")
+            assert await opener.get_attribute("rel") == "noopener noreferrer"
+            assert await opener.get_attribute("target") == "_blank"
+            async with tab.page.context.expect_page() as opened:
+                await opener.click()
+            popup = await opened.value
+            await popup.wait_for_load_state()
+            assert popup.url.startswith("https://blog.example.com/")
+            assert await popup.evaluate("window.opener") is None
+        history = tab.page.locator("#history li")
+        await history.nth(3).wait_for(timeout=WAIT_MS)
+        await shoot(tab.page.locator("#history").locator(".."), "history", tmp_path)
+        texts = await history.all_inner_texts()
+        assert [t.split(": ", 1)[1].split("\n")[0] for t in texts] == [
+            "opened",
+            "accepted",
+            "sent, edited",
+            "approved once, edited",
+        ]
+        assert "inbox answered requestor=release-helper" in texts[0]
+        tab.assert_nothing_ran()
+    report = json.loads(outcome[0].text)
+    statuses = [s.get("statusMessage") for step in report["requests"] for s in step.get("steps", [])]
+    assert "waiting for an answer in the web inbox" in statuses
+    assert report["requests"][0]["result"]["content"]["text"] == "Release 2.0.0 is out."
+
+
+async def test_modern_input_rounds_come_to_the_same_cards(browser: Browser) -> None:
+    python = str(peer_python("py2"))
+    async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
+        server = await connect(host, inbox, "py2", python, PY2_SERVER)
+        outcome: list[CallToolResult] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                outcome.append(await server.call_tool("elicit_then_sample", {"tag": "inbox"}))
+
+            group.start_soon(call)
+            form = tab.card("Form")
+            await form.wait_for(timeout=WAIT_MS)
+            await form.get_by_role("textbox").first.fill("Grace")
+            await form.get_by_role("button", name="Send").click()
+            sampling = tab.card("Sampling request")
+            await sampling.wait_for(timeout=WAIT_MS)
+            await sampling.get_by_role("button", name="Approve once").click()
+            result = tab.card("Sampling result")
+            await result.wait_for(timeout=WAIT_MS)
+            await result.get_by_role("button", name="Send").click()
+        tab.assert_nothing_ran()
+    assert "Grace" in outcome[0].text
+
+
+async def test_each_sampling_button_is_the_decision_it_names(browser: Browser) -> None:
+    buttons = {
+        "Approve for this session": Approve(remember="session"),
+        "Always approve this server": Approve(remember="always"),
+        "Refuse": Refuse(),
+        "Never": Refuse(remember="never"),
+    }
+    async with served() as inbox, browser.tab(inbox.url) as tab:
+        for name, decision in buttons.items():
+            answers: list[Any] = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(_append, answers, inbox.review_request(sampling_view()))
+                card = tab.card("notes · Sampling request")
+                await card.get_by_role("button", name=name).click()
+            assert answers == [decision]
+            await card.wait_for(state="detached", timeout=WAIT_MS)
+        tab.assert_nothing_ran()
+
+
+async def _append(answers: list[Any], call: Any) -> None:
+    answers.append(await call)
+
+
+async def test_a_form_shows_every_field_type_and_the_terminals_message_beside_a_wrong_field(
+    browser: Browser,
+) -> None:
+    async with served() as inbox, browser.tab(inbox.url) as tab:
+        for button, action in [("Decline", "decline"), ("Cancel", "cancel"), ("Send", "accept")]:
+            answers: list[Any] = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(_append, answers, inbox.fill_form(form_view()))
+                card = tab.card("notes · Form")
+                await card.wait_for(timeout=WAIT_MS)
+                assert await card.get_by_label("Your name").input_value() == "Ada"
+                assert await card.get_by_label("Seats").input_value() == "2"
+                assert await card.get_by_role("combobox").locator("option").all_inner_texts() == [
+                    "—",
+                    "Red",
+                    "Green",
+                ]
+                assert await card.get_by_role("checkbox", name="Alpha").is_visible()
+                if action == "accept":
+                    await card.get_by_label("email").fill("not an address")
+                    await card.get_by_role("button", name="Send").click()
+                    problem = card.get_by_text("email must be a valid email")
+                    await problem.wait_for(timeout=WAIT_MS)
+                    assert await card.get_by_text("colour is required").is_visible()
+                    await card.get_by_label("email").fill("ada@example.org")
+                    await card.get_by_role("combobox").select_option("g")
+                    await card.get_by_role("checkbox", name="Beta").check()
+                await card.get_by_role("button", name=button).click()
+            assert answers[0].action == action
+        assert answers[0].content == {
+            "name": "Ada",
+            "email": "ada@example.org",
+            "seats": 2,
+            "agree": False,
+            "colour": "g",
+            "tags": ["b"],
+        }
+        tab.assert_nothing_ran()
+
+
+async def test_two_people_see_one_item_live_and_the_second_answer_gets_409(browser: Browser) -> None:
+    async with served() as inbox, browser.tab(inbox.url) as first, browser.tab(inbox.url) as second:
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.consent_url(url_view()))
+            mine, theirs = first.card("notes · Link to open"), second.card("notes · Link to open")
+            await mine.wait_for(timeout=WAIT_MS)
+            await theirs.wait_for(timeout=WAIT_MS)
+            await mine.get_by_role("button", name="Decline").click()
+            await mine.wait_for(state="detached", timeout=WAIT_MS)
+            await theirs.wait_for(state="detached", timeout=WAIT_MS)  # live, without a reload
+        late = await second.page.evaluate(
+            LATE_ANSWER, f"api/items/{inbox.state()['history'][0]['id']}/answer"
+        )
+        assert late == 409
+        assert answers == ["decline"]
+        first.assert_nothing_ran()
+
+
+async def test_an_item_nobody_answers_leaves_the_page_with_the_reason(browser: Browser) -> None:
+    async with served(timeout=1) as inbox, browser.tab(inbox.url) as tab:
+        assert await inbox.review_request(sampling_view()) == Refuse("no answer in the web inbox within 1 s")
+        entry = tab.page.locator("#history li").first
+        await entry.get_by_text("no answer in the web inbox within 1 s").first.wait_for(timeout=WAIT_MS)
+        assert await tab.page.locator("article").count() == 0
+        tab.assert_nothing_ran()
+
+
+async def test_a_wrong_token_gets_401_and_a_cross_origin_post_gets_403(browser: Browser) -> None:
+    async with served() as inbox:
+        context = await browser.browser.new_context()  # a person who never opened the inbox
+        page = await context.new_page()
+        wrong = await page.goto(f"{inbox.origin}/?token=wrong")
+        assert wrong is not None and wrong.status == 401
+        await context.route(
+            "http://evil.test/**", lambda route: route.fulfill(body="<p>hello</p>", content_type="text/html")
+        )
+        await page.goto("http://evil.test/")
+        target = f"{inbox.origin}/api/items/anything/answer"
+        async with page.expect_response(target) as answered:
+            await page.evaluate(
+                "url => fetch(url, {method: 'POST', mode: 'no-cors', credentials: 'include', body: '{}'})",
+                target,
+            )
+        assert (await answered.value).status == 403
+        await context.close()
+
+
+#: The second person's page answers too late, with its own session (cookie and CSRF token).
+LATE_ANSWER = """async url => {
+  const {csrf} = await (await fetch("api/session")).json();
+  const headers = {"Content-Type": "application/json", "X-CSRF-Token": csrf};
+  return (await fetch(url, {method: "POST", headers, body: '{"action": "accept"}'})).status;
+}"""
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">\u202eevil\x07'
+
+
+async def test_hostile_text_in_every_server_field_shows_escaped_and_runs_nothing(browser: Browser) -> None:
+    params = SamplingRequest.model_validate(
+        {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": HOSTILE}},
+                {
+                    "role": "user",
+                    "content": {"type": "image", "mimeType": 'image/svg+xml"><script>', "data": "x"},
+                },
+            ],
+            "systemPrompt": HOSTILE,
+            "maxTokens": 10,
+            "tools": [{"name": HOSTILE, "description": HOSTILE, "inputSchema": {"type": "object"}}],
+            "stopSequences": [HOSTILE],
+        }
+    )
+    sampling = SamplingRequestView(HOSTILE, HOSTILE, params, HOSTILE, (HOSTILE,))
+    schema = {
+        "type": "object",
+        "properties": {
+            HOSTILE: {"type": "string", "title": HOSTILE, "description": HOSTILE, "default": HOSTILE},
+            "pick": {"type": "string", "oneOf": [{"const": HOSTILE, "title": HOSTILE}]},
+        },
+    }
+    link = UrlView(HOSTILE, None, HOSTILE, "javascript:alert(3)", None, ())
+    async with served() as inbox, browser.tab(inbox.url) as tab:
+        inbox.describe_server(HOSTILE, HOSTILE)
+        async with anyio.create_task_group() as group:
+            group.start_soon(inbox.review_request, sampling)
+            group.start_soon(inbox.fill_form, form_view(HOSTILE, schema, HOSTILE))
+            group.start_soon(inbox.consent_url, link)
+            group.start_soon(inbox.consent_url, url_view(HOSTILE, "https://xn--80ak6aa92e.com/", HOSTILE))
+            await tab.page.locator("article").nth(3).wait_for(timeout=WAIT_MS)
+            text = await tab.page.locator("main").inner_text()
+            assert "<script>alert(1)</script>" in text and "\\u202eevil\\x07" in text
+            assert "\u202e" not in text
+            assert await tab.page.locator("script").count() == 1  # inbox.js, nothing added
+            assert await tab.page.locator("[onerror]").count() == 0
+            assert (
+                await tab.page.locator("main img").count() == 0
+            )  # the disguised "image" is named, not shown
+            assert await tab.page.locator("a[href^='javascript']").count() == 0
+            javascript = tab.page.locator("article").nth(2).get_by_role("button", name="Open")
+            assert await javascript.is_disabled()
+            await anyio.sleep(0.5)
+            tab.assert_nothing_ran()
+            group.cancel_scope.cancel()

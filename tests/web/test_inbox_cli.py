@@ -1,0 +1,164 @@
+"""``--approve web`` and ``--elicit web`` through the real command, against the demo server (mcp 1.x).
+
+The command runs as a user runs it (a subprocess, no terminal); the test is the person,
+answering through the JSON API with the token of the ``inbox:`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.cli.test_terminal import PEER_PYTHON, ROOT
+from tests.cli_command import CLI, LIMIT_S, run_cli
+
+pytestmark = pytest.mark.slow
+
+INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_-]{22,})$")
+#: What the person answers to each kind of item.
+ANSWERS: dict[str, dict[str, Any]] = {
+    "sampling": {"action": "approve"},
+    "result": {"action": "send"},
+    "url": {"action": "accept"},
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    if not PEER_PYTHON.exists():
+        pytest.skip("the Python peer is not installed (run .ci/install-peers)")
+    opened = tmp_path / "opened.txt"
+    record = f"import sys, pathlib; pathlib.Path({str(opened)!r}).write_text(sys.argv[1])"
+    return {
+        **os.environ,
+        "HOST_RECEIVER_CONFIG": str(tmp_path / "config.toml"),
+        "HOST_RECEIVER_DECISIONS": str(tmp_path / "decisions.json"),
+        "HOST_RECEIVER_DEMO_PYTHON": str(PEER_PYTHON),
+        # A browser the host might start only notes the URL: the inbox must start none.
+        "BROWSER": f"{PEER_PYTHON} -c {json.dumps(record)} %s",
+    }
+
+
+@contextmanager
+def command(env: dict[str, str], *args: str) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """The command running; its inbox's address and token, read from its first line on stderr."""
+    process = subprocess.Popen(
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline().rstrip("\n")
+        found = INBOX_LINE.match(line)
+        assert found is not None, line
+        yield process, found[1], found[2]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def answer_everything(process: subprocess.Popen[str], base: str, token: str, after: float = 0.0) -> list[str]:
+    """Answer each item ``after`` seconds after it came (forms with their defaults) until the
+    command ends; the kinds seen."""
+    seen: list[str] = []
+    came: dict[str, float] = {}
+    deadline = time.monotonic() + LIMIT_S
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                pending = api.get("/api/items").json()["pending"]
+            except httpx.TransportError:  # the command ended meanwhile
+                break
+            for item in pending:
+                if time.monotonic() - came.setdefault(item["id"], time.monotonic()) < after:
+                    continue
+                answer = ANSWERS.get(item["kind"]) or {
+                    "action": "accept",
+                    "content": {
+                        f["name"]: f["value"] for f in item["request"]["fields"] if f["value"] is not None
+                    },
+                }
+                assert api.post(f"/api/items/{item['id']}/answer", json=answer).status_code == 200
+                seen.append(item["kind"])
+            time.sleep(0.1)
+    return seen
+
+
+def test_the_demo_is_answered_from_the_inbox(env: dict[str, str], tmp_path: Path) -> None:
+    with command(env, "demo", "--approve", "web", "--elicit", "web", "--llm-delay", "0.2") as (
+        process,
+        base,
+        token,
+    ):
+        # A person takes a while: long enough for the server to poll each task while it waits.
+        assert answer_everything(process, base, token, after=1.5) == ["sampling", "result", "form", "url"]
+        out, err = process.communicate(timeout=LIMIT_S)
+    assert process.returncode == 0, err
+    assert "answers  sampling: web · elicitation: web" in out
+    assert "request approved (web); generating with echo-offline" in out
+    assert "link to blog.example.com opened (web)" in out
+    assert out.count('tasks/get    → working: "waiting for an answer in the web inbox"') >= 3, out
+    assert "outcome: Published" in out
+    assert not (tmp_path / "opened.txt").exists()  # the person opened the link, not the host
+    assert token not in out
+
+
+def test_run_serves_a_server_through_the_inbox(env: dict[str, str]) -> None:
+    server = str(ROOT / "examples" / "demo_server.py")
+    call = ["--call", "announce_release", "--args", '{"version": "3.0.0"}']
+    with command(
+        env, "run", "--approve", "web", "--elicit", "web", *call, "--", str(PEER_PYTHON), server
+    ) as (
+        process,
+        base,
+        token,
+    ):
+        assert answer_everything(process, base, token) == ["sampling", "result", "form", "url"]
+        out, err = process.communicate(timeout=LIMIT_S)
+    assert process.returncode == 0, err
+    assert "Published" in json.loads(out)["content"][0]["text"]
+
+
+def test_nobody_answering_in_time_refuses_with_the_reason_the_server_sees(env: dict[str, str]) -> None:
+    args = ["demo", "--approve", "web", "--elicit", "defaults", "--inbox-timeout", "1", "--llm-delay", "0"]
+    with command(env, *args) as (process, _, _):
+        out, err = process.communicate(timeout=LIMIT_S)
+    assert process.returncode == 0, err
+    assert "request refused (web): no answer in the web inbox within 1 s" in out
+    assert "error -1: no answer in the web inbox within 1 s" in out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--inbox-cert", "cert.pem"], "--inbox-cert and --inbox-key go together"),
+        (["--inbox-listen", "localhost"], "--inbox-listen: 'localhost' is not HOST:PORT"),
+    ],
+)
+def test_wrong_inbox_options_are_usage_errors(env: dict[str, str], options: list[str], message: str) -> None:
+    done = run_cli(env, "demo", "--approve", "web", *options)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_an_address_in_use_is_a_clear_error(env: dict[str, str]) -> None:
+    with command(env, "demo", "--approve", "web", "--llm-delay", "0") as (process, base, _):
+        port = base.rsplit(":", 1)[1]
+        done = run_cli(env, "demo", "--approve", "web", "--inbox-listen", f"127.0.0.1:{port}")
+        process.kill()
+    assert done.returncode == 2
+    assert f"the web inbox cannot listen on 127.0.0.1:{port}" in done.stderr
