@@ -33,8 +33,9 @@ from host_receiver.protocol.types import (
     SamplingRequest,
     TextContent,
 )
-from host_receiver.sanitize import safe_text
+from host_receiver.sanitize import safe_logger, safe_text
 
+logger = safe_logger(__name__)
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
 
 RememberScope = Literal["once", "session", "always", "never"]
@@ -237,16 +238,32 @@ class ElicitationUI(Protocol):
 
 
 class FillDefaults:
-    """Accept forms with every default filled in; decline forms that need more, and URLs."""
+    """Accept forms with every default filled in; decline forms that need more (with a warning
+    that names the fields), and URLs."""
 
     async def fill_form(self, view: FormView) -> ElicitResult:
         content = view.schema.defaults()
-        if view.schema.problems(content):
+        problems = view.schema.problems(content)
+        if problems:
+            logger.warning(
+                "declined a form from %s: %s",
+                view.server,
+                "; ".join(
+                    f"required field {name!r} has no default"
+                    if problem == "is required"
+                    else f"{name!r} {problem}"
+                    for name, problem in problems.items()
+                ),
+            )
             return ElicitResult(action="decline")
         return ElicitResult(action="accept", content=content)
 
     async def consent_url(self, view: UrlView) -> UrlAnswer:
         return "decline"
+
+
+def _why_not(field: str, problem: str) -> str:
+    return f"required field {field!r} has no default" if problem == "is required" else f"{field!r} {problem}"
 
 
 class DeclineAll:

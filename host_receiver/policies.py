@@ -24,7 +24,13 @@ Rules:
   refusal answers -1 at once. Saved decisions live in ``decisions.json`` in
   host-receiver's directory of the user's config directory
   (:func:`host_receiver.paths.user_config_dir`), or where ``$HOST_RECEIVER_DECISIONS``
-  or the ``path`` argument says. Servers are known by their name.
+  or the ``path`` argument says. A decision is kept under the server's
+  identity, which ``identify`` makes of the connection's name (by default the
+  name itself): the CLI gives the server's real identity, never a file name
+  (:func:`stdio_identity`: the resolved executable, every argument and the
+  working directory; :func:`http_identity`: the URL's origin and path), so a
+  decision made for one server never applies to another. A file written under
+  the old keys (version 1: bare server names) is dropped, with one warning.
 - :class:`ModelAllowList` refuses (-1) a request whose chosen or edited model
   is not on the server's allow-list (by default the one the router reports).
 - :class:`RateLimit` counts per server, before anyone is asked: requests in
@@ -38,16 +44,20 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import shlex
+import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -81,29 +91,54 @@ def decisions_path(path: str | os.PathLike[str] | None = None) -> Path:
     return user_config_dir() / "decisions.json"
 
 
+def stdio_identity(command: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> str:
+    """Who a stdio server is: its resolved executable, all its arguments, the working directory."""
+    program = shutil.which(command[0]) or command[0]
+    directory = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    return f"{shlex.join([os.path.abspath(program), *command[1:]])} (in {directory})"
+
+
+def http_identity(url: str) -> str:
+    """Who an HTTP server is: its URL's origin and path (no user info, query or fragment)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    origin = f"{parts.scheme.lower()}://{host}" + (f":{parts.port}" if parts.port is not None else "")
+    return origin + (parts.path or "/")
+
+
+def decision_id(identity: str) -> str:
+    """The short id ``host-receiver decisions`` shows for a saved decision."""
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
+
+
 class DecisionStore:
-    """The "always" and "never" answers per server, in a small JSON file.
+    """The "always" and "never" answers per server identity, in a small JSON file.
 
     The file is read once, on first use; every change re-reads it and writes it
     back atomically (temporary file, then rename), off the event loop. An
-    unreadable file counts as empty and is logged, never fatal.
+    unreadable file counts as empty and is logged, never fatal; a file of the
+    old format (keys that were bare server names) is replaced by an empty one,
+    with one warning.
     """
+
+    VERSION = 2
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = decisions_path(path)
         self._cache: dict[str, Verdict] | None = None
 
     async def get(self, server: str) -> Verdict | None:
-        """The saved answer for ``server``, if any."""
+        """The saved answer for ``server`` (an identity), if any."""
         if self._cache is None:
-            self._cache = await anyio.to_thread.run_sync(self._read)
+            self._cache = await anyio.to_thread.run_sync(self.saved)
         return self._cache.get(server)
 
     async def set(self, server: str, verdict: Verdict | None) -> None:
         """Save ``verdict`` for ``server`` (None forgets it)."""
         self._cache = await anyio.to_thread.run_sync(self._update, server, verdict)
 
-    def _read(self) -> dict[str, Verdict]:
+    def saved(self) -> dict[str, Verdict]:
+        """Every saved decision, by identity (blocking: read from the file now)."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -115,16 +150,36 @@ class DecisionStore:
         if not isinstance(servers, dict):
             logger.warning("ignoring decisions file %s: no 'servers' object", self.path)
             return {}
+        if data.get("version") != self.VERSION:
+            logger.warning(
+                "dropped %d saved sampling decision(s) of %s: they were kept by server name, which "
+                "another server can share; you will be asked again",
+                len(servers),
+                self.path,
+            )
+            self._write({})
+            return {}
         return {k: v for k, v in servers.items() if v in ("approve", "refuse")}
 
+    def forget(self, identities: Collection[str]) -> dict[str, Verdict]:
+        """Remove the saved decisions of ``identities`` (blocking); the ones left."""
+        current = {k: v for k, v in self.saved().items() if k not in identities}
+        self._write(current)
+        self._cache = current
+        return current
+
     def _update(self, server: str, verdict: Verdict | None) -> dict[str, Verdict]:
-        current = self._read()
+        current = self.saved()
         if verdict is None:
             current.pop(server, None)
         else:
             current[server] = verdict
+        self._write(current)
+        return current
+
+    def _write(self, decisions: Mapping[str, Verdict]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"version": 1, "servers": current}, indent=2, sort_keys=True)
+        text = json.dumps({"version": self.VERSION, "servers": decisions}, indent=2, sort_keys=True)
         fd, tmp = tempfile.mkstemp(prefix=".decisions-", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:
@@ -133,31 +188,43 @@ class DecisionStore:
         except BaseException:
             os.unlink(tmp)
             raise
-        return current
 
 
 class RememberDecisions:
-    """Asks ``inner`` only when no remembered answer applies (scopes in the module docstring)."""
+    """Asks ``inner`` only when no remembered answer applies (scopes in the module docstring).
 
-    def __init__(self, inner: SamplingApprover, store: DecisionStore | None = None) -> None:
+    ``identify`` maps a connection's name to the identity decisions are kept
+    under (default: the name).
+    """
+
+    def __init__(
+        self,
+        inner: SamplingApprover,
+        store: DecisionStore | None = None,
+        *,
+        identify: Callable[[str], str] = str,
+    ) -> None:
         self.inner = inner
         self.store = store if store is not None else DecisionStore()
+        self.identify = identify
         self._session: dict[str, Verdict] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
     async def remembered(self, server: str) -> Verdict | None:
         """What is remembered for ``server``: this session's answer first, then the saved one."""
-        return self._session.get(server) or await self.store.get(server)
+        key = self.identify(server)
+        return self._session.get(key) or await self.store.get(key)
 
     async def forget(self, server: str) -> None:
         """Ask again next time, in this session and later ones."""
-        self._session.pop(server, None)
-        await self.store.set(server, None)
+        key = self.identify(server)
+        self._session.pop(key, None)
+        await self.store.set(key, None)
 
     async def review_request(self, view: SamplingRequestView) -> RequestDecision:
         # One question per server at a time, so that a second request waits for
         # the answer to the first and then obeys it instead of asking again.
-        lock = self._locks.setdefault(view.server, anyio.Lock())
+        lock = self._locks.setdefault(self.identify(view.server), anyio.Lock())
         async with lock:
             verdict = await self.remembered(view.server)
             if verdict == "approve":
@@ -165,7 +232,7 @@ class RememberDecisions:
             if verdict == "refuse":
                 return Refuse(f"Sampling requests from {view.server!r} are refused (remembered decision)")
             decision = await self.inner.review_request(view)
-            await self._remember(view.server, decision)
+            await self._remember(self.identify(view.server), decision)
             return decision
 
     async def review_result(self, view: SamplingResultView) -> ResultDecision:
@@ -173,14 +240,14 @@ class RememberDecisions:
             return Send()
         return await self.inner.review_result(view)
 
-    async def _remember(self, server: str, decision: RequestDecision) -> None:
+    async def _remember(self, key: str, decision: RequestDecision) -> None:
         verdict: Verdict = "approve" if isinstance(decision, Approve) else "refuse"
         scope = decision.remember
         if scope == "session":
-            self._session[server] = verdict
+            self._session[key] = verdict
         elif scope == "always" or (scope == "never" and verdict == "refuse"):
-            self._session[server] = verdict
-            await self.store.set(server, verdict)
+            self._session[key] = verdict
+            await self.store.set(key, verdict)
 
 
 class ModelAllowList:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -23,3 +24,14 @@ def run_cli(env: Mapping[str, str] | None, *args: str) -> subprocess.CompletedPr
     return subprocess.run(
         [*CLI, *args], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LIMIT_S
     )
+
+
+def cli_env(tmp: Path) -> dict[str, str]:
+    """This process's environment with no user configuration (the offline echo provider), no
+    saved decisions (a file under ``tmp``) and bounded peer waits."""
+    return {
+        **os.environ,
+        "HOST_RECEIVER_CONFIG": str(tmp / "absent-config.toml"),
+        "HOST_RECEIVER_DECISIONS": str(tmp / "decisions.json"),
+        "PEER_WAIT_S": "20",
+    }

@@ -35,6 +35,7 @@ from host_receiver.policies import (
     RateLimit,
     RateLimits,
     RememberDecisions,
+    http_identity,
 )
 from host_receiver.protocol.types import CreateMessageRequestParams
 from host_receiver.receiver import Receiver
@@ -181,6 +182,11 @@ async def test_decisions_file_follows_the_environment(tmp_path: Path, monkeypatc
     assert DecisionStore().path == tmp_path / "env.json"
     monkeypatch.delenv("HOST_RECEIVER_DECISIONS")
     assert DecisionStore().path.name == "decisions.json"
+
+
+async def test_http_servers_are_known_by_origin_and_path() -> None:
+    assert http_identity("HTTP://user:pw@Example.com:8080/mcp?x=1#f") == "http://example.com:8080/mcp"
+    assert http_identity("https://example.com/a/mcp") != http_identity("https://example.com/b/mcp")
 
 
 # --- model allow-list --------------------------------------------------------------

@@ -1,7 +1,11 @@
 """The ``host-receiver`` command: a host for trying any MCP server (the application, not the library).
 
-Subcommands: ``run`` (:mod:`._run`), ``providers`` (:mod:`providers.cli`),
-``auth`` (:mod:`._auth`), ``demo`` (:mod:`.demo`); what ``run`` and ``demo`` share is :mod:`._hooks`,
+Subcommands: ``run`` (:mod:`._run`); ``tools``, ``resources``, ``prompts``, ``read``, ``prompt``,
+``call`` (:mod:`._discover`, with ``run``'s options); ``decisions`` (:mod:`._decisions`);
+``servers`` (:mod:`._servers`, the servers file ``--server NAME`` reads);
+``providers`` (:mod:`providers.cli`), ``auth`` (:mod:`._auth`), ``demo`` (:mod:`.demo`). A
+server command may come last, after ``--``, on every command that talks to a server.
+What ``run`` and ``demo`` share is :mod:`._hooks`,
 the interactive terminal is :mod:`.terminal`. Nothing in ``host_receiver``
 outside this package imports it, and its extra dependencies
 (``prompt_toolkit``, ``tomli-w``) come with ``pip install 'host-receiver[cli]'``.
@@ -13,8 +17,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from host_receiver.cli._auth import add_auth_command
+from host_receiver.cli._decisions import add_decisions_command
+from host_receiver.cli._discover import add_discovery_commands
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -27,7 +34,8 @@ from host_receiver.cli._hooks import (
     resolve_hooks,
     uses_terminal,
 )
-from host_receiver.cli._run import LAUNCHERS, add_run_command, run_command, server_name
+from host_receiver.cli._run import add_run_command, run_command
+from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_name
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
 from host_receiver.sanitize import SafeRecords
@@ -45,6 +53,7 @@ __all__ = [
     "interactive",
     "main",
     "open_console",
+    "parse_command_line",
     "resolve_hooks",
     "run_command",
     "server_name",
@@ -59,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="An MCP host that serves servers' sampling, elicitation and roots requests: "
         "as tasks when a 2025-11-25 server asks, in input rounds and tasks of 2026-07-28 servers.",
     )
+    parser.add_argument("--version", action="version", version=f"host-receiver {_version()}")
     parser.add_argument(
         "--log-level",
         default="WARNING",
@@ -67,16 +77,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
     add_run_command(commands)
+    add_discovery_commands(commands)
+    add_decisions_command(commands)
+    add_servers_command(commands)
     add_providers_command(commands)
     add_auth_command(commands)
     add_demo_command(commands)
     return parser
 
 
+def _version() -> str:
+    try:
+        return version("host-receiver")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``argv``; what follows the first ``--`` is the server command, whatever the options."""
+    argv = list(argv)
+    if "--" not in argv:
+        return parser.parse_args(argv)
+    cut = argv.index("--")
+    args = parser.parse_args(argv[:cut])
+    if "server_command" not in args:
+        parser.error(f"unrecognized arguments: {' '.join(argv[cut:])}")
+    args.server_command = argv[cut + 1 :]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script: parse, configure logging to stderr, run the subcommand, exit."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
         stream=sys.stderr,

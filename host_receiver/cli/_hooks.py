@@ -6,8 +6,12 @@ Rules:
   the default when stdin and stderr are terminals, otherwise each command's
   own default applies. ``ask`` without a terminal, or without the ``cli``
   extra (prompt_toolkit), is a usage error that says what to do.
-- ``ask`` remembers "session"/"always"/"never" answers per server name
-  (:mod:`host_receiver.policies`).
+- ``ask`` remembers "session"/"always"/"never" answers per server identity
+  (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them).
+- Off a terminal, when ``--approve`` is not given and the command's default
+  is 'deny', each refusal says why and what to do, on stderr and in the
+  error the server gets (:data:`NO_TERMINAL`). ``--elicit defaults`` warns
+  which required field had no default when it declines a form.
 - ``web`` puts a person in the loop through the web inbox
   (:mod:`host_receiver.web`), the same for sampling and elicitation: it
   listens on ``--inbox-listen`` and prints ``inbox: URL`` on stderr once it
@@ -34,7 +38,9 @@ from host_receiver.approval import (
     DenyAll,
     ElicitationUI,
     FillDefaults,
+    RequestDecision,
     SamplingApprover,
+    SamplingRequestView,
 )
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
@@ -115,6 +121,8 @@ def interactive() -> bool:
 def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: str = "decline") -> str | None:
     """Fill in ``args.approve``/``args.elicit`` defaults; an error message if 'ask' has no terminal."""
     person = interactive()
+    #: Refusals by default, off a terminal, say so (:class:`NobodyToAsk`).
+    args.refused_for_want_of_a_terminal = args.approve is None and not person and approve == "deny"
     if args.approve is None:
         args.approve = "ask" if person else approve
     if args.elicit is None:
@@ -188,14 +196,17 @@ def build_hooks(
     inbox: WebInbox | None = None,
     approver: Callable[[SamplingApprover], SamplingApprover] = lambda a: a,
     ui: Callable[[ElicitationUI], ElicitationUI] = lambda u: u,
+    identity: str | None = None,
 ) -> tuple[SamplingHandler, ElicitationHandler]:
     """The sampling and elicitation handlers ``args.approve``/``args.elicit`` select.
 
     ``console`` is needed for 'ask', ``inbox`` for 'web'; ``approver`` and ``ui`` may wrap the
-    hooks chosen.
+    hooks chosen; ``identity`` is the one server's identity 'ask' and 'web' remember decisions
+    under (None: its name).
     """
     if uses_terminal(args) and console is None:
         raise ValueError("'ask' needs a console")
+    identify: Callable[[str], str] = str if identity is None else lambda _name: identity
     if uses_inbox(args) and inbox is None:
         raise ValueError("'web' needs an inbox")
     sampling: SamplingHandler
@@ -203,10 +214,14 @@ def build_hooks(
     if args.approve == "ask" and console is not None:
         from host_receiver.cli.terminal import TerminalApprover, terminal_sampling
 
-        chain = approver(RememberDecisions(ModelAllowList(TerminalApprover(console))))
+        remember = RememberDecisions(ModelAllowList(TerminalApprover(console)), identify=identify)
+        chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
     elif args.approve == "web" and inbox is not None:
-        sampling = inbox.watch(SamplingService(registry, approver(RememberDecisions(ModelAllowList(inbox)))))
+        remember = RememberDecisions(ModelAllowList(inbox), identify=identify)
+        sampling = inbox.watch(SamplingService(registry, approver(remember)))
+    elif getattr(args, "refused_for_want_of_a_terminal", False):
+        sampling = SamplingService(registry, approver(NobodyToAsk(NO_TERMINAL)))
     else:
         sampling = SamplingService(registry, approver(APPROVERS[args.approve]()))
     if args.elicit == "ask" and console is not None:
@@ -218,6 +233,18 @@ def build_hooks(
     else:
         person = ELICITORS[args.elicit]()
     return sampling, ElicitationService(ui(person))
+
+
+#: Why sampling is refused when nobody chose ``--approve`` and there is no terminal to ask on.
+NO_TERMINAL = "sampling refused: no terminal to ask on; use --approve auto|web|deny"
+
+
+class NobodyToAsk(DenyAll):
+    """Refuse every request, saying why on stderr as well as to the server."""
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        print(f"host-receiver: {self.reason} (a request from {safe_text(view.server)})", file=sys.stderr)
+        return await super().review_request(view)
 
 
 def describe_server(inbox: WebInbox | None, server: ServerConnection) -> None:

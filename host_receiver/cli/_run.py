@@ -3,28 +3,36 @@
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 A stdio server gets a minimal environment plus what ``--env`` names
-(docs/security.md). Without ``--call`` it serves the server's sampling and
+(docs/security.md). Without ``--call`` it prints one line on stderr
+("connected to NAME (era, version), serving its requests, Ctrl-C to stop",
+NAME as the server names itself) and serves the server's sampling and
 elicitation requests until the server closes the connection or the user
 presses Ctrl-C (exit 0).
 With ``--call TOOL`` it calls the tool once, prints the final ``CallToolResult``
 as JSON on stdout (never an intermediate ``input_required`` or task result:
 input rounds are answered and tasks followed to their end) and exits 0, or 1
 when the result has ``isError`` true, or 2 when the connection, the protocol or
-the call failed. Logs go to stderr, never stdout; at INFO one line says which
+the call failed; when the call failed or the tool reported an error and the
+server has no such tool, stderr names the tools it has. Logs go to stderr, never
+stdout; at INFO one line says which
 protocol the connection speaks. ``--protocol`` chooses it (default ``auto``:
 either era).
-The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`.
+The hooks (``--approve``, ``--elicit``) are :mod:`host_receiver.cli._hooks`. The
+commands of :mod:`host_receiver.cli._discover` take the same options
+(:func:`add_connection_options`) and connect the same way (:func:`prepare`, :func:`serve`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +42,6 @@ from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_opt
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
-    EXIT_TOOL_ERROR,
     InboxUnavailable,
     add_hook_options,
     build_hooks,
@@ -43,12 +50,20 @@ from host_receiver.cli._hooks import (
     open_console,
     open_inbox,
     resolve_hooks,
-    safe_json,
     uses_terminal,
 )
+from host_receiver.cli._servers import (
+    ServerEntry,
+    add_servers_options,
+    find_server,
+    server_environment,
+    server_name,
+)
+from host_receiver.cli._show import call_and_print, connected_line, print_stderr_tail
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
 from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
+from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.sanitize import safe_logger
@@ -61,7 +76,16 @@ from providers import build_registry
 if TYPE_CHECKING:
     from host_receiver.web import WebInbox
 
-__all__ = ["LAUNCHERS", "add_run_command", "run_command", "server_environment", "server_name"]
+__all__ = [
+    "Target",
+    "add_connection_options",
+    "add_run_command",
+    "json_object",
+    "prepare",
+    "run_command",
+    "serve",
+    "usage_error",
+]
 
 logger = safe_logger("host_receiver.cli")
 
@@ -75,7 +99,17 @@ def add_run_command(commands: Any) -> None:
         "serve its sampling and elicitation requests.",
         usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL",
     )
+    add_connection_options(run)
+    run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
+    run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
+    run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    run.set_defaults(func=run_command)
+
+
+def add_connection_options(run: argparse.ArgumentParser) -> None:
+    """What every command that talks to one server takes: the server, the protocol, the hooks."""
     run.add_argument("--url", help="the Streamable HTTP endpoint of the server")
+    add_servers_options(run)
     run.add_argument(
         "--header",
         action="append",
@@ -126,11 +160,7 @@ def add_run_command(commands: Any) -> None:
         help="tasks kept for the server at once, finished ones until their ttl ends "
         f"(default: {defaults.max_stored_tasks})",
     )
-    run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
-    run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
     add_auth_options(run)
-    run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    run.set_defaults(func=run_command)
 
 
 def add_protocol_options(run: argparse.ArgumentParser) -> None:
@@ -171,63 +201,103 @@ def root_uri(text: str) -> str:
     return text if text.startswith("file://") else Path(text).expanduser().resolve().as_uri()
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The one server a command talks to: how to reach it, its name, and who it really is."""
+
+    transport: Transport
+    name: str
+    #: The key remembered decisions are kept under (:func:`host_receiver.policies.stdio_identity`).
+    identity: str
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """``host-receiver run``: check the arguments, then serve."""
-    command = list(args.server_command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if bool(command) == bool(args.url):
-        return _usage_error("give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
-    problem = resolve_hooks(args)
-    if problem is not None:
-        return _usage_error(problem)
+    """``host-receiver run``: check the arguments, then serve (or call one tool)."""
     arguments: dict[str, Any] = {}
     if args.args is not None:
         if args.call is None:
-            return _usage_error("--args goes with --call")
-        try:
-            arguments = json.loads(args.args)
-        except json.JSONDecodeError as exc:
-            return _usage_error(f"--args is not valid JSON: {exc}")
-        if not isinstance(arguments, dict):
-            return _usage_error("--args must be a JSON object")
-    headers = {}
+            return usage_error(args, "--args goes with --call")
+        parsed = json_object(args.args)
+        if isinstance(parsed, str):
+            return usage_error(args, parsed)
+        arguments = parsed
+    target = prepare(args)
+    if isinstance(target, int):
+        return target
+    if args.call is not None:
+        return anyio.run(serve, args, target, partial(call_and_print, args.call, arguments, as_json=True))
+    return anyio.run(serve, args, target, None)
+
+
+def json_object(text: str) -> dict[str, Any] | str:
+    """``--args``: a JSON object, or what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"--args is not valid JSON: {exc}"
+    return value if isinstance(value, dict) else "--args must be a JSON object"
+
+
+def prepare(args: argparse.Namespace) -> Target | int:
+    """The server the options name, with the hooks resolved; or the exit code of a usage error."""
+    command = list(args.server_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    url, entry = args.url, ServerEntry()
+    if args.server is not None:
+        if command or url:
+            return usage_error(args, "give --server NAME, '-- COMMAND [ARG...]' or '--url URL' (one of them)")
+        found = find_server(args)
+        if isinstance(found, str):
+            return usage_error(args, found)
+        entry, command, url = found, list(found.command), found.url
+    elif bool(command) == bool(url):
+        return usage_error(args, "give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
+    problem = resolve_hooks(args)
+    if problem is not None:
+        return usage_error(args, problem)
+    headers = dict(entry.headers)
     for header in args.header:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
-            return _usage_error(f"--header {header!r} is not NAME:VALUE")
+            return usage_error(args, f"--header {header!r} is not NAME:VALUE")
         headers[name.strip()] = value.strip()
     environment = server_environment(args.env)
     if isinstance(environment, str):
-        return _usage_error(environment)
-    transport: Transport
-    if args.url:
+        return usage_error(args, environment)
+    default_name = args.name or args.server
+    if url:
         if args.env:
-            return _usage_error("--env goes with a stdio server ('-- COMMAND'), not --url")
+            return usage_error(args, "--env goes with a stdio server ('-- COMMAND'), not --url")
         try:
             auth = build_auth(args)
         except AuthOptionsError as exc:
-            return _usage_error(str(exc))
-        transport = HttpTransport(args.url, headers=headers, auth=auth)
-        name = args.name or args.url
-    else:
-        if args.header:
-            return _usage_error(
-                "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
-                "give a stdio server what it needs with --env NAME=VALUE"
-            )
-        given = auth_options_given(args)
-        if given:
-            return _usage_error(
-                f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
-                "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment"
-            )
-        name = args.name or server_name(command)
-        transport = StdioTransport(command[0], command[1:], env=environment, name=name)
-    return anyio.run(_run, args, transport, name, arguments)
+            return usage_error(args, str(exc))
+        name = default_name or url
+        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url))
+    if args.header:
+        return usage_error(
+            args,
+            "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
+            "give a stdio server what it needs with --env NAME=VALUE",
+        )
+    given = auth_options_given(args)
+    if given:
+        return usage_error(
+            args,
+            f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
+            "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment",
+        )
+    name = default_name or server_name(command)
+    env = {**entry.env, **environment}
+    transport = StdioTransport(command[0], command[1:], env=env, cwd=entry.cwd, name=name)
+    return Target(transport, name, stdio_identity(command, entry.cwd))
 
 
-async def _run(args: argparse.Namespace, transport: Transport, name: str, arguments: dict[str, Any]) -> int:
+async def serve(
+    args: argparse.Namespace, target: Target, body: Callable[[ServerConnection], Awaitable[int]] | None
+) -> int:
+    """Connect to ``target`` with the hooks ``args`` select; run ``body`` (None: serve until the end)."""
     try:
         registry = build_registry(provider=args.provider, model=args.model)
     except ProviderError as exc:
@@ -240,7 +310,7 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
         except InboxUnavailable as exc:
             print(f"host-receiver: {exc}", file=sys.stderr)
             return EXIT_FAILURE
-        sampling, elicitation = build_hooks(args, registry, console, inbox=inbox)
+        sampling, elicitation = build_hooks(args, registry, console, inbox=inbox, identity=target.identity)
         store: TaskStore = MemoryTaskStore()
         config = ReceiverConfig(
             max_active_tasks=args.max_active_tasks, max_stored_tasks=args.max_stored_tasks
@@ -259,33 +329,46 @@ async def _run(args: argparse.Namespace, transport: Transport, name: str, argume
                 ),
             )
         )
-        return await _serve(args, host, transport, name, arguments, inbox)
-
-
-async def _serve(
-    args: argparse.Namespace,
-    host: Host,
-    transport: Transport,
-    name: str,
-    arguments: dict[str, Any],
-    inbox: WebInbox | None,
-) -> int:
-    if args.call is not None:
-        try:
-            server = await host.connect(name, transport)
-        except Exception as exc:
-            print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
+        if body is None:
+            return await _serve_until_closed(host, target, inbox)
+        server = await _connect(host, target, inbox)
+        if server is None:
             return EXIT_FAILURE
-        describe_server(inbox, server)
         try:
-            result = await server.call_tool(args.call, arguments)
-        except Exception as exc:
-            print(f"host-receiver: {args.call} failed: {describe_error(exc)}", file=sys.stderr)
-            return EXIT_FAILURE
+            code = await body(server)
+            if code == EXIT_FAILURE and server.closed:  # the server went away: its last words may say why
+                print_stderr_tail(target.name, target.transport)
+            return code
         finally:
             await server.close()
-        print(safe_json(result.model_dump()))
-        return EXIT_TOOL_ERROR if result.is_error is True else EXIT_OK
+
+
+async def _connect(host: Host, target: Target, inbox: WebInbox | None) -> ServerConnection | None:
+    """Connect (and tell the inbox, if any, the server's own name); on failure say why on
+    stderr, with the server's last stderr lines.
+
+    While connecting, a stdio server's stderr is logged at DEBUG: a legacy
+    server answers the era probe with complaints that are no failure (the
+    connection's INFO line says once that it is legacy); an error quotes them.
+    """
+    stdio = target.transport if isinstance(target.transport, StdioTransport) else None
+    level = stdio.stderr_level if stdio is not None else logging.INFO
+    if stdio is not None:
+        stdio.stderr_level = logging.DEBUG
+    try:
+        server = await host.connect(target.name, target.transport)
+    except Exception as exc:
+        print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
+        print_stderr_tail(target.name, target.transport)
+        return None
+    finally:
+        if stdio is not None:
+            stdio.stderr_level = level
+    describe_server(inbox, server)
+    return server
+
+
+async def _serve_until_closed(host: Host, target: Target, inbox: WebInbox | None) -> int:
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -294,57 +377,25 @@ async def _serve(
 
             async def stop_on_signal() -> None:
                 async for _ in signals:
-                    logger.info("interrupted: closing the connection to %s", name)
+                    logger.info("interrupted: closing the connection to %s", target.name)
                     for server in connected:
                         await server.close()
                     group.cancel_scope.cancel()
                     return
 
             group.start_soon(stop_on_signal)
-            try:
-                server = await host.connect(name, transport)
-            except Exception as exc:
-                print(f"host-receiver: could not connect to {name}: {describe_error(exc)}", file=sys.stderr)
+            server = await _connect(host, target, inbox)
+            if server is None:
                 group.cancel_scope.cancel()
                 return EXIT_FAILURE
-            describe_server(inbox, server)
             connected.append(server)
+            print(
+                f"host-receiver: {connected_line(server)}, serving its requests, Ctrl-C to stop",
+                file=sys.stderr,
+            )
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
-
-
-#: Programs that run a server given as their first argument, not servers themselves.
-LAUNCHERS = frozenset({"python", "python3", "node", "deno", "bun", "npx", "uv", "uvx", "pipx", "java"})
-
-
-def server_name(command: Sequence[str]) -> str:
-    """A name for a stdio server: its script or package for a launcher, else the program's name.
-
-    ``python tools/server.py`` is ``server.py`` and ``npx -y @acme/notes`` is ``notes``,
-    so that remembered decisions for one server do not cover every server run alike.
-    """
-    program = os.path.basename(command[0])
-    if program.rstrip("0123456789.") in LAUNCHERS or program in LAUNCHERS:
-        for arg in command[1:]:
-            if not arg.startswith("-") and arg != "run":
-                return os.path.basename(arg) if os.sep in arg else arg
-    return program
-
-
-def server_environment(options: Sequence[str]) -> dict[str, str] | str:
-    """The variables ``--env`` names (beyond the minimal environment), or what is wrong with one."""
-    named: dict[str, str] = {}
-    for option in options:
-        name, sep, value = option.partition("=")
-        if not name or "\0" in option:
-            return f"--env {option!r} is not NAME or NAME=VALUE"
-        if not sep:
-            if name not in os.environ:
-                return f"--env {name}: {name} is not set here; export it first (NAME=VALUE: not for secrets)"
-            value = os.environ[name]
-        named[name] = value
-    return named
 
 
 def _positive_int(text: str) -> int:
@@ -354,6 +405,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _usage_error(message: str) -> int:
-    print(f"host-receiver run: {message}", file=sys.stderr)
+def usage_error(args: argparse.Namespace, message: str) -> int:
+    """Print ``message`` as the command's usage error; the exit code."""
+    print(f"host-receiver {args.command_name}: {message}", file=sys.stderr)
     return EXIT_FAILURE

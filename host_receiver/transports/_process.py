@@ -15,7 +15,11 @@ Rules:
 - The child's stderr is forwarded line by line to the logger (the
   transport's ``stderr_level``, INFO by default: MCP says stderr is not an
   error channel), made safe by it (controls escaped,
-  :func:`host_receiver.sanitize.safe_logger`) and cut to 8 KiB.
+  :func:`host_receiver.sanitize.safe_logger`) and cut to 8 KiB. The level is
+  read for each line, so a transport may lower it for a while (the CLI does,
+  while it connects: a legacy server's complaints about the era probe are
+  DEBUG). The last lines, made safe, are kept in the transport's
+  ``stderr_tail`` for an error to quote.
 - Shutdown (the MCP stdio lifecycle), once the transport has closed stdin:
   wait ``grace`` seconds, SIGTERM, wait again, SIGKILL. On POSIX the child
   gets its own session, so the signals reach the helpers it started
@@ -32,13 +36,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from host_receiver.errors import TransportError
-from host_receiver.sanitize import safe_logger
+from host_receiver.sanitize import safe_logger, safe_text
 
 __all__ = ["POSIX", "forward_stderr", "safe_environment", "start_process", "stop_process"]
 
@@ -124,28 +129,32 @@ async def stop_process(process: Process, name: str, grace: float, stderr_done: a
         logger.debug("%s exited with status %s", name, code)
 
 
-async def forward_stderr(stderr: ByteReceiveStream, name: str, level: int, done: anyio.Event) -> None:
-    """Log the child's stderr line by line at ``level``; set ``done`` when it closes."""
+async def forward_stderr(
+    stderr: ByteReceiveStream, name: str, level: Callable[[], int], done: anyio.Event, tail: deque[str]
+) -> None:
+    """Log the child's stderr line by line at ``level()``, keep the last lines in ``tail``;
+    set ``done`` when it closes."""
     partial = b""
+
+    def forward(line: bytes) -> None:
+        text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
+        tail.append(safe_text(text))
+        logger.log(level(), "[%s] %s", name, text)
+
     try:
         async for chunk in stderr:
             *lines, partial = (partial + chunk).split(b"\n")
             for line in lines:
-                _log_stderr(name, level, line)
+                forward(line)
             if len(partial) > _MAX_LOGGED_LINE:
-                _log_stderr(name, level, partial)
+                forward(partial)
                 partial = b""
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
     finally:
         if partial:
-            _log_stderr(name, level, partial)
+            forward(partial)
         done.set()
-
-
-def _log_stderr(name: str, level: int, line: bytes) -> None:
-    text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
-    logger.log(level, "[%s] %s", name, text)
 
 
 def _group_alive(pgid: int) -> bool:

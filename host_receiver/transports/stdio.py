@@ -29,7 +29,7 @@ Rules:
   leaving, queued writes are finished, stdin closed, and the child and any
   helper it left behind are stopped, shielded from cancellation.
 
-Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``.
+Fixed caps (docs/limits.md): ``_CHUNK``, ``_HIGH_WATER``, ``STDERR_TAIL_LINES``.
 """
 
 from __future__ import annotations
@@ -58,11 +58,13 @@ from host_receiver.transports._process import (
 )
 from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport
 
-__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StdioTransport", "safe_environment"]
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "STDERR_TAIL_LINES", "StdioTransport", "safe_environment"]
 
 logger = safe_logger(__name__)
 
 _CHUNK = 64 * 1024
+#: The server's last stderr lines kept for an error to quote (``stderr_tail``).
+STDERR_TAIL_LINES = 20
 _HIGH_WATER = 1024 * 1024
 
 
@@ -91,6 +93,11 @@ class StdioTransport(Transport):
         self.terminate_grace = terminate_grace
         self.stderr_level = stderr_level
         self.max_message_size = max(max_message_size, _CHUNK)
+        #: The last lines the server wrote on stderr (made safe), for an error message.
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+
+    def _stderr_level(self) -> int:
+        return self.stderr_level
 
     def __repr__(self) -> str:
         return f"StdioTransport({self.command!r}, {self.args!r})"
@@ -106,7 +113,15 @@ class StdioTransport(Transport):
         writer_done, stderr_done = anyio.Event(), anyio.Event()
         async with process, background_task_group() as tasks:
             tasks.start_soon(writer.run, writer_done)
-            tasks.start_soon(forward_stderr, process.stderr, self.name, self.stderr_level, stderr_done)
+            self.stderr_tail.clear()
+            tasks.start_soon(
+                forward_stderr,
+                process.stderr,
+                self.name,
+                lambda: self.stderr_level,
+                stderr_done,
+                self.stderr_tail,
+            )
             try:
                 yield stream
             finally:

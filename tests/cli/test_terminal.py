@@ -37,6 +37,7 @@ from host_receiver.approval import (
     url_warnings,
 )
 from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
+from host_receiver.policies import stdio_identity
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 from tests.receiver_harness import sampling_params
 
@@ -110,9 +111,11 @@ class Terminal:
                 raise AssertionError(f"{pattern!r} never showed; the screen ends with:\n{end}")
 
     def answer(self, prompt: str, text: str) -> None:
-        """Type ``text`` at the next ``prompt``; wait until the prompt shows it accepted."""
+        """Type ``text`` at the next ``prompt`` (a choice's key alone, as a person presses it:
+        no Enter); wait until the prompt shows it accepted."""
         self.expect(re.escape(prompt.rstrip()))
-        self.child.send(text if text.endswith(FINISH) else text + "\r")
+        choice = prompt.rstrip().endswith(("?", "]")) and len(text) == 1  # a question, not a field
+        self.child.send(text if text.endswith(FINISH) or choice else text + "\r")
         shown = text.replace(CLEAR_LINE, "").replace(FINISH, "")
         self.expect(re.escape(prompt.rstrip()) + r"[^\n]*" + re.escape(shown) + r"\n")
 
@@ -203,7 +206,8 @@ def test_refuse_and_never_are_remembered(env: dict[str, str], terminals: list[Te
     t.answer("Approve this request?", "x")
     t.expect("peer is refused from now on")
     assert t.result()["error"]["code"] == -1
-    assert json.loads(Path(env["HOST_RECEIVER_DECISIONS"]).read_text())["servers"] == {"peer": "refuse"}
+    saved = json.loads(Path(env["HOST_RECEIVER_DECISIONS"]).read_text())["servers"]
+    assert saved == {stdio_identity([str(PEER_PYTHON), str(PEER_SERVER)]): "refuse"}
 
     t = run(env, terminals, "sample_plain", prompt="and again")
     report = t.result()  # no prompt at all this time
@@ -258,6 +262,34 @@ def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], termi
     assert report["result"]["action"] == "accept"
     assert report["result"]["content"] == {"name": "Ada", "age": 42, "color": "blue", "news": True}
     assert report["statuses"][-1] == "completed"
+
+
+@pytest.mark.slow
+def test_a_default_is_shown_typing_replaces_it_and_choices_show_their_titles(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "instrument": {
+                "type": "string",
+                "title": "Instrument",
+                "oneOf": [{"const": "gtr", "title": "Guitar"}, {"const": "pno", "title": "Piano"}],
+                "default": "gtr",
+            },
+            "count": {"type": "integer", "title": "Count", "default": 2},
+        },
+    }
+    t = run(env, terminals, "elicit_plain", message="Pick one", schema=schema)
+    t.expect(r"Instrument\s+one of Guitar \(gtr\), Piano \(pno\)\s+\[Guitar\]")  # the default by its title
+    t.answer("Answer this form? [f/d/c]", "f")
+    t.expect(r"2\) Piano")
+    t.answer("Instrument (a number or a value): ", "2")  # not "Guitar2"
+    t.answer("Count (whole number): ", "")  # Enter keeps the default
+    assert "Count (whole number): 2" in t.screen  # shown where the answer goes
+    t.expect(r"Instrument\s+Piano")
+    t.answer("Send these answers? [y/e/d/c]", "y")
+    assert t.result()["result"]["content"] == {"instrument": "pno", "count": 2}
 
 
 @pytest.mark.slow
@@ -336,7 +368,7 @@ async def test_model_edit_offers_only_allowed_models() -> None:
     screen = io.StringIO()
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("e\r" + FINISH + "\r" + CLEAR_LINE + "gpt-huge\r" + CLEAR_LINE + "large\r" + "s\r")
+            keys.send_text("e" + FINISH + "\r" + CLEAR_LINE + "gpt-huge\r" + CLEAR_LINE + "large\r" + "s")
             decision = await TerminalApprover(console).review_request(request_view("task-one"))
     assert decision == Approve(model="large", remember="session")
     assert "'gpt-huge' is not allowed for notes; choose small, large." in screen.getvalue()
@@ -364,9 +396,9 @@ async def test_a_queued_request_cancelled_before_its_turn_is_never_shown() -> No
                 await anyio.wait_all_tasks_blocked()
                 doomed.cancel()
                 await anyio.wait_all_tasks_blocked()
-                keys.send_text("n\r")
+                keys.send_text("n")
                 await anyio.wait_all_tasks_blocked()
-                keys.send_text("y\r")
+                keys.send_text("y")
     text = screen.getvalue()
     assert outcomes == {"first-task": Refuse(), "third-task": Approve()}
     assert "notes · task third-ta…: queued behind the question on screen" in text
@@ -384,7 +416,7 @@ async def test_a_non_text_result_cannot_be_edited() -> None:
     params = CreateMessageRequestParams.model_validate(sampling_params())
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("e\ry\r")
+            keys.send_text("ey")
             verdict = await TerminalApprover(console).review_result(
                 SamplingResultView("notes", None, params, result)
             )
@@ -410,7 +442,7 @@ async def test_url_consent_shows_the_warnings_and_can_be_cancelled() -> None:
     view = UrlView("bank-helper", "task-url", "Log in at apple.com", link, "e1", warnings)
     with create_pipe_input() as keys:
         async with Console(input=keys, output=PlainTextOutput(screen)) as console:
-            keys.send_text("maybe\rc\r")
+            keys.send_text("maybe\rc")  # a key answers alone; other words on Enter
             answer = await TerminalElicitationUI(console).consent_url(view)
     text = screen.getvalue()
     assert answer == "cancel"

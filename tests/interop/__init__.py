@@ -103,6 +103,23 @@ def peer_command(sdk: Sdk) -> PeerCommand:
     return PeerCommand(sdk, (node, str(TS_SERVER)), {**env, "PEERS_NODE_DIR": str(PEERS_DIR / "node")})
 
 
+def everything_command() -> list[str]:
+    """The command that starts the reference server-everything (TS SDK, 2025-11-25) over stdio."""
+    script = (
+        PEERS_DIR
+        / "node"
+        / "node_modules"
+        / "@modelcontextprotocol"
+        / "server-everything"
+        / "dist"
+        / "index.js"
+    )
+    node = shutil.which("node")
+    if node is None or not script.exists():
+        _missing(f"server-everything is not installed ({script})")
+    return [node, str(script), "stdio"]
+
+
 @contextmanager
 def http_server(argv: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
     """Start ``argv`` (a peer that takes ``--port 0`` and prints ``LISTENING <url>``); yield its URL."""

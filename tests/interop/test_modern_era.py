@@ -12,7 +12,6 @@ every message the host sent is validated against the 2026-07-28 schema
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,7 +39,7 @@ from host_receiver.protocol.versions import Era
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.cli.test_terminal import HOST
-from tests.interop import FASTMCP_SERVER, PY2_SERVER, http_server, peer_python
+from tests.interop import FASTMCP_SERVER, PY2_SERVER, everything_command, http_server, peer_python
 from tests.interop.conftest import RecordingTransport, WireLog, running_host
 
 pytestmark = pytest.mark.anyio
@@ -554,21 +553,8 @@ def test_the_cli_says_clearly_when_a_legacy_server_is_forced_modern() -> None:
 
 def everything() -> StdioTransport:
     """The reference server-everything (TS SDK 1.32, 2025-11-25) over stdio."""
-    from tests.interop import PEERS_DIR, _missing
-
-    script = (
-        PEERS_DIR
-        / "node"
-        / "node_modules"
-        / "@modelcontextprotocol"
-        / "server-everything"
-        / "dist"
-        / "index.js"
-    )
-    node = shutil.which("node")
-    if node is None or not script.exists():
-        _missing(f"server-everything is not installed ({script})")
-    return StdioTransport(node, [str(script), "stdio"], name="everything")
+    node, *args = everything_command()
+    return StdioTransport(node, args, name="everything")
 
 
 async def test_server_everything_is_found_legacy_and_its_async_tools_get_client_hosted_tasks() -> None:

@@ -12,6 +12,9 @@ Rules:
   drawing job sleeps on an event. When a prompt is open, its bottom toolbar
   shows the same line plus how many requests are waiting.
 - A cancelled turn says so on screen before it lets the cancellation through.
+- :meth:`Turn.choose`: an option's key (either case) answers at once, without
+  Enter; a word typed instead is taken on Enter. :meth:`Turn.ask` may show a
+  value as a dim placeholder, which the first key typed replaces.
 - Nothing reaches the terminal raw: every piece of text printed, prompted or
   drawn goes through :func:`host_receiver.sanitize.safe_text` (multiline: newlines and
   tabs pass, every other control, escape sequence and bidi control is shown
@@ -40,6 +43,7 @@ from prompt_toolkit.completion import Completer
 from prompt_toolkit.formatted_text import AnyFormattedText, FormattedText, to_formatted_text
 from prompt_toolkit.formatted_text.base import OneStyleAndTextTuple
 from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
@@ -251,6 +255,20 @@ class Console:
         self._line_shown = False
 
 
+def _single_keys(options: Sequence[tuple[str, str]]) -> KeyBindings:
+    """Each option's key (either case) answers at once, without Enter, and shows as typed."""
+    bindings = KeyBindings()
+    for key, _ in options:
+        for typed in {key, key.upper()}:
+
+            @bindings.add(typed)
+            def _answer(event: KeyPressEvent, key: str = key) -> None:
+                event.current_buffer.text = key
+                event.app.exit(result=key)
+
+    return bindings
+
+
 class Turn:
     """One request's time with the person: show things and ask questions."""
 
@@ -266,10 +284,16 @@ class Turn:
         message: str,
         *,
         default: str = "",
+        placeholder: str = "",
         completer: Completer | None = None,
         multiline: bool = False,
+        keys: KeyBindings | None = None,
     ) -> str:
-        """One line (or several, ``multiline``) of input; raises :class:`Interrupted` on Ctrl-C/D."""
+        """One line (or several, ``multiline``) of input; raises :class:`Interrupted` on Ctrl-C/D.
+
+        ``default`` is pre-filled, to be edited; ``placeholder`` is shown dim where nothing
+        is typed yet, and the first key typed replaces it.
+        """
         console = self.console
         console._clear_line()
         session: PromptSession[str] = PromptSession(input=console.input, output=console.output)
@@ -278,10 +302,12 @@ class Turn:
             return await session.prompt_async(
                 shown(FormattedText([("class:key", message)])),
                 default=default,
+                placeholder=FormattedText([("class:label", placeholder)]) if placeholder else None,
                 completer=completer,
                 complete_while_typing=False,
                 reserve_space_for_menu=0,
                 multiline=multiline,
+                key_bindings=keys,
                 bottom_toolbar=console.toolbar,
                 input_processors=[ShowInvisible()],
                 refresh_interval=console.refresh_interval,
@@ -296,14 +322,15 @@ class Turn:
             console._wake_up()
 
     async def choose(self, question: str, options: Sequence[tuple[str, str]]) -> str:
-        """One of the ``(key, label)`` options, by key or by label; asks again otherwise."""
+        """One of the ``(key, label)`` options: its key alone answers, without Enter; anything else
+        typed (a label) is taken on Enter, or asked again."""
         legend: list[tuple[str, str]] = []
         for key, label in options:
             legend += [("", "  "), ("class:key", f"[{key}]"), ("", f" {label}")]
         self.show(FormattedText(legend))
         keys = "/".join(key for key, _ in options)
         while True:
-            answer = (await self.ask(f"{question} [{keys}] ")).strip().lower()
+            answer = (await self.ask(f"{question} [{keys}] ", keys=_single_keys(options))).strip().lower()
             for key, label in options:
                 if answer in (key, label.lower()):
                     return key

@@ -4,9 +4,11 @@ Rules:
 
 - A form is shown whole first (fields, kinds, bounds, defaults, choices, the
   problems of a previous answer); the person fills it in, declines or cancels.
-- Fields are asked one by one, pre-filled with the default or the last
-  answer. An answer that does not parse or breaks the field's rules is
-  explained and asked again at once; an empty optional field is left out.
+- Fields are asked one by one, the default or the last answer shown dim in
+  the input: the first key typed replaces it, Enter alone keeps it (so an
+  optional field with a default cannot be left out here). An answer that
+  does not parse or breaks the field's rules is explained and asked again at
+  once; an empty optional field is left out.
 - Choices are typed by number, value or label; several choices separated by
   commas; yes/no for booleans.
 - Before anything is sent the answers are shown for review: send, edit
@@ -145,10 +147,10 @@ async def _ask_field(
     mark = "*" if field.required else ""
     hint = _HINTS.get(field.kind) or render.describe_field(field)
     question = f"{render.label(field.label)}{mark} ({render.body(hint)}): "
+    current = render.format_value(field, values.get(field.name))
     while True:
-        text = await turn.ask(
-            question, default=render.format_value(field, values.get(field.name)), completer=completer
-        )
+        # The current value is shown, not pre-filled: typing replaces it, Enter keeps it.
+        text = await turn.ask(question, placeholder=current, completer=completer) or current
         value, problem = parse_answer(field, text)
         if problem is None:
             if value is None:

@@ -177,6 +177,16 @@ def _option(value: str, name: str) -> str:
     return label(value) if value == name else f"{label(name)} ({label(value)})"
 
 
+def show_value(field: FormField, value: ElicitValue | None) -> str:
+    """A value as the person reads it: a choice by its title, a boolean as yes or no."""
+    titles = dict(field.options)
+    if isinstance(value, str) and value in titles:
+        return body(titles[value])
+    if isinstance(value, list):
+        return body(", ".join(titles.get(v, v) for v in value))
+    return format_value(field, value)
+
+
 def format_value(field: FormField, value: ElicitValue | None) -> str:
     """A value as the person would type it."""
     if value is None:
@@ -199,7 +209,7 @@ def form(view: FormView) -> FormattedText:
         lines += [("class:key", f"  {name:<{width}} "), ("class:label", describe_field(field))]
         default = view.values.get(field.name)
         if default is not None:
-            lines += [("class:label", f"   [{format_value(field, default)}]")]
+            lines += [("class:label", f"   [{show_value(field, default)}]")]
         lines += [("", "\n")]
         if field.description:
             lines += [("class:label", f"      {_indent(body(field.description))}\n")]
@@ -214,7 +224,7 @@ def answers(schema: FormSchema, values: Mapping[str, ElicitValue]) -> FormattedT
     lines: Lines = [("class:title", "  Your answers:\n")]
     width = max((len(label(f.label)) for f in schema.fields), default=0)
     for field in schema.fields:
-        shown = format_value(field, values[field.name]) if field.name in values else "(left empty)"
+        shown = show_value(field, values[field.name]) if field.name in values else "(left empty)"
         lines += _row(label(field.label), shown, width)
     return FormattedText(lines)
 

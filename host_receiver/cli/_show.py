@@ -1,0 +1,120 @@
+"""What the commands print about a server: a tool's result (JSON or readably), the tools a server
+has when it lacks one, whom ``run`` serves, a failed server's last stderr lines.
+
+Readably (``call`` on a terminal): text as text, structured content as
+indented JSON, other content named by its type. Everything a server wrote is
+shown through :func:`~host_receiver.sanitize.safe_text`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
+from host_receiver.host import ServerConnection
+from host_receiver.sanitize import safe_text
+from host_receiver.transports.base import Transport
+from host_receiver.transports.stdio import StdioTransport
+
+__all__ = [
+    "call_and_print",
+    "connected_line",
+    "own_name",
+    "print_stderr_tail",
+    "readable_content",
+    "readable_result",
+]
+
+
+def own_name(server: ServerConnection) -> str:
+    """The name the server gives itself (serverInfo title, else name), safe to print."""
+    info = server.server_info
+    return safe_text(info.title or info.name)
+
+
+async def call_and_print(
+    tool: str, arguments: dict[str, Any], server: ServerConnection, *, as_json: bool
+) -> int:
+    """Call ``tool``; print its result (JSON, or readably); exit 0, 1 when ``isError``, 2 on failure.
+
+    When the call fails or the tool reports an error and the server has no such
+    tool, stderr names the tools it has.
+    """
+    try:
+        result = await server.call_tool(tool, arguments)
+    except Exception as exc:
+        print(f"host-receiver: {tool} failed: {describe_error(exc)}", file=sys.stderr)
+        await _name_the_tools(server, tool)
+        return EXIT_FAILURE
+    dumped = result.model_dump()
+    print(safe_json(dumped) if as_json else readable_result(dumped))
+    if result.is_error is True:
+        await _name_the_tools(server, tool)
+        return EXIT_TOOL_ERROR
+    return EXIT_OK
+
+
+async def _name_the_tools(server: ServerConnection, tool: str) -> None:
+    with anyio.move_on_after(10):
+        try:
+            names = [t.name for t in await server.list_tools()]
+        except Exception:  # the failure already reported is the one that matters
+            return
+        if tool not in names:
+            offered = ", ".join(sorted(names)) or "none"
+            print(
+                f"host-receiver: {server.name} has no tool {tool!r}; its tools: {safe_text(offered)}",
+                file=sys.stderr,
+            )
+
+
+def readable_result(result: dict[str, Any]) -> str:
+    """A ``CallToolResult`` for a person: text as text, structured content as indented JSON,
+    other content named."""
+    parts: list[str] = []
+    for item in result.get("content") or []:
+        parts.append(readable_content(item))
+    structured = result.get("structuredContent")
+    if structured is not None and not any(p.strip() == json.dumps(structured) for p in parts):
+        parts.append(safe_text(json.dumps(structured, indent=2, ensure_ascii=False), None, multiline=True))
+    if result.get("isError") is True:
+        parts.insert(0, "the tool reported an error:")
+    return "\n".join(parts) if parts else "(no content)"
+
+
+def readable_content(item: Any) -> str:
+    """One content block for a person: text as text, anything else by its type and size."""
+    if not isinstance(item, dict):
+        return "(a content block that is not an object)"
+    kind = item.get("type")
+    if kind == "text" and isinstance(item.get("text"), str):
+        return safe_text(item["text"], None, multiline=True)
+    if kind in ("image", "audio"):
+        size = len(str(item.get("data", "")))
+        return f"[{kind}, {safe_text(item.get('mimeType', '?'))}, {size} base64 characters]"
+    if kind == "resource_link":
+        return f"[resource link: {safe_text(item.get('uri', '?'))}]"
+    if kind == "resource" and isinstance(item.get("resource"), dict):
+        inner = item["resource"]
+        if isinstance(inner.get("text"), str):
+            return safe_text(inner["text"], None, multiline=True)
+        return f"[resource {safe_text(inner.get('uri', '?'))}, {safe_text(inner.get('mimeType', 'binary'))}]"
+    return f"[{safe_text(kind)} content]"
+
+
+def connected_line(server: ServerConnection) -> str:
+    """``connected to NAME (era, version)``: NAME as the server calls itself."""
+    return f"connected to {own_name(server)} ({server.era.value}, {server.protocol_version})"
+
+
+def print_stderr_tail(name: str, transport: Transport) -> None:
+    """The last lines a stdio server wrote on stderr (at most 20, made safe), if it wrote any."""
+    tail = list(transport.stderr_tail) if isinstance(transport, StdioTransport) else []
+    if tail:
+        print(f"{name}'s stderr ended with:", file=sys.stderr)
+        for line in tail:
+            print(f"  {line}", file=sys.stderr)
