@@ -52,7 +52,7 @@ from ._anthropic_wire import (
     make_result,
     message_reply,
 )
-from ._client import CallSite, event_data
+from ._client import CallSite, check_settings, event_data
 from ._config import DEFAULT_ANTHROPIC_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._httpx2 import httpx2_client
@@ -87,13 +87,7 @@ class AnthropicProvider:
         api_version: str | None = None,
         http_transport: HttpTransport = "lean",
     ) -> None:
-        if not api_key:
-            raise ValueError("api_key must not be empty")
-        if timeout <= 0 or max_retries < 0:
-            raise ValueError("timeout must be positive and max_retries not negative")
-        for model in models:
-            if model.provider != name:
-                raise ValueError(f"model {model.id!r} belongs to provider {model.provider!r}")
+        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
         self._name = name
         self._models = tuple(models)
         self.base_url = base_url or DEFAULT_ANTHROPIC_URL

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
@@ -53,6 +53,7 @@ from host_receiver.errors import ProviderError, ReplyTooLong
 from host_receiver.sanitize import safe_logger
 
 from ._config import HttpTransport
+from ._contract import ModelInfo
 from ._http import DEFAULT_LIMITS, LeanTransport
 from ._plan import call_limits
 from ._redact import Redactor
@@ -61,6 +62,7 @@ __all__ = [
     "CALL",
     "CallSite",
     "OneReadTimeout",
+    "check_settings",
     "event_data",
     "http_client",
     "json_where",
@@ -237,6 +239,19 @@ class _CappedBody(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._response.aclose()
+
+
+def check_settings(
+    name: str, api_key: str, models: Iterable[ModelInfo], *, timeout: float, max_retries: int
+) -> None:
+    """The ``ValueError`` every backend raises for an unusable construction (one rule for all)."""
+    if not api_key:
+        raise ValueError("api_key must not be empty")
+    if timeout <= 0 or max_retries < 0:
+        raise ValueError("timeout must be positive and max_retries not negative")
+    for model in models:
+        if model.provider != name:
+            raise ValueError(f"model {model.id!r} belongs to provider {model.provider!r}")
 
 
 def http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:

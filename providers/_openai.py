@@ -65,7 +65,7 @@ import orjson
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_url
 
-from ._client import CallSite, event_data, http_client
+from ._client import CallSite, check_settings, event_data, http_client
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._openai_json import StreamFold, completion_reply
@@ -113,13 +113,7 @@ class OpenAIProvider:
         default_headers: Mapping[str, str] | None = None,
         http_transport: HttpTransport = "lean",
     ) -> None:
-        if not api_key:
-            raise ValueError("api_key must not be empty")
-        if timeout <= 0 or max_retries < 0:
-            raise ValueError("timeout must be positive and max_retries not negative")
-        for model in models:
-            if model.provider != name:
-                raise ValueError(f"model {model.id!r} belongs to provider {model.provider!r}")
+        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
         self._name = name
         self._models = tuple(models)
         self.base_url = base_url or DEFAULT_BASE_URL
