@@ -18,7 +18,8 @@ builds on it. What the sampling layer uses from here:
 
 Backends: :class:`OpenAIProvider` (any OpenAI-compatible API, on the official
 ``openai`` client), :class:`AnthropicProvider` (the Anthropic Messages API, on
-the official ``anthropic`` package, extra ``[anthropic]``) and
+the official ``anthropic`` package, extra ``[anthropic]``), :class:`GeminiProvider`
+(the Gemini API, on the official ``google-genai`` package, extra ``[gemini]``) and
 :class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
@@ -33,6 +34,7 @@ from ._config import (
     CONFIG_ENV,
     DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
+    DEFAULT_GEMINI_URL,
     PROVIDER_TYPES,
     Config,
     ProviderEntry,
@@ -67,6 +69,7 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_ANTHROPIC_URL",
     "DEFAULT_BASE_URL",
+    "DEFAULT_GEMINI_URL",
     "ECHO_MODEL",
     "KEYRING_SERVICE",
     "PROGRESS_TEXT_LIMIT",
@@ -74,6 +77,7 @@ __all__ = [
     "AnthropicProvider",
     "Config",
     "EchoProvider",
+    "GeminiProvider",
     "LeavesOut",
     "MaxTokensPolicy",
     "ModelInfo",
@@ -147,6 +151,7 @@ _moved = moved_names(__name__, _MOVED)
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicProvider
+    from ._gemini import GeminiProvider
     from ._openai import OpenAIProvider
 else:  # a type checker sees the import above, and flags a moved name
 
@@ -160,4 +165,8 @@ else:  # a type checker sees the import above, and flags a moved name
             from ._anthropic import AnthropicProvider
 
             return AnthropicProvider
+        if name == "GeminiProvider":
+            from ._gemini import GeminiProvider
+
+            return GeminiProvider
         return _moved(name)

@@ -5,23 +5,26 @@ Rules:
 * Without ``--provider``: every configured provider; with none configured, the
   offline echo provider alone (so the demo runs offline). Environment keys
   alone never switch on a paid backend.
-* ``--provider NAME``: that entry alone. ``echo``, ``openai`` and
-  ``anthropic`` work without an entry: ``openai`` then means the ``openai``
+* ``--provider NAME``: that entry alone. ``echo``, ``openai``, ``anthropic``
+  and ``gemini`` work without an entry: ``openai`` then means the ``openai``
   library's own defaults (``OPENAI_BASE_URL`` or OpenAI's URL,
   ``OPENAI_API_KEY`` or the keyring), ``anthropic`` the ``anthropic``
   library's (``ANTHROPIC_BASE_URL`` or Anthropic's URL, ``ANTHROPIC_API_KEY``
-  or the keyring).
+  or the keyring), ``gemini`` the ``google-genai`` library's
+  (``GOOGLE_GEMINI_BASE_URL`` or Google's URL, ``GOOGLE_API_KEY`` or
+  ``GEMINI_API_KEY`` or the keyring).
 * ``--model ID``: the catalogue shrinks to that model. A model the chosen
   provider does not list is added with neutral ratings (0.5) and permissive
   capabilities (tools and images yes, audio no, 128k context); without
   ``--provider`` it must be listed by some configured provider, or exactly one
   provider must be configured.
-* An OpenAI-compatible or Anthropic entry without models needs ``--model``.
+* A vendor entry (``openai``, ``anthropic``, ``gemini``) without models needs ``--model``.
 * Keys follow :mod:`providers._credentials`; a missing key is a
   :class:`ConfigError` naming the ways to provide one, unless the entry says
   ``api_key_required = false`` (a placeholder key is sent then).
-* ``OPENAI_BASE_URL`` (``ANTHROPIC_BASE_URL``) applies to ``openai``
-  (``anthropic``) entries without a ``base_url`` of their own.
+* ``OPENAI_BASE_URL`` (``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``)
+  applies to ``openai`` (``anthropic``, ``gemini``) entries without a
+  ``base_url`` of their own.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from host_receiver.errors import ConfigError
 from ._config import (
     DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
+    DEFAULT_GEMINI_URL,
     Config,
     ProviderEntry,
     config_path,
@@ -48,6 +52,7 @@ from ._registry import ProviderRegistry
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicProvider
+    from ._gemini import GeminiProvider
     from ._openai import OpenAIProvider
 
 __all__ = ["build_provider", "build_registry"]
@@ -57,6 +62,7 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 VENDOR_BASE_URL = {
     "openai": (BASE_URL_ENV, DEFAULT_BASE_URL),
     "anthropic": ("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL),
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", DEFAULT_GEMINI_URL),
 }
 #: Sent as the key to servers that need none (the openai client insists on one).
 NO_KEY_PLACEHOLDER = "no-key-needed"
@@ -100,8 +106,8 @@ def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider
 
 def vendor_provider(
     entry: ProviderEntry, key: str, environ: Mapping[str, str]
-) -> OpenAIProvider | AnthropicProvider:
-    """The ``openai`` or ``anthropic`` provider for ``entry`` with ``key`` (its models as listed)."""
+) -> OpenAIProvider | AnthropicProvider | GeminiProvider:
+    """The vendor's provider for ``entry`` (``openai``, ``anthropic``, ``gemini``) with ``key``."""
     variable, default_url = VENDOR_BASE_URL[entry.type]
     base_url = entry.base_url or environ.get(variable) or default_url
     options: dict[str, Any] = {
@@ -119,6 +125,10 @@ def vendor_provider(
         from ._anthropic import AnthropicProvider
 
         return AnthropicProvider(entry.name, entry.models, api_version=entry.api_version, **options)
+    if entry.type == "gemini":
+        from ._gemini import GeminiProvider
+
+        return GeminiProvider(entry.name, entry.models, api_version=entry.api_version, **options)
     from ._openai import OpenAIProvider
 
     return OpenAIProvider(entry.name, entry.models, max_tokens_param=entry.max_tokens_param, **options)
@@ -128,7 +138,7 @@ def key_ways(entry: ProviderEntry) -> list[str]:
     """The ways to give ``entry`` a key, each named once."""
     variables = [entry.api_key_env]
     if entry.base_url is None:
-        variables.append(VENDOR_KEY_ENV.get(entry.type))
+        variables += VENDOR_KEY_ENV.get(entry.type, ())
     ways = [f"export {v}" for v in dict.fromkeys(variables) if v]
     ways.append(f"run `host-receiver providers add {entry.name}`")
     return ways
@@ -146,7 +156,11 @@ def _entries(config: Config, provider: str | None) -> list[ProviderEntry]:
         return [ProviderEntry("openai", type="openai")]
     if provider == "anthropic":
         return [ProviderEntry("anthropic", type="anthropic")]
-    known = ", ".join(dict.fromkeys(["echo", "openai", "anthropic", *(p.name for p in config.providers)]))
+    if provider == "gemini":
+        return [ProviderEntry("gemini", type="gemini")]
+    known = ", ".join(
+        dict.fromkeys(["echo", "openai", "anthropic", "gemini", *(p.name for p in config.providers)])
+    )
     raise ConfigError(
         f"unknown provider {provider!r} (known: {known}); add it with "
         f"`host-receiver providers add {provider} --base-url URL`"

@@ -3,7 +3,7 @@
 (About 400 lines, one idea: what an SDK's HTTP client does for a provider
 call, from the request sent to the error shown.)
 
-Every backend package (``openai``, ``anthropic``) takes an
+Every backend package (``openai``, ``anthropic``, ``google-genai``) takes an
 HTTP client of ours, so what follows holds for all of them alike; nothing of
 it is written per provider.
 
@@ -28,7 +28,9 @@ Rules:
   ``anthropic``: the same error classes) into a :class:`ProviderError` naming
   the provider, the base URL (no credentials) and the cause: the HTTP status
   with its meaning and ``retry-after``, a reset, a timeout, the number of
-  attempts; the backend's own message redacted.
+  attempts; the backend's own message redacted. Another SDK (``google-genai``)
+  gives its own :data:`Describe`, built on the same words
+  (:func:`status_failure`, :func:`connection_failure`).
 
 Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
@@ -63,16 +65,20 @@ __all__ = [
     "CallSite",
     "OneReadTimeout",
     "check_settings",
+    "connection_failure",
     "event_data",
     "http_client",
     "json_where",
     "sdk_failure",
+    "status_failure",
 ]
 
 log = safe_logger("providers.client")
 
 #: The cancel scope of the call running in this task (see :class:`OneReadTimeout`).
 CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_http_call", default=None)
+#: The streamed responses opened by the call running in this task (closed when it ends: :meth:`CallSite.run`).
+OPENED: ContextVar[list[httpx.Response] | None] = ContextVar("providers_http_opened", default=None)
 
 
 class _Cookies(httpx.Cookies):
@@ -172,6 +178,9 @@ class OneReadTimeout(httpx.AsyncClient):
     async def send(self, request: httpx.Request, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
         try:
             response = _capped(await super().send(request, stream=True, **kwargs))
+            opened = OPENED.get()
+            if stream and opened is not None:
+                opened.append(response)
             if not stream:
                 try:
                     await response.aread()
@@ -275,25 +284,43 @@ _T = TypeVar("_T")
 _DRAIN_SECONDS = 0.1
 
 
+#: How a failure of an SDK reads: ``(exc, who, timeout, redactor)`` -> the error shown.
+Describe = Callable[[Exception, str, float, Redactor], ProviderError]
+
+
 @dataclass(frozen=True)
 class CallSite:
-    """Where a provider's calls go: its SDK, its base error class, its name for messages, its key."""
+    """Where a provider's calls go: its SDK, its error classes, its name for messages, its key.
+
+    ``describe`` says how a failure of ``errors`` reads; by default :func:`sdk_failure`'s
+    words for a Stainless-generated SDK.
+    """
 
     sdk: ModuleType
-    errors: type[Exception]
+    errors: type[Exception] | tuple[type[Exception], ...]
     who: str  # "provider 'name' (base URL)"
     timeout: float
     redactor: Redactor
+    describe: Describe | None = None
 
     async def run(self, call: Awaitable[_T], *, streamed: bool) -> _T:
-        """Await ``call`` in the scope a read timeout cancels; every failure as a :class:`ProviderError`."""
+        """Await ``call`` in the scope a read timeout cancels; every failure as a :class:`ProviderError`.
+
+        Whatever ends the call (its result, a failure, a cancellation), the responses it
+        streamed are closed then, with their connections: an SDK that leaves a stream to
+        the garbage collector when its reader stops does not keep the backend writing.
+        """
         failure: ProviderError | None = None
+        opened: list[httpx.Response] = []
         with anyio.CancelScope() as scope:
-            token = CALL.set(scope)
+            token, streams = CALL.set(scope), OPENED.set(opened)
             try:
                 return await call
             except self.errors as exc:
-                failure = sdk_failure(self.sdk, exc, self.who, self.timeout, self.redactor)
+                if self.describe is not None:
+                    failure = self.describe(exc, self.who, self.timeout, self.redactor)
+                else:
+                    failure = sdk_failure(self.sdk, exc, self.who, self.timeout, self.redactor)
             except ProviderError as exc:
                 failure = ProviderError(f"{self.who}: {exc}")
             except json.JSONDecodeError as exc:
@@ -301,6 +328,10 @@ class CallSite:
                 failure = ProviderError(f"{self.who}: the backend's {what} is not JSON ({json_where(exc)})")
             finally:
                 CALL.reset(token)
+                OPENED.reset(streams)
+                with anyio.CancelScope(shield=True):
+                    for response in opened:
+                        await response.aclose()
         if failure is None:  # the read timed out: the call was cancelled before a retry
             failure = ProviderError(f"{self.who}: no response within {self.timeout:g} s (not retried)")
         log.debug("sampling failed: %s", failure)
@@ -373,22 +404,36 @@ def sdk_failure(
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError(f"{who}: no response within {timeout:g} s{_attempts(exc)}")
     if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__
-        detail = redactor.text(str(cause), limit=_MESSAGE_LIMIT) if cause else ""
-        what = "could not connect" if "Connect" in type(cause).__name__ else "connection failed"
-        return ProviderError(f"{who}: {what}{': ' + detail if detail else ''}{_attempts(exc)}")
+        return connection_failure(who, exc.__cause__, redactor, _attempts(exc))
     if isinstance(exc, sdk.APIStatusError):
         status: int = exc.status_code
-        hint = _STATUS_HINTS.get(status, "server error" if status >= 500 else "request failed")
-        detail = redactor.text(server_message(exc.body), limit=_MESSAGE_LIMIT)
         retried = _attempts(exc) if status in (408, 409, 429) or status >= 500 else ""
-        after = _retry_after(exc.response.headers)
-        text = f"{who}: HTTP {status}, {hint}{': ' + detail if detail else ''}{after}{retried}"
-        return ProviderError(text, status=status)
+        return status_failure(who, status, server_message(exc.body), exc.response.headers, redactor, retried)
     if isinstance(exc, sdk.APIError):
         detail = redactor.text(exc.message, limit=_MESSAGE_LIMIT)
         return ProviderError(f"{who}: the backend reported an error: {detail}")
     return ProviderError(f"{who}: {type(exc).__name__}")
+
+
+def connection_failure(
+    who: str, cause: BaseException | None, redactor: Redactor, attempts: str = ""
+) -> ProviderError:
+    """A connection that failed (``cause``: the transport's exception), as every provider says it."""
+    detail = redactor.text(str(cause), limit=_MESSAGE_LIMIT) if cause else ""
+    what = "could not connect" if "Connect" in type(cause).__name__ else "connection failed"
+    return ProviderError(f"{who}: {what}{': ' + detail if detail else ''}{attempts}")
+
+
+def status_failure(
+    who: str, status: int, message: str, headers: Any, redactor: Redactor, attempts: str = ""
+) -> ProviderError:
+    """An HTTP error status with the backend's ``message``, as every provider says it."""
+    hint = _STATUS_HINTS.get(status, "server error" if status >= 500 else "request failed")
+    detail = redactor.text(message, limit=_MESSAGE_LIMIT)
+    after = _retry_after(headers)
+    return ProviderError(
+        f"{who}: HTTP {status}, {hint}{': ' + detail if detail else ''}{after}{attempts}", status=status
+    )
 
 
 def server_message(body: object) -> str:

@@ -27,7 +27,7 @@ Layout::
     "claude-3-sonnet" = "gpt-4o"
 
     [providers.openai]
-    type = "openai"                # "openai" (any OpenAI-compatible API), "anthropic" or "echo"
+    type = "openai"                # "openai" (any OpenAI-compatible API), "anthropic", "gemini" or "echo"
     base_url = "https://api.openai.com/v1"   # absent: $OPENAI_BASE_URL, else OpenAI
     api_key_env = "MY_OPENAI_KEY"  # optional: read the key from this variable
     api_key_required = true        # false for keyless local servers (Ollama)
@@ -51,6 +51,10 @@ Layout::
     [providers.claude]
     type = "anthropic"             # the Messages API; base_url absent: $ANTHROPIC_BASE_URL, else Anthropic
     api_version = "2023-06-01"     # optional: the anthropic-version sent (absent: the SDK's)
+
+    [providers.gemini]
+    type = "gemini"                # the Gemini API; base_url absent: $GOOGLE_GEMINI_BASE_URL, else Google
+    api_version = "v1beta"         # optional: the API version in the path (absent: v1beta)
 
     [providers.demo]
     type = "echo"                  # offline; no key, no models to list
@@ -80,10 +84,13 @@ from ._limits import SamplingLimits
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Where an Anthropic provider entry without its own base URL sends requests.
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+#: Where a Gemini provider entry without its own base URL sends requests.
+DEFAULT_GEMINI_URL = "https://generativelanguage.googleapis.com"
 
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_ANTHROPIC_URL",
+    "DEFAULT_GEMINI_URL",
     "PROVIDER_TYPES",
     "Config",
     "ProviderEntry",
@@ -94,9 +101,9 @@ __all__ = [
 ]
 
 CONFIG_ENV = "HOST_RECEIVER_CONFIG"
-ProviderType = Literal["openai", "anthropic", "echo"]
+ProviderType = Literal["openai", "anthropic", "gemini", "echo"]
 #: The entry types, as the config file and ``providers add --type`` spell them.
-PROVIDER_TYPES: tuple[ProviderType, ...] = ("openai", "anthropic", "echo")
+PROVIDER_TYPES: tuple[ProviderType, ...] = ("openai", "anthropic", "gemini", "echo")
 HttpTransport = Literal["lean", "httpx"]
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
@@ -116,7 +123,7 @@ class ProviderEntry:
     forward_metadata: bool = False
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
     http_transport: HttpTransport = "lean"
-    api_version: str | None = None  # anthropic only: the anthropic-version to send (absent: the SDK's)
+    api_version: str | None = None  # anthropic: the anthropic-version; gemini: the path's version
     delay: float = 0.0  # echo only: seconds per answer
     models: tuple[ModelInfo, ...] = ()
 

@@ -7,8 +7,10 @@ Rules:
 * The key for an entry is looked up in this order, first found wins:
 
   1. the variable named by the entry's ``api_key_env``;
-  2. the vendor's standard variable (:data:`VENDOR_KEY_ENV`: ``OPENAI_API_KEY``
-     for an ``openai`` entry, ``ANTHROPIC_API_KEY`` for an ``anthropic`` one),
+  2. the vendor's standard variables (:data:`VENDOR_KEY_ENV`: ``OPENAI_API_KEY``
+     for an ``openai`` entry, ``ANTHROPIC_API_KEY`` for an ``anthropic`` one,
+     ``GOOGLE_API_KEY`` then ``GEMINI_API_KEY`` for a ``gemini`` one, the
+     order in which ``google-genai`` prefers them),
      only for an entry without a ``base_url`` of its own (it follows the
      vendor's base URL variable exactly as the vendor's library does, so the
      standard key never goes to a host it was not meant for);
@@ -52,8 +54,12 @@ log = safe_logger("providers.credentials")
 
 KEYRING_SERVICE = "host-receiver"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
-#: Per entry type, the variable the vendor's own library reads its key from.
-VENDOR_KEY_ENV = {"openai": OPENAI_KEY_ENV, "anthropic": "ANTHROPIC_API_KEY"}
+#: Per entry type, the variables the vendor's own library reads its key from, first wins.
+VENDOR_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": (OPENAI_KEY_ENV,),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
 
 
 @dataclass(frozen=True)
@@ -123,9 +129,9 @@ def find_key(entry: ProviderEntry, environ: Mapping[str, str]) -> FoundKey | Non
     """The key for ``entry`` by the lookup order in the module docstring."""
     if entry.api_key_env and environ.get(entry.api_key_env):
         return FoundKey(environ[entry.api_key_env], f"from ${entry.api_key_env}")
-    standard = VENDOR_KEY_ENV.get(entry.type)
-    if entry.base_url is None and standard and environ.get(standard):
-        return FoundKey(environ[standard], f"from ${standard}")
+    for standard in VENDOR_KEY_ENV.get(entry.type, ()) if entry.base_url is None else ():
+        if environ.get(standard):
+            return FoundKey(environ[standard], f"from ${standard}")
     stored = keyring_key(entry.name)
     if stored:
         return FoundKey(stored, "keyring")

@@ -134,17 +134,19 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "for (no echo) on a terminal, or read from the first line of stdin. Without --model, "
         "the models are listed from the API with that key.",
     )
-    add.add_argument("name", help="the entry's name, e.g. openai, anthropic, ollama, openrouter")
+    add.add_argument("name", help="the entry's name, e.g. openai, anthropic, gemini, ollama, openrouter")
     add.add_argument(
         "--type",
         choices=PROVIDER_TYPES,
-        help="openai: any OpenAI-compatible API; anthropic: the Anthropic Messages API "
+        help="openai: any OpenAI-compatible API; anthropic: the Anthropic Messages API; "
+        "gemini: the Gemini API "
         "(default: the name's, when it is one of these, else openai)",
     )
     add.add_argument(
         "--base-url",
         metavar="URL",
-        help=f"the API's base URL (default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})",
+        help=f"the API's base URL (default: the vendor's variable, e.g. $OPENAI_BASE_URL, else its URL, "
+        f"e.g. {DEFAULT_BASE_URL})",
     )
     add.add_argument("--model", metavar="SPEC", action="append", help=_MODEL_SPEC_HELP)
     key = add.add_mutually_exclusive_group()
@@ -170,7 +172,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         choices=["max_tokens", "max_completion_tokens"],
         help="how maxTokens is sent (default: max_completion_tokens for OpenAI/Azure, else max_tokens)",
     )
-    add.add_argument("--api-version", metavar="DATE", help="anthropic only: the anthropic-version to send")
+    add.add_argument(
+        "--api-version",
+        metavar="VERSION",
+        help="anthropic: the anthropic-version to send (a date); gemini: the API version (default v1beta)",
+    )
     add.add_argument("--delay", type=float, metavar="SECONDS", help="echo only: answer delay")
     add.set_defaults(func=_add)
 
@@ -179,7 +185,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         parents=[common],
         help="make one tiny call to a provider and say how it went",
         description="Send one short sampling request to a provider (a configured entry, or echo, "
-        "openai, anthropic) and print the model and the latency, or the cause of the failure "
+        "openai, anthropic, gemini) and print the model and the latency, or the cause of the failure "
         "and what to do.",
     )
     test.add_argument("name")
@@ -260,7 +266,8 @@ def _add(args: argparse.Namespace) -> int:
 
 def _type_of(name: str) -> ProviderType:
     """A new entry's type: its name's when that is a vendor's, else ``openai``."""
-    return "anthropic" if name == "anthropic" else "openai"
+    vendors: dict[str, ProviderType] = {"anthropic": "anthropic", "gemini": "gemini"}
+    return vendors.get(name, "openai")
 
 
 @_guarded

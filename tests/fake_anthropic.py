@@ -41,7 +41,7 @@ class AnthropicWire(OpenAIWire):
     path = "/v1/messages"
     end = b""
 
-    def error_body(self, message: str, type_: str, code: str | None) -> dict[str, Any]:
+    def error_body(self, message: str, type_: str, code: str | None, status: int = 500) -> dict[str, Any]:
         kind = {"server_error": "api_error"}.get(type_, type_)
         return {"type": "error", "error": {"type": kind, "message": message}}
 

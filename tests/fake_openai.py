@@ -211,7 +211,8 @@ class OpenAIWire:
     #: What ends a stream, after its last event.
     end = b"data: [DONE]\n\n"
 
-    def error_body(self, message: str, type_: str, code: str | None) -> dict[str, Any]:
+    def error_body(self, message: str, type_: str, code: str | None, status: int = 500) -> dict[str, Any]:
+        """The body of an error answered with HTTP ``status``."""
         return _error_body(message, type_, code)
 
     def models_body(self) -> dict[str, Any]:
@@ -220,8 +221,17 @@ class OpenAIWire:
         ]
         return {"object": "list", "data": data}
 
-    def streams(self, body: Any) -> bool:
+    def samples(self, route: str) -> bool:
+        """Whether a POST to ``route`` (its path, without the query) asks for a completion."""
+        return route.endswith(self.path)
+
+    def streams(self, body: Any, path: str) -> bool:
+        """Whether the request (its body, its path with the query) asks for a stream."""
         return isinstance(body, dict) and bool(body.get("stream"))
+
+    def model(self, route: str, body: Any) -> str:
+        """The model the request names."""
+        return str(body.get("model", "fake")) if isinstance(body, dict) else "fake"
 
     def reply_body(self, reply: Completion, model: str, number: int) -> dict[str, Any]:
         return _completion_body(reply, model, number)
@@ -395,7 +405,7 @@ class FakeOpenAI:
     def chat_bodies(self) -> list[Any]:
         """The JSON bodies of the chat-completions requests, in arrival order."""
         with self._changed:
-            return [r.body for r in self.requests if r.path.endswith(self.wire.path)]
+            return [r.body for r in self.requests if self.wire.samples(r.path.split("?", 1)[0])]
 
     # used by the connections
 
@@ -579,15 +589,15 @@ class _Connection(asyncio.Protocol):
             )
             failing = self.fake.models_error
             if route.endswith("/models") and failing is not None:
-                error = wire.error_body(failing.message, failing.type, failing.code)
+                error = wire.error_body(failing.message, failing.type, failing.code, failing.status)
                 self._send_json(failing.status, error, failing.headers)
             elif route.endswith("/models"):
                 self._send_json(200, wire.models_body())
             else:
-                self._send_json(404, wire.error_body("Not found", "invalid_request_error", None))
+                self._send_json(404, wire.error_body("Not found", "invalid_request_error", None, 404))
             return keep_alive
         if request.method != "POST":
-            self._send_json(501, wire.error_body("Unsupported method", "invalid_request_error", None))
+            self._send_json(501, wire.error_body("Unsupported method", "invalid_request_error", None, 501))
             return keep_alive
         try:
             body: Any = json.loads(request.body) if request.body else None
@@ -597,9 +607,9 @@ class _Connection(asyncio.Protocol):
             method="POST", path=request.path, headers=request.headers, body=body, connection=self.number
         )
         fake = self.fake
-        if not route.endswith(wire.path):
+        if not wire.samples(route):
             fake._record(record)
-            self._send_json(404, wire.error_body("Not found", "invalid_request_error", None))
+            self._send_json(404, wire.error_body("Not found", "invalid_request_error", None, 404))
             return keep_alive
         reply, number = fake._record(record)
         delay = reply.delay if reply.delay is not None else fake.delay
@@ -608,7 +618,7 @@ class _Connection(asyncio.Protocol):
             if isinstance(reply, Drop):
                 raise _Dropped
             if isinstance(reply, ErrorReply):
-                body_out = wire.error_body(reply.message, reply.type, reply.code)
+                body_out = wire.error_body(reply.message, reply.type, reply.code, reply.status)
                 self._send_json(reply.status, body_out, reply.headers)
             elif isinstance(reply, RawBody):
                 head = {"Content-Type": reply.content_type, "Content-Length": str(len(reply.body))}
@@ -618,8 +628,8 @@ class _Connection(asyncio.Protocol):
             elif isinstance(reply, RawStream):
                 await self._raw_stream(reply)
             elif isinstance(reply, Completion):
-                model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                if wire.streams(body):
+                model = wire.model(route, body)
+                if wire.streams(body, request.path):
                     await self._stream(reply, model, number, body)
                 else:
                     self._send_json(200, wire.reply_body(reply, model, number))

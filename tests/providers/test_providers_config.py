@@ -148,7 +148,7 @@ BAD = [
     ("unknown top-level key", "colour = 1", "colour is not a known setting"),
     ("typo in an entry", '[providers.x]\nbase_ulr = "u"', "providers.x.base_ulr is not a known"),
     ("key in the file", '[providers.x]\ntoken = "t"', "API keys are never read from the config"),
-    ("bad type", '[providers.x]\ntype = "claude"', 'type must be "openai" or "anthropic" or "echo"'),
+    ("bad type", '[providers.x]\ntype = "claude"', 'type must be "openai" or "anthropic" or "gemini" or "echo"'),
     ("rating out of range", '[[providers.x.models]]\nid = "m"\ncost = 2', "models[0].cost must be between"),
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
@@ -279,7 +279,7 @@ def test_settings_reach_the_registry_and_providers() -> None:
 
 
 def test_unknown_provider_lists_the_known_ones() -> None:
-    known = r"unknown provider 'groq' \(known: echo, openai, anthropic, ollama"  # each name once
+    known = r"unknown provider 'groq' \(known: echo, openai, anthropic, gemini, ollama"  # each name once
     with pytest.raises(ConfigError, match=known):
         build_registry(provider="groq", config=FULL, environ={})
 

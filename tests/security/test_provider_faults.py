@@ -1,8 +1,10 @@
 """Every fault of an LLM backend ends in a failed task whose diagnostic says what happened.
 
 Each test runs against each backend: tests/fake_openai.py on 127.0.0.1 spoken
-to by the real ``openai`` client (OpenAIProvider), and tests/fake_anthropic.py
-spoken to by the real ``anthropic`` package (AnthropicProvider). The provider
+to by the real ``openai`` client (OpenAIProvider), tests/fake_anthropic.py
+spoken to by the real ``anthropic`` package (AnthropicProvider), and
+tests/fake_gemini.py spoken to by the real ``google-genai`` package
+(GeminiProvider). The provider
 faults (an HTTP status, a
 reset, a reply that is not JSON, no choices, a reply over the size cap, a
 backend that hangs or trickles) are run through the one place every provider
@@ -31,6 +33,7 @@ from host_receiver.protocol.types import CreateMessageRequestParams
 from providers import (
     AnthropicProvider,
     EchoProvider,
+    GeminiProvider,
     ModelInfo,
     OpenAIProvider,
     Provider,
@@ -42,6 +45,7 @@ from providers import (
     save_config,
 )
 from tests.fake_anthropic import FakeAnthropic
+from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, Drop, Endless, ErrorReply, FakeOpenAI, RawBody, RawStream
 from tests.receiver_harness import connect, sampling_params
 
@@ -88,6 +92,13 @@ BACKENDS = {
         json.dumps({"type": "ping"}),
         "the backend returned no message",
     ),
+    "gemini": Backend(
+        FakeGemini,
+        GeminiProvider,
+        lambda text: json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}]}),
+        json.dumps({"usageMetadata": {"promptTokenCount": 3}}),
+        "the backend returned no candidates",
+    ),
 }
 
 
@@ -104,7 +115,7 @@ def fake(backend: Backend) -> Iterator[FakeOpenAI]:
 
 def registry(fake: FakeOpenAI, limits: SamplingLimits | None = None, **options: Any) -> ProviderRegistry:
     options.setdefault("max_retries", 0)
-    kind = AnthropicProvider if isinstance(fake, FakeAnthropic) else OpenAIProvider
+    kind = next(b.provider for b in BACKENDS.values() if type(fake) is b.fake)
     provider = kind("fake", [MODEL], api_key=KEY, base_url=fake.url, **options)
     return ProviderRegistry([provider], limits=limits)
 

@@ -1,0 +1,219 @@
+"""The Gemini provider, on the official ``google-genai`` package (``genai.Client``, ``generateContent``).
+
+Rules:
+
+* The wire mapping lives in :mod:`providers._gemini_wire`; this module does
+  the I/O, through the SDK's public calls (``models.generate_content``,
+  ``models.generate_content_stream``, ``models.list``) on the Gemini API (never
+  Vertex AI), with the key sent as the SDK sends it (``x-goog-api-key``).
+* The SDK takes our HTTP client (``HttpOptions.httpx_async_client``): the
+  pool, the size cap per reply and per streamed event, a read timeout that
+  ends the call, are those of every provider (:mod:`providers._client`). The
+  timeout is given to the SDK too (``HttpOptions.timeout``, in milliseconds),
+  which passes it to each request; without it a request would have none.
+* Retries are the SDK's (``HttpRetryOptions``: ``max_retries`` more attempts
+  on 408, 429, 500, 502, 503, 504 and on connection errors, with exponential
+  backoff; it does not read ``retry-after``, which the failure still names).
+* Failures read as every provider's (:func:`gemini_failure`): the SDK's
+  ``APIError`` is the HTTP status with the backend's message; the transport's
+  own errors (the SDK passes httpx's on) are a reset, a refused connection or
+  a timeout; a reply or event that is not JSON is named at its byte.
+* With a progress sink (and ``stream`` enabled) the request is streamed
+  (``streamGenerateContent?alt=sse``); each chunk that adds text or a call is
+  reported, with the backend's ``candidatesTokenCount`` once it gives it. A
+  streamed answer that is not ``text/event-stream`` is a failure that says so
+  (the SDK itself would read any body line by line).
+* The base URL is the entry's, else ``$GOOGLE_GEMINI_BASE_URL``, else
+  Google's (decided in :mod:`providers._build`); the API version is the
+  entry's ``api_version``, else ``v1beta`` (the version whose reference
+  describes function calling with ``parametersJsonSchema``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from typing import Any, cast
+
+import httpx
+from google import genai
+from google.genai import errors, types
+
+from host_receiver.errors import ProviderError
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
+from host_receiver.sanitize import safe_logger, safe_url
+
+from ._client import CallSite, check_settings, connection_failure, http_client, status_failure
+from ._config import DEFAULT_GEMINI_URL, HttpTransport
+from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from ._gemini_wire import GeminiReply, build_config, build_contents, make_result, read_chunk
+from ._redact import Redactor
+
+__all__ = ["DEFAULT_API_VERSION", "DEFAULT_GEMINI_URL", "GeminiProvider", "gemini_failure"]
+
+log = safe_logger("providers.gemini")
+
+#: The API version used unless the entry names one.
+DEFAULT_API_VERSION = "v1beta"
+
+
+class GeminiProvider:
+    """A provider backed by the Gemini API."""
+
+    #: The vendor whose models hints such as ``gemini-*`` name (model choice).
+    vendor = "gemini"
+
+    def __init__(
+        self,
+        name: str,
+        models: Sequence[ModelInfo],
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        stream: bool = True,
+        forward_metadata: bool = False,
+        api_version: str | None = None,
+        http_transport: HttpTransport = "lean",
+    ) -> None:
+        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
+        self._name = name
+        self._models = tuple(models)
+        self.base_url = base_url or DEFAULT_GEMINI_URL
+        self.timeout = timeout
+        self.stream = stream
+        self.forward_metadata = forward_metadata  # the Gemini API has no field for it: never sent
+        self.api_version = api_version or DEFAULT_API_VERSION
+        self._http = http_client(self.base_url, http_transport)
+        options = types.HttpOptions(
+            base_url=self.base_url,
+            api_version=self.api_version,
+            timeout=max(1, round(timeout * 1000)),
+            retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
+            httpx_async_client=self._http,
+        )
+        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
+        where = f"provider {name!r} ({safe_url(self.base_url)})"
+        failures = (errors.APIError, httpx.TransportError)
+        self._site = CallSite(genai, failures, where, timeout, Redactor([api_key]), gemini_failure)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    def __repr__(self) -> str:
+        return f"GeminiProvider(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+        await self._http.aclose()
+
+    def dropped(self, params: SamplingRequest) -> tuple[str, ...]:
+        """The fields of ``params`` this provider leaves out: none the plan needs to name."""
+        return ()
+
+    async def sample(
+        self,
+        params: SamplingRequest,
+        model: ModelInfo,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        contents, config = build_contents(params), build_config(params)
+        log.debug("sampling %s via %s", model.id, self)
+        if self.stream and progress is not None:
+            reply = await self._site.run(
+                _json_named(self._streamed(model.id, contents, config, progress)), streamed=True
+            )
+        else:
+            reply = await self._site.run(_json_named(self._plain(model.id, contents, config)), streamed=False)
+        return make_result(reply, model.id)
+
+    async def list_models(self) -> list[str]:
+        """The ids of the models the API lists for this key that generate content."""
+
+        async def listing() -> list[str]:
+            pager = await self._client.aio.models.list(config=types.ListModelsConfig(page_size=1000))
+            return [
+                (model.name or "").removeprefix("models/")
+                async for model in pager
+                if model.name
+                and (model.supported_actions is None or "generateContent" in model.supported_actions)
+            ]
+
+        return await self._site.run(listing(), streamed=False)
+
+    # --- calls -------------------------------------------------------------
+
+    async def _plain(
+        self, model: str, contents: list[types.Content], config: types.GenerateContentConfig
+    ) -> GeminiReply:
+        reply = GeminiReply()
+        read_chunk(
+            reply,
+            await self._client.aio.models.generate_content(model=model, contents=contents, config=config),
+        )
+        return reply
+
+    async def _streamed(
+        self,
+        model: str,
+        contents: list[types.Content],
+        config: types.GenerateContentConfig,
+        progress: ProgressSink,
+    ) -> GeminiReply:
+        reply = GeminiReply()
+        texts: list[str] = []
+        characters = pieces = 0
+        stream = await self._client.aio.models.generate_content_stream(
+            model=model, contents=contents, config=config
+        )
+        async with aclosing(cast(Any, stream)) as chunks:
+            async for chunk in cast(AsyncIterator[types.GenerateContentResponse], chunks):
+                if pieces == 0:
+                    _check_event_stream(chunk)
+                before = len(reply.pieces)
+                added = read_chunk(reply, chunk)
+                if len(reply.pieces) == before:
+                    continue
+                pieces += 1
+                texts.append(added)
+                characters += len(added)
+                count = reply.tokens if reply.tokens is not None else pieces
+                await progress(SamplingProgress(count, progress_tail(texts), characters))
+        return reply
+
+
+async def _json_named(call: Any) -> GeminiReply:
+    """``call``'s result; the SDK's "not JSON" error as the JSON error it wraps (named at its byte)."""
+    try:
+        return cast(GeminiReply, await call)
+    except errors.UnknownApiResponseError as exc:
+        if isinstance(exc.__cause__, json.JSONDecodeError):
+            raise exc.__cause__ from None
+        raise ProviderError("the backend's reply is not what the Gemini API answers") from None
+
+
+def _check_event_stream(chunk: types.GenerateContentResponse) -> None:
+    """A streamed answer must be an event stream: the SDK would read any body line by line."""
+    headers = chunk.sdk_http_response.headers if chunk.sdk_http_response else None
+    kind = (headers or {}).get("content-type", "")
+    if not kind.startswith("text/event-stream"):
+        raise ProviderError(
+            f"the backend's stream is not an event stream (its content type is {kind[:60] or 'absent'})"
+        )
+
+
+def gemini_failure(exc: Exception, who: str, timeout: float, redactor: Redactor) -> ProviderError:
+    """The :class:`ProviderError` for a failure of a ``google-genai`` call."""
+    if isinstance(exc, errors.APIError):
+        response = exc.response
+        headers = response.headers if isinstance(response, httpx.Response) else None
+        return status_failure(who, exc.code, exc.message or "", headers, redactor)
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(f"{who}: no response within {timeout:g} s")
+    return connection_failure(who, exc, redactor)

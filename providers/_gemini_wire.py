@@ -1,0 +1,280 @@
+"""MCP sampling <-> the Gemini API's ``generateContent`` (the ``google-genai`` types; no I/O).
+
+Request rules:
+
+* ``systemPrompt`` becomes ``system_instruction``; ``maxTokens``
+  ``max_output_tokens``; ``temperature`` and ``stopSequences`` go as they are
+  (``temperature``, ``stop_sequences``). ``metadata`` has no field in the
+  Gemini API and is never sent.
+* Each message becomes one ``Content``: the role ``user`` stays ``user``,
+  ``assistant`` becomes ``model``; its blocks become ``parts`` in order: text
+  as ``text``, images and audio as ``inline_data`` (the MIME type and the
+  decoded bytes).
+* ``toolUse`` becomes ``function_call`` with its ``id``, ``name`` and ``args``
+  exactly as given; a ``thoughtSignature`` the model gave with the call
+  (carried in the block's ``_meta`` under :data:`SIGNATURE_META`) goes back
+  with it. ``toolResult`` becomes ``function_response`` with ``id`` the
+  ``toolUseId`` as given and ``name`` the name of the ``toolUse`` of that id in
+  the request (a map from id to name, never read out of the id); a result
+  whose id no ``toolUse`` of the request has is refused. Its ``response`` is
+  ``{"output": ...}`` (``{"error": ...}`` when ``isError``): the structured
+  content when there is some, else the text; its images and audio go as the
+  response's ``parts``; an embedded text resource is text, a resource link
+  text naming it, a binary resource an inline part of its MIME type.
+* ``tools`` become one ``Tool`` of ``function_declarations`` (name,
+  description, and the input schema as ``parameters_json_schema``, the JSON
+  Schema as given); ``toolChoice`` ``auto`` / ``required`` / ``none`` becomes
+  the function-calling mode ``AUTO`` / ``ANY`` / ``NONE``, sent only with
+  tools. The SDK's automatic function calling is off.
+
+Response rules: the first candidate's ``text`` parts become text (thought
+parts are skipped), its ``function_call`` parts ``toolUse`` with the id as
+given (a call without an id gets ``call_<n>``) and the ``thought_signature``
+in ``_meta``. ``finishReason`` ``STOP`` and ``MAX_TOKENS`` become ``endTurn``
+and ``maxTokens``, a reply with function calls is ``toolUse``; every other
+reason is passed on in camelCase (``SAFETY`` -> ``safety``,
+``MALFORMED_FUNCTION_CALL`` -> ``malformedFunctionCall``), as the spec lets
+``stopReason`` be any string. The API reports a stop sequence as ``STOP``: it
+is ``endTurn``. No candidate is a failure naming the prompt's block reason when
+there is one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.genai import types
+
+from host_receiver.errors import ProviderError, UnsupportedRequest
+from host_receiver.protocol.types import (
+    AudioContent,
+    CreateMessageResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    SamplingContent,
+    SamplingMessage,
+    SamplingRequest,
+    TextContent,
+    ToolResultContent,
+    ToolUseContent,
+)
+
+__all__ = ["SIGNATURE_META", "GeminiReply", "build_config", "build_contents", "make_result", "read_chunk"]
+
+#: The ``_meta`` key of a ``toolUse`` block that carries Gemini's ``thoughtSignature`` (base64).
+SIGNATURE_META = "host-receiver/gemini-thought-signature"
+_MODE = {
+    "auto": types.FunctionCallingConfigMode.AUTO,
+    "required": types.FunctionCallingConfigMode.ANY,
+    "none": types.FunctionCallingConfigMode.NONE,
+}
+_FINISH = {"STOP": "endTurn", "MAX_TOKENS": "maxTokens"}
+
+
+# --- request -----------------------------------------------------------------
+
+
+def build_contents(params: SamplingRequest) -> list[types.Content]:
+    """The ``contents`` for ``params``' messages."""
+    names = {
+        block.id: block.name
+        for message in params.messages
+        for block in message.blocks()
+        if isinstance(block, ToolUseContent)
+    }
+    return [_content(message, names) for message in params.messages]
+
+
+def build_config(params: SamplingRequest) -> types.GenerateContentConfig:
+    """The ``GenerateContentConfig`` for ``params`` (everything but the messages)."""
+    config = types.GenerateContentConfig(
+        max_output_tokens=params.max_tokens,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    if params.system_prompt:
+        config.system_instruction = params.system_prompt
+    if params.temperature is not None:
+        config.temperature = params.temperature
+    if params.stop_sequences:
+        config.stop_sequences = list(params.stop_sequences)
+    if params.tools:
+        declarations = [
+            types.FunctionDeclaration(
+                name=tool.name, description=tool.description, parameters_json_schema=tool.input_schema
+            )
+            for tool in params.tools
+        ]
+        config.tools = [types.Tool(function_declarations=declarations)]
+        if params.tool_choice is not None and params.tool_choice.mode is not None:
+            calling = types.FunctionCallingConfig(mode=_MODE[params.tool_choice.mode])
+            config.tool_config = types.ToolConfig(function_calling_config=calling)
+    return config
+
+
+def _content(message: SamplingMessage, names: dict[str, str]) -> types.Content:
+    role = "model" if message.role == "assistant" else "user"
+    return types.Content(role=role, parts=[_part(block, message.role, names) for block in message.blocks()])
+
+
+def _part(block: object, role: str, names: dict[str, str]) -> types.Part:
+    if isinstance(block, TextContent):
+        return types.Part(text=block.text)
+    if isinstance(block, ImageContent | AudioContent):
+        return types.Part(inline_data=types.Blob(mime_type=block.mime_type, data=_bytes(block.data)))
+    if isinstance(block, ToolUseContent):
+        call = types.FunctionCall(id=block.id, name=block.name, args=block.input)
+        return types.Part(function_call=call, thought_signature=_signature(block))
+    if isinstance(block, ToolResultContent):
+        return types.Part(function_response=_function_response(block, names))
+    kind = getattr(block, "type", "unknown")
+    raise UnsupportedRequest(f"{kind} content in a {role} message cannot be sent to the Gemini API")
+
+
+def _function_response(result: ToolResultContent, names: dict[str, str]) -> types.FunctionResponse:
+    name = names.get(result.tool_use_id)
+    if name is None:
+        raise UnsupportedRequest(
+            "a tool result answers no tool use of the request (the Gemini API needs the tool's name)"
+        )
+    texts: list[str] = []
+    parts: list[types.FunctionResponsePart] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+        elif isinstance(block, ImageContent | AudioContent):
+            parts.append(_response_part(block.mime_type, block.data))
+        elif isinstance(block, ResourceLink):
+            texts.append(f"[resource {block.name}: {block.uri}]")
+        elif isinstance(block, EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource.get("text"), str):
+                texts.append(resource["text"])
+            elif isinstance(resource.get("blob"), str):
+                parts.append(_response_part(str(resource.get("mimeType") or ""), resource["blob"]))
+    output: object = result.structured_content if result.structured_content is not None else "\n".join(texts)
+    response = {"error" if result.is_error else "output": output}
+    return types.FunctionResponse(id=result.tool_use_id, name=name, response=response, parts=parts or None)
+
+
+def _response_part(mime_type: str, data: str) -> types.FunctionResponsePart:
+    if not mime_type:
+        raise UnsupportedRequest("a binary resource without a MIME type cannot be sent to the Gemini API")
+    blob = types.FunctionResponseBlob(mime_type=mime_type, data=_bytes(data))
+    return types.FunctionResponsePart(inline_data=blob)
+
+
+def _bytes(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise UnsupportedRequest("media content whose data is not base64") from None
+
+
+def _signature(block: ToolUseContent) -> bytes | None:
+    value = (block.meta or {}).get(SIGNATURE_META)
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+# --- response ----------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    args: dict[str, Any]
+    signature: bytes | None
+
+
+@dataclass
+class GeminiReply:
+    """What came back, whether streamed or not: text and calls in order, the finish reason."""
+
+    pieces: list[str | _Call] = field(default_factory=list)
+    finish_reason: str | None = None
+    candidates: bool = False  # whether any chunk had a candidate
+    block_reason: str | None = None
+    tokens: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p in self.pieces if isinstance(p, str))
+
+
+def read_chunk(reply: GeminiReply, response: types.GenerateContentResponse) -> str:
+    """Add one response (or streamed chunk) to ``reply``; the text it added."""
+    usage = response.usage_metadata
+    if usage is not None and usage.candidates_token_count is not None:
+        reply.tokens = usage.candidates_token_count
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        reply.block_reason = str(feedback.block_reason.value)
+    if not response.candidates:
+        return ""
+    reply.candidates = True
+    candidate = response.candidates[0]
+    if candidate.finish_reason is not None:
+        reply.finish_reason = str(candidate.finish_reason.value)
+    added: list[str] = []
+    for part in (candidate.content.parts if candidate.content else None) or ():
+        if part.function_call is not None:
+            call = part.function_call
+            reply.pieces.append(
+                _Call(call.id or "", call.name or "", call.args or {}, part.thought_signature)
+            )
+        elif part.text and not part.thought:
+            reply.pieces.append(part.text)
+            added.append(part.text)
+    return "".join(added)
+
+
+def stop_reason(reply: GeminiReply) -> str | None:
+    """The MCP ``stopReason`` for a finished reply."""
+    if any(isinstance(p, _Call) for p in reply.pieces):
+        return "toolUse"
+    reason = reply.finish_reason
+    if reason is None:
+        return None
+    if reason in _FINISH:
+        return _FINISH[reason]
+    head, *rest = reason.lower().split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def make_result(reply: GeminiReply, model: str) -> CreateMessageResult:
+    """The ``CreateMessageResult`` for ``reply``, reported as ``model``."""
+    if not reply.candidates:
+        blocked = f" (the prompt was blocked: {reply.block_reason})" if reply.block_reason else ""
+        raise ProviderError(f"the backend returned no candidates{blocked}")
+    reason = stop_reason(reply)
+    calls = [p for p in reply.pieces if isinstance(p, _Call)]
+    if not calls:
+        return CreateMessageResult(
+            role="assistant", content=TextContent(text=reply.text), model=model, stop_reason=reason
+        )
+    content: list[SamplingContent] = []
+    number = 0
+    for piece in reply.pieces:
+        if isinstance(piece, str):
+            if content and isinstance(content[-1], TextContent):
+                content[-1] = TextContent(text=content[-1].text + piece)
+            elif piece:
+                content.append(TextContent(text=piece))
+        else:
+            content.append(_tool_use(piece, number))
+            number += 1
+    return CreateMessageResult(role="assistant", content=content, model=model, stop_reason=reason)
+
+
+def _tool_use(call: _Call, position: int) -> ToolUseContent:
+    meta = {SIGNATURE_META: base64.b64encode(call.signature).decode()} if call.signature else None
+    return ToolUseContent(id=call.id or f"call_{position}", name=call.name, input=call.args, meta=meta)
