@@ -176,13 +176,12 @@ class GeminiProvider:
             async for chunk in cast(AsyncIterator[types.GenerateContentResponse], chunks):
                 if pieces == 0:
                     _check_event_stream(chunk)
-                before = len(reply.pieces)
-                added = read_chunk(reply, chunk)
-                if len(reply.pieces) == before:
+                added, grown = read_chunk(reply, chunk)
+                if not grown:
                     continue
                 pieces += 1
                 texts.append(added)
-                characters += len(added)
+                characters += grown
                 count = reply.tokens if reply.tokens is not None else pieces
                 await progress(SamplingProgress(count, progress_tail(texts), characters))
         return reply

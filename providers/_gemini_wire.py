@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,8 +211,9 @@ class GeminiReply:
         return "".join(p for p in self.pieces if isinstance(p, str))
 
 
-def read_chunk(reply: GeminiReply, response: types.GenerateContentResponse) -> str:
-    """Add one response (or streamed chunk) to ``reply``; the text it added."""
+def read_chunk(reply: GeminiReply, response: types.GenerateContentResponse) -> tuple[str, int]:
+    """Add one response (or streamed chunk) to ``reply``; the text it added, and how many
+    characters of output (text and calls' arguments as JSON)."""
     usage = response.usage_metadata
     if usage is not None and usage.candidates_token_count is not None:
         reply.tokens = usage.candidates_token_count
@@ -219,22 +221,24 @@ def read_chunk(reply: GeminiReply, response: types.GenerateContentResponse) -> s
     if feedback is not None and feedback.block_reason is not None:
         reply.block_reason = str(feedback.block_reason.value)
     if not response.candidates:
-        return ""
+        return "", 0
     reply.candidates = True
     candidate = response.candidates[0]
     if candidate.finish_reason is not None:
         reply.finish_reason = str(candidate.finish_reason.value)
     added: list[str] = []
+    characters = 0
     for part in (candidate.content.parts if candidate.content else None) or ():
         if part.function_call is not None:
             call = part.function_call
-            reply.pieces.append(
-                _Call(call.id or "", call.name or "", call.args or {}, part.thought_signature)
-            )
+            args = call.args or {}
+            reply.pieces.append(_Call(call.id or "", call.name or "", args, part.thought_signature))
+            characters += len(json.dumps(args))
         elif part.text and not part.thought:
             reply.pieces.append(part.text)
             added.append(part.text)
-    return "".join(added)
+            characters += len(part.text)
+    return "".join(added), characters
 
 
 def stop_reason(reply: GeminiReply) -> str | None:
