@@ -15,10 +15,13 @@ Rules:
   ``GEMINI_API_KEY`` or the keyring).
 * ``--model ID``: the catalogue shrinks to that model. A model the chosen
   provider does not list is added with neutral ratings (0.5) and permissive
-  capabilities (tools and images yes, audio no, 128k context); without
-  ``--provider`` it must be listed by some configured provider, or exactly one
-  provider must be configured.
-* A vendor entry (``openai``, ``anthropic``, ``gemini``) without models needs ``--model``.
+  capabilities (:func:`~providers._contract.listed_model`: tools and images
+  yes, audio only for Gemini, 128k context); without ``--provider`` it must be
+  listed by some configured provider, or exactly one provider must be
+  configured.
+* A vendor entry (``openai``, ``anthropic``, ``gemini``) without models takes
+  the models its API lists, when the registry opens (the entry needs a key,
+  or ``api_key_required = false``); without a key it needs ``--model``.
 * Keys follow :mod:`providers._credentials`; a missing key is a
   :class:`ConfigError` naming the ways to provide one, unless the entry says
   ``api_key_required = false`` (a placeholder key is sent then).
@@ -45,7 +48,7 @@ from ._config import (
     config_path,
     load_config,
 )
-from ._contract import ModelInfo, Provider
+from ._contract import Provider, listed_model
 from ._credentials import VENDOR_KEY_ENV, find_key
 from ._echo import ECHO_MODEL, EchoProvider
 from ._registry import ProviderRegistry
@@ -89,17 +92,24 @@ def build_registry(
     if model is not None:
         entries = _restrict(entries, model, explicit=provider is not None)
     built = [build_provider(entry, env) for entry in entries]
-    return ProviderRegistry(built, aliases=config.aliases, allowed=config.servers, limits=config.limits)
+    listing = [e.name for e in entries if e.type != "echo" and not e.models]
+    return ProviderRegistry(
+        built, aliases=config.aliases, allowed=config.servers, limits=config.limits, listing=listing
+    )
 
 
 def build_provider(entry: ProviderEntry, environ: Mapping[str, str]) -> Provider:
-    """The provider for one entry, with its key resolved."""
+    """The provider for one entry, with its key resolved (an entry without models: none yet,
+    for its registry to list)."""
     if entry.type == "echo":
         return EchoProvider(entry.name, delay=entry.delay)
-    if not entry.models:
-        raise ConfigError(f"provider {entry.name!r} lists no models; pass --model or add models to its entry")
     found = find_key(entry, environ)
     if found is None and entry.api_key_required:
+        if not entry.models:
+            raise ConfigError(
+                f"provider {entry.name!r} lists no models and has no key to list them with; "
+                "pass --model or add models to its entry"
+            )
         raise ConfigError(f"no API key for provider {entry.name!r}: {', or '.join(key_ways(entry))}")
     return vendor_provider(entry, found.value if found else NO_KEY_PLACEHOLDER, environ)
 
@@ -179,7 +189,7 @@ def _restrict(entries: list[ProviderEntry], model: str, *, explicit: bool) -> li
     (entry,) = entries
     if entry.type == "echo":
         raise ConfigError(f"the echo provider serves only {ECHO_MODEL.id!r}")
-    return [replace(entry, models=(ModelInfo(id=model, provider=entry.name),))]
+    return [replace(entry, models=(listed_model(model, entry.name, entry.type),))]
 
 
 def _model_ids(entry: ProviderEntry) -> set[str]:

@@ -41,7 +41,16 @@ from typing import Protocol, runtime_checkable
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 
-__all__ = ["LeavesOut", "ModelInfo", "ProgressSink", "Provider", "SamplingProgress"]
+__all__ = [
+    "AUDIO_VENDORS",
+    "LeavesOut",
+    "ListsModels",
+    "ModelInfo",
+    "ProgressSink",
+    "Provider",
+    "SamplingProgress",
+    "listed_model",
+]
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,31 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections; the provider is not used afterwards."""
+        ...
+
+
+#: The vendors whose models take audio (a model listed for them without a catalogue entry accepts it).
+AUDIO_VENDORS = frozenset({"gemini"})
+
+
+def listed_model(model_id: str, provider: str, vendor: str = "") -> ModelInfo:
+    """A model known only by its id (listed by its API, or named by ``--model``).
+
+    Neutral ratings (0.5) and permissive capabilities: tools and images, audio
+    where the vendor's API takes it (:data:`AUDIO_VENDORS`), a 128k context.
+    """
+    return ModelInfo(id=model_id, provider=provider, audio=vendor in AUDIO_VENDORS)
+
+
+@runtime_checkable
+class ListsModels(Protocol):
+    """A provider whose API lists its models (the catalogue of an entry that lists none)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def list_models(self) -> list[str]:
+        """The model ids the API lists for this key."""
         ...
 
 

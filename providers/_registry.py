@@ -18,6 +18,11 @@ Rules:
   to approve. The :class:`SamplingPlan` it returns is what gets sampled,
   under the same limits (the call's deadline and reply size cap).
 * The registry owns its providers: :meth:`aclose` (or ``async with``) closes them.
+* The providers named in ``listing`` (entries of the config file that list no
+  models, with a key) get their catalogue from their models API when the
+  registry opens (:meth:`ProviderRegistry.open`, or ``async with``), each model
+  with neutral ratings (:func:`listed_model`); a listing that fails, or lists
+  nothing, is a :class:`ConfigError` naming the provider and what to do.
 """
 
 from __future__ import annotations
@@ -25,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 
-from host_receiver.errors import NoSuitableModel
+from host_receiver.errors import ConfigError, NoSuitableModel, ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 
-from ._contract import LeavesOut, ModelInfo, ProgressSink, Provider
+from ._contract import LeavesOut, ListsModels, ModelInfo, ProgressSink, Provider, listed_model
 from ._limits import SamplingLimits, bound_request
 from ._plan import SamplingPlan
 from ._selection import choose_model, requirements
@@ -46,16 +51,58 @@ class ProviderRegistry:
         aliases: Mapping[str, str] | None = None,
         allowed: Mapping[str, Collection[str]] | None = None,
         limits: SamplingLimits | None = None,
+        listing: Collection[str] = (),
     ) -> None:
         names = [p.name for p in providers]
         if len(set(names)) != len(names):
             raise ValueError(f"provider names must be unique: {names}")
+        if not set(listing) <= set(names):
+            raise ValueError(f"no provider named {sorted(set(listing) - set(names))} to list the models of")
+        self._listing: dict[str, ListsModels] = {}
+        for provider in providers:
+            if provider.name in listing:
+                if not isinstance(provider, ListsModels):
+                    raise ValueError(f"provider {provider.name!r} cannot list its models")
+                self._listing[provider.name] = provider
         self.limits = limits or SamplingLimits()
         self.aliases: Mapping[str, str] = dict(aliases or {})
         self._allowed = {k: frozenset(v) for k, v in (allowed or {}).items()}
         self._providers = {p.name: p for p in providers}
-        self._catalogue = tuple(m for p in providers for m in p.models())
         self._vendors = {p.name: str(getattr(p, "vendor", "")) for p in providers}
+        self._listed: dict[str, tuple[ModelInfo, ...]] = {}
+        self._catalogue = self._gather()
+
+    def _gather(self) -> tuple[ModelInfo, ...]:
+        """Every provider's models (listed by its API, for the ones in ``listing``), in order."""
+        return tuple(m for p in self._providers.values() for m in self._listed.get(p.name, p.models()))
+
+    async def open(self) -> None:
+        """List the models of the providers whose catalogue comes from their API (once).
+
+        When that fails the registry is closed (its providers with it) before the error goes up.
+        """
+        try:
+            await self._list()
+        except BaseException:
+            await self.aclose()
+            raise
+        self._catalogue = self._gather()
+
+    async def _list(self) -> None:
+        for name, provider in self._listing.items():
+            if name in self._listed:
+                continue
+            try:
+                ids = await provider.list_models()
+            except ProviderError as exc:
+                raise ConfigError(
+                    f"provider {name!r} lists no models in its entry, and listing them failed: {exc}; "
+                    "add models to its entry or pass --model"
+                ) from None
+            if not ids:
+                raise ConfigError(f"the API of provider {name!r} lists no models; add models to its entry")
+            vendor = self._vendors[name]
+            self._listed[name] = tuple(listed_model(i, name, vendor) for i in dict.fromkeys(ids))
 
     @property
     def providers(self) -> Sequence[Provider]:
@@ -149,6 +196,7 @@ class ProviderRegistry:
             await provider.aclose()
 
     async def __aenter__(self) -> ProviderRegistry:
+        await self.open()
         return self
 
     async def __aexit__(

@@ -25,7 +25,7 @@ from host_receiver.sanitize import safe_text
 
 from ._build import NO_KEY_PLACEHOLDER, vendor_provider
 from ._config import ProviderEntry
-from ._contract import ModelInfo
+from ._contract import listed_model
 from ._credentials import find_key
 from ._registry import ProviderRegistry
 
@@ -58,7 +58,7 @@ def with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
         raise ConfigError(f"listing the models failed: {exc}; pass --model ID to name them") from None
     if not ids:
         raise ConfigError(f"the API of provider {entry.name!r} lists no models; pass --model ID")
-    return replace(entry, models=tuple(ModelInfo(id=i, provider=entry.name) for i in dict.fromkeys(ids)))
+    return replace(entry, models=tuple(listed_model(i, entry.name, entry.type) for i in dict.fromkeys(ids)))
 
 
 def some(ids: Iterable[str]) -> str:

@@ -288,6 +288,8 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{entry.name}: {entry.type}, {_where(entry)}, key: {_key_source(entry, os.environ)}")
         for model in entry.models:
             print(f"  - {_describe_model(model)}")
+        if entry.type != "echo" and not entry.models:
+            print("  (no models listed here: the ones its API lists, read at every run)")
     for hint, target in config.aliases.items():
         print(f"alias: {hint} -> {target}")
     for server, models in config.servers.items():

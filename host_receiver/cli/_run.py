@@ -300,6 +300,7 @@ async def serve(
     """Connect to ``target`` with the hooks ``args`` select; run ``body`` (None: serve until the end)."""
     try:
         registry = build_registry(provider=args.provider, model=args.model)
+        await registry.open()  # the models of entries that list none, from their APIs
     except ProviderError as exc:
         print(f"host-receiver: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -188,6 +188,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
     started = time.monotonic()
     try:
         registry = demo_registry(args)
+        await registry.open()  # the models of entries that list none, from their APIs
     except ProviderError as exc:
         return _fail(str(exc))
     async with registry, AsyncExitStack() as stack:

@@ -34,7 +34,9 @@ from providers import (
     save_config,
     store_key,
 )
-from tests.fake_openai import FakeOpenAI
+from tests.fake_anthropic import FakeAnthropic
+from tests.fake_gemini import FakeGemini
+from tests.fake_openai import ErrorReply, FakeOpenAI
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("memory_keyring")]
@@ -148,7 +150,11 @@ BAD = [
     ("unknown top-level key", "colour = 1", "colour is not a known setting"),
     ("typo in an entry", '[providers.x]\nbase_ulr = "u"', "providers.x.base_ulr is not a known"),
     ("key in the file", '[providers.x]\ntoken = "t"', "API keys are never read from the config"),
-    ("bad type", '[providers.x]\ntype = "claude"', 'type must be "openai" or "anthropic" or "gemini" or "echo"'),
+    (
+        "bad type",
+        '[providers.x]\ntype = "claude"',
+        'type must be "openai" or "anthropic" or "gemini" or "echo"',
+    ),
     ("rating out of range", '[[providers.x.models]]\nid = "m"\ncost = 2', "models[0].cost must be between"),
     ("model without id", "[[providers.x.models]]\ncost = 0.1", "models[0].id is required"),
     ("duplicate model", '[[providers.x.models]]\nid = "m"\n[[providers.x.models]]\nid = "m"', "twice"),
@@ -192,9 +198,52 @@ async def test_provider_openai_works_with_only_the_standard_environment(
     assert fake.requests[0].headers["authorization"] == "Bearer sk-env-key-123456"
 
 
-def test_provider_openai_needs_a_model(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="'openai' lists no models; pass --model"):
-        build_registry(provider="openai", config=Config(), environ={"OPENAI_API_KEY": "k"})
+#: Per vendor: its fake, the variables of its key and base URL, and the path its models API answers on.
+VENDORS = {
+    "openai": (FakeOpenAI, "OPENAI_API_KEY", "OPENAI_BASE_URL", "/v1/models"),
+    "anthropic": (FakeAnthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "/v1/models"),
+    "gemini": (FakeGemini, "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "/v1beta/models"),
+}
+
+
+@pytest.mark.parametrize("vendor", list(VENDORS))
+async def test_an_entry_without_models_takes_the_ones_its_api_lists_when_a_key_is_present(
+    vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kind, key_variable, url_variable, models_path = VENDORS[vendor]
+    with kind(models=("first-model", "second-model")) as fake:
+        environ = {key_variable: "k-123456", url_variable: fake.url}
+        registry = build_registry(provider=vendor, config=Config(), environ=environ)
+        assert registry.catalogue() == ()  # listed when the registry opens
+        async with registry:
+            assert [m.id for m in registry.catalogue()] == ["first-model", "second-model"]
+            result = await registry.sample(PARAMS)
+        (listing, sampling) = fake.requests
+    assert listing.method == "GET" and listing.path.split("?")[0] == models_path
+    assert sampling.method == "POST" and result.model == "first-model"
+    # Gemini's API takes audio: a model it lists accepts it; the others' do not.
+    assert registry.catalogue()[0].audio == (vendor == "gemini")
+
+
+async def test_a_listing_that_fails_names_the_provider_and_what_to_do(fake: FakeOpenAI) -> None:
+    fake.models_error = ErrorReply(status=401, message="bad key", type="invalid_request_error")
+    environ = {"OPENAI_API_KEY": "k-123456", "OPENAI_BASE_URL": fake.url}
+    registry = build_registry(provider="openai", config=Config(), environ=environ)
+    with pytest.raises(ConfigError) as caught:
+        async with registry:
+            pass
+    assert str(caught.value).startswith(
+        "provider 'openai' lists no models in its entry, and listing them failed: "
+        f"provider 'openai' ({fake.url}): HTTP 401, authentication failed"
+    )
+    assert str(caught.value).endswith("; add models to its entry or pass --model")
+
+
+def test_an_entry_without_models_or_key_needs_a_model(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match="'openai' lists no models and has no key to list them with; pass --model"
+    ):
+        build_registry(provider="openai", config=Config(), environ={})
 
 
 def test_missing_key_says_how_to_provide_one(memory_keyring: MemoryKeyring) -> None:
