@@ -32,7 +32,8 @@ from host_receiver.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from tests.cli_command import CLI, LIMIT_S, run_cli
 from tests.fake_anthropic import FakeAnthropic
-from tests.fake_openai import Completion, FakeOpenAI
+from tests.fake_gemini import FakeGemini
+from tests.fake_openai import Completion, FakeOpenAI, ToolCall
 from tests.interop import RAW_SERVER, HttpPeer, peer_command
 
 FORM = {
@@ -182,12 +183,13 @@ def test_elicit_defaults_fills_in_the_form(env: dict[str, str], py_peer: list[st
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini"])
 def test_provider_from_the_config_file(
     env: dict[str, str], py_peer: list[str], tmp_path: Path, kind: str
 ) -> None:
     config = tmp_path / "config.toml"
-    with (FakeAnthropic if kind == "anthropic" else FakeOpenAI)() as fake:
+    fakes = {"openai": FakeOpenAI, "anthropic": FakeAnthropic, "gemini": FakeGemini}
+    with fakes[kind]() as fake:
         config.write_text(
             "[providers.fake]\n"
             f'type = "{kind}"\n'
@@ -217,6 +219,96 @@ def test_provider_from_the_config_file(
         assert result["content"]["text"] == Completion().text
         assert result["model"] == "fake-model"
         assert len(fake.chat_bodies) == 1
+
+
+STDIO_SERVER = Path(__file__).resolve().parents[1] / "servers" / "stdio_mcp_server.py"
+PNG = "iVBORw0KGgpmYWtl"  # base64 of a PNG signature and a few bytes
+
+
+@pytest.mark.slow
+def test_a_sampling_request_with_tools_an_image_and_stop_sequences_served_by_gemini(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The server's request reaches the Gemini API mapped whole, and its answer comes back as MCP."""
+    config = tmp_path / "config.toml"
+    params = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in the picture, and the weather there?"},
+                    {"type": "image", "data": PNG, "mimeType": "image/png"},
+                ],
+            }
+        ],
+        "systemPrompt": "Answer briefly.",
+        "maxTokens": 200,
+        "stopSequences": ["###"],
+        "tools": [
+            {
+                "name": "weather",
+                "description": "The weather in a city",
+                "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            }
+        ],
+        "toolChoice": {"mode": "auto"},
+    }
+    with FakeGemini(models=("gemini-fake",)) as fake:
+        fake.queue(
+            Completion(text="A harbour.", tool_calls=(ToolCall("fc-7:a/b", "weather", '{"city": "Oslo"}'),))
+        )
+        config.write_text(
+            "[providers.gem]\n"
+            'type = "gemini"\n'
+            f'base_url = "{fake.url}"\n'
+            'api_key_env = "GEM_KEY"\n'
+            "max_retries = 0\n"
+            "[[providers.gem.models]]\n"
+            'id = "gemini-fake"\n'
+        )
+        env = {**env, "HOST_RECEIVER_CONFIG": str(config), "GEM_KEY": "gem-secret-123456"}
+        proc = run_cli(
+            env,
+            "run",
+            "--provider",
+            "gem",
+            "--approve",
+            "auto",
+            "--call",
+            "ask",
+            "--args",
+            json.dumps({"params": params}),
+            "--",
+            sys.executable,
+            str(STDIO_SERVER),
+        )
+        assert proc.returncode == 0, proc.stderr
+        (sent,) = fake.requests
+    answer = json.loads(tool_result(proc)["content"][0]["text"])
+    assert answer == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "A harbour."},
+            {"type": "tool_use", "id": "fc-7:a/b", "name": "weather", "input": {"city": "Oslo"}},
+        ],
+        "model": "gemini-fake",
+        "stopReason": "toolUse",
+    }
+    assert (
+        sent.path.startswith("/v1beta/models/gemini-fake:")
+        and sent.headers["x-goog-api-key"] == "gem-secret-123456"
+    )
+    body = sent.body
+    assert body["contents"][0]["role"] == "user"
+    text, image = body["contents"][0]["parts"]
+    assert text == {"text": "What is in the picture, and the weather there?"}
+    assert image["inlineData"]["data"] == PNG
+    assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
+    assert body["generationConfig"]["stopSequences"] == ["###"]
+    assert body["generationConfig"]["maxOutputTokens"] == 200
+    (declaration,) = body["tools"][0]["functionDeclarations"]
+    assert declaration["name"] == "weather" and declaration["description"] == "The weather in a city"
+    assert body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import pytest
 from providers import OpenAIProvider
 from providers.cli import add_providers_command, add_run_arguments, registry_from_args
 from tests.fake_anthropic import FakeAnthropic
+from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, Drop, ErrorReply, FakeOpenAI
 from tests.providers.keyring_backends import FILE_ENV
 
@@ -36,8 +37,8 @@ class Cli:
             FILE_ENV: str(self.keys),
             "HOST_RECEIVER_CONFIG": str(self.config),
         }
-        self.env.pop("OPENAI_API_KEY", None)
-        self.env.pop("ANTHROPIC_API_KEY", None)
+        for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+            self.env.pop(variable, None)
 
     def __call__(self, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -195,6 +196,46 @@ def test_add_without_a_model_lists_the_models_from_the_api(cli: Cli, kind: str) 
     assert cli.stored() == {f"host-receiver/{kind}": SECRET}
     text = cli.config.read_text()
     assert f'type = "{kind}"' in text and 'id = "model-a"' in text and 'id = "model-b"' in text
+
+
+@pytest.mark.slow
+def test_gemini_add_list_and_test(cli: Cli) -> None:
+    """``providers add gemini`` lists the models with the key given, ``list`` says where the key
+    comes from, ``test`` makes one call; then the standard variable serves an entry without a URL."""
+    with FakeGemini(models=("gemini-a", "gemini-b")) as fake:
+        url = fake.url
+        fake.default = Completion(text="OK")
+        added = cli("add", "gemini", "--base-url", url, "--api-key-stdin", stdin=SECRET + "\n")
+        assert added.returncode == 0, added.stderr
+        tested = cli("test", "gemini", "--model", "gemini-b")
+        listing_request, sampling = fake.requests
+    assert added.stdout.startswith(
+        f"added provider 'gemini' (gemini, {url}); 2 models listed by the API: gemini-a, gemini-b; "
+        "key stored in the OS keyring"
+    )
+    assert listing_request.path.split("?")[0] == "/v1beta/models"
+    assert listing_request.headers["x-goog-api-key"] == SECRET == sampling.headers["x-goog-api-key"]
+    assert cli.stored() == {"host-receiver/gemini": SECRET}
+    assert tested.returncode == 0, tested.stderr
+    assert re.fullmatch(
+        r"ok: provider 'gemini', model gemini-b, answered in \d+\.\d\d s: 'OK'\n", tested.stdout
+    )
+    assert sampling.path.startswith("/v1beta/models/gemini-b:")
+    assert sampling.body["generationConfig"] == {"maxOutputTokens": 16}
+    listing = cli("list")
+    assert listing.stdout.splitlines()[1:] == [
+        f"gemini: gemini, {url}, key: keyring",
+        "  - gemini-a (cost 0.5, speed 0.5, intelligence 0.5; accepts tools, images, audio; context 128000)",
+        "  - gemini-b (cost 0.5, speed 0.5, intelligence 0.5; accepts tools, images, audio; context 128000)",
+    ]
+    assert cli("remove", "gemini").returncode == 0
+    unlisted = cli("add", "gemini", "--model", "gemini-c", "--runtime-key-env", "GEMINI_API_KEY")
+    assert unlisted.returncode == 0, unlisted.stderr
+    cli.env["GEMINI_API_KEY"] = SECRET
+    assert cli("list").stdout.splitlines()[1] == (
+        "gemini: gemini, $GOOGLE_GEMINI_BASE_URL or https://generativelanguage.googleapis.com, "
+        "key: from $GEMINI_API_KEY"
+    )
 
 
 @pytest.mark.slow

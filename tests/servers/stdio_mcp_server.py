@@ -10,7 +10,9 @@ and every result carries ``resultType``.
 
 - ``echo``: returns its arguments as JSON text;
 - ``ask``: sends ``sampling/createMessage`` to the client, checks the answer's
-  shape, and returns the text the client sampled;
+  shape, and returns the text the client sampled; with ``arguments.params``
+  it sends those params as they are and returns the client's whole answer
+  (its ``result`` or its ``error``) as JSON text;
 - ``garbage``: writes a line that is not JSON and a batch, reads the client's
   two error replies, and returns their codes;
 - ``log``: writes ``arguments.text`` to stderr, then answers;
@@ -81,18 +83,14 @@ def call_tool(request_id: Any, name: str, arguments: dict[str, Any]) -> None:
     if name == "echo":
         result(request_id, text_result(json.dumps(arguments, sort_keys=True)))
     elif name == "ask":
-        write(
-            {
-                "jsonrpc": "2.0",
-                "id": "s-1",
-                "method": "sampling/createMessage",
-                "params": {
-                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
-                    "maxTokens": 10,
-                },
-            }
-        )
+        plain = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}
+        given = arguments.get("params")
+        write({"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": given or plain})
         answer = read()
+        if given is not None:
+            outcome = (answer or {}).get("result", (answer or {}).get("error"))
+            result(request_id, text_result(json.dumps(outcome)))
+            return
         ok = (
             answer is not None
             and answer.get("id") == "s-1"
