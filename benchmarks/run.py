@@ -23,7 +23,13 @@ run is bounded by the requestor's ``--deadline`` and by a kill here.
 The ``slow`` scenario also runs the CLI once more with the same provider on
 httpx's own HTTP pool (``http_transport = "httpx"``, run ``cli+httpx``), and
 sends the same requests straight to the fake provider with a bare client (the
-floor), so one run compares both pools and the floor.
+floor), so one run compares both pools and the floor. Then, for each native
+vendor backend (:data:`VENDORS`: Anthropic, Gemini), it runs the CLI with a
+provider of that type against that vendor's fake (``tests/fake_anthropic.py``,
+``tests/fake_gemini.py``, the same server speaking that wire format, with the
+same delay; run ``cli+anthropic``, ``cli+gemini``) and sends the same requests
+straight to that fake in its wire format (its floor, ``provider-floor+anthropic``
+and so on).
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ import anyio.abc
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
 from benchmarks.requestor import SIZES
-from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, render
+from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, VENDORS, render
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
@@ -391,18 +397,56 @@ async def with_fake_openai(delay: float, workdir: Path) -> tuple[Path, anyio.abc
     return config, process, url
 
 
-async def provider_floor(url: str, count: int) -> dict[str, Any]:
-    """Wall time of ``count`` concurrent chat completions sent straight to the fake provider.
+async def with_fake_vendor(vendor: str, delay: float, workdir: Path) -> tuple[Path, anyio.abc.Process, str]:
+    """Start ``vendor``'s fake (tests/fake_VENDOR.py) with ``delay``; a config file naming it as
+    provider ``fake-VENDOR``, an entry of that type."""
+    process = await anyio.open_process(
+        [str(VENV_PYTHON), "-m", f"tests.fake_{vendor}", "--port", "0", "--delay", str(delay)],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    with anyio.fail_after(20):
+        url = await read_line(process.stdout)
+    config = workdir / f"fake-{vendor}-{delay}.toml"
+    config.write_text(
+        f'[providers.fake-{vendor}]\ntype = "{vendor}"\nbase_url = "{url}"\napi_key_required = false\n'
+        f'max_retries = 0\ntimeout = 120.0\n[[providers.fake-{vendor}.models]]\nid = "fake-model"\n'
+    )
+    return config, process, url
+
+
+#: Per wire format: the path after the base URL's own, and the body of the floor's request.
+FLOOR_REQUESTS = {
+    "openai": (
+        "/chat/completions",
+        {"model": "fake-model", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16},
+    ),
+    "anthropic": (
+        "/v1/messages",
+        {"model": "fake-model", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16},
+    ),
+    "gemini": (
+        "/v1beta/models/fake-model:generateContent",
+        {
+            "contents": [{"role": "user", "parts": [{"text": "Say hello."}]}],
+            "generationConfig": {"maxOutputTokens": 16},
+        },
+    ),
+}
+
+
+async def provider_floor(url: str, count: int, wire: str = "openai") -> dict[str, Any]:
+    """Wall time of ``count`` concurrent requests sent straight to the fake provider, in ``wire``'s format.
 
     A bare HTTP/1.1 client (one connection per request, ``Connection: close``):
     what the provider alone costs, with no receiver in between.
     """
     parts = urlsplit(url)
-    body = json.dumps(
-        {"model": "fake-model", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
-    ).encode()
+    path, request = FLOOR_REQUESTS[wire]
+    body = json.dumps(request).encode()
     head = (
-        f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"POST {parts.path}{path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     failed = 0
@@ -457,11 +501,28 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                         on_httpx = replace(ctx, provider="fake-httpx")
                         runs[CLI_HTTPX] = await run_one("cli", on_httpx, label=CLI_HTTPX)
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
+                    if "cli" in args.receivers:
+                        runs |= await vendor_runs(ctx)
             finally:
                 if fake is not None:
                     await stop(fake)
             results[scenario.name] = runs
     return results
+
+
+async def vendor_runs(ctx: Context) -> dict[str, Any]:
+    """The CLI on each vendor backend against that vendor's fake, and that fake's floor."""
+    runs: dict[str, Any] = {}
+    for vendor in VENDORS:
+        config, fake, url = await with_fake_vendor(vendor, ctx.scenario.delay, ctx.workdir)
+        try:
+            on_vendor = replace(ctx, config=config, provider=f"fake-{vendor}")
+            runs[f"cli+{vendor}"] = await run_one("cli", on_vendor, label=f"cli+{vendor}")
+            count = SIZES[ctx.size].slow_tasks
+            runs[f"{PROVIDER_FLOOR}+{vendor}"] = await provider_floor(url, count, vendor)
+        finally:
+            await stop(fake)
+    return runs
 
 
 def create_layers(smoke: bool) -> str:

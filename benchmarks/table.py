@@ -20,6 +20,9 @@ TRACED = ("embedded", "embedded+tracemalloc")
 PROVIDER_FLOOR = "provider-floor"
 #: The CLI once more in the slow scenario, with the provider on httpx's own HTTP pool.
 CLI_HTTPX = "cli+httpx"
+#: The native vendor backends the slow scenario runs too, each against its own fake
+#: (runs ``cli+VENDOR`` and ``provider-floor+VENDOR``).
+VENDORS = ("anthropic", "gemini")
 DASH = "-"
 HOSTS = ("cli", "embedded")
 OTHERS = ("echo", "ts", "py")
@@ -288,6 +291,21 @@ FIGURES = [
            ratios=False, only=("cli", CLI_HTTPX)),
     Figure("httpx's own HTTP pool ÷ ours (keep ours if > 1.1)", "slow", slow_wall, digits=2,
            target="> 1.1", check=above(1.1), ratios=False, only=("cli", CLI_HTTPX), per=("cli", slow_wall)),
+    *(
+        figure
+        for vendor in VENDORS
+        for figure in (
+            Figure(f"1,000 tasks on a 1 s provider, {vendor} backend: wall (s)", "slow", slow_wall,
+                   digits=2, ratios=False, only=("cli", f"cli+{vendor}")),
+            Figure(f"the same 1,000 requests sent straight to the {vendor} fake (s)", "slow", floor_wall,
+                   digits=2, ratios=False, only=("echo", f"{PROVIDER_FLOOR}+{vendor}")),
+            Figure(f"1,000 tasks, {vendor} backend ÷ straight to its fake", "slow", slow_wall, digits=2,
+                   target="<= 1.15", check=at_most(1.15), ratios=False, only=("cli", f"cli+{vendor}"),
+                   per=(f"{PROVIDER_FLOOR}+{vendor}", floor_wall)),
+            Figure(f"receiver CPU per task, {vendor} backend (ms)", "slow", slow_cpu_per_task, digits=2,
+                   ratios=False, only=("cli", f"cli+{vendor}")),
+        )
+    ),
     Figure("1,000 blocked tasks/result: CPU in 10 s (s)", "blocked", blocked_cpu, digits=2,
            target="<= 0.1", check=at_most(0.1)),
     Figure("busy after 1,000 tasks/result were sent (s)", "blocked", settle, digits=1),

@@ -139,3 +139,9 @@ def _stop_reason(reply: Completion) -> str:
 
 def _event(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+if __name__ == "__main__":
+    from tests.fake_openai import main
+
+    raise SystemExit(main(fake_class=FakeAnthropic))

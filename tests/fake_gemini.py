@@ -159,3 +159,9 @@ def _response(
 
 def _event(data: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(data)}\r\n\r\n".encode()
+
+
+if __name__ == "__main__":
+    from tests.fake_openai import main
+
+    raise SystemExit(main(fake_class=FakeGemini))

@@ -32,6 +32,9 @@ Rules:
 As a script it serves until interrupted and prints its base URL on stdout::
 
     python tests/fake_openai.py --port 0 --delay 1.0
+
+(and so do the other vendors' fakes, from the repository's root:
+``python -m tests.fake_anthropic``, ``python -m tests.fake_gemini``).
 """
 
 from __future__ import annotations
@@ -814,15 +817,19 @@ def _stream_chunks(
 # --- script ------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve until SIGINT/SIGTERM; print the base URL on stdout first."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, fake_class: type[FakeOpenAI] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; print the base URL on stdout first.
+
+    ``fake_class`` is the server to run (another vendor's fake runs this with its own).
+    """
+    kind = fake_class or FakeOpenAI
+    parser = argparse.ArgumentParser(description=(sys.modules[kind.__module__].__doc__ or "").splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--text", default="Hello from fake-openai.", help="the reply text")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
     args = parser.parse_args(argv)
-    fake = FakeOpenAI(
+    fake = kind(
         default=Completion(text=args.text, chunk_delay=args.chunk_delay),
         delay=args.delay,
         port=args.port,
