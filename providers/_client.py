@@ -1,6 +1,6 @@
 """The HTTP client under every SDK-based provider: one behaviour for limits, timeouts and faults.
 
-(About 400 lines, one idea: what an SDK's HTTP client does for a provider
+(About 470 lines, one idea: what an SDK's HTTP client does for a provider
 call, from the request sent to the error shown.)
 
 Every backend package (``openai``, ``anthropic``, ``google-genai``) takes an

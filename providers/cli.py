@@ -1,5 +1,7 @@
 """Command-line pieces: ``host-receiver providers add|list|test|remove`` and ``run --provider/--model``.
 
+(About 430 lines, one idea: the provider commands, from their arguments to what they print.)
+
 The lead's ``host_receiver.cli`` calls :func:`add_providers_command` with its
 subparsers and :func:`add_run_arguments` on its ``run`` parser, then dispatches
 with ``args.func(args)`` (an exit code) and builds the registry with

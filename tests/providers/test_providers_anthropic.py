@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
-from host_receiver.approval import (
-    Approve,
-    RequestDecision,
-    ResultDecision,
-    SamplingRequestView,
-    SamplingResultView,
-    Send,
-)
 from host_receiver.errors import INVALID_PARAMS, ProviderError
-from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import AnthropicProvider, ModelInfo, OpenAIProvider, ProviderRegistry, SamplingProgress
+from providers import AnthropicProvider, ModelInfo, OpenAIProvider, ProviderRegistry
 from providers._anthropic import SDK_API_VERSION
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, ToolCall
+from tests.providers.sampling import Watching, params, recorder, run, user
 from tests.receiver_harness import connect, sampling_params
-from tests.schema import validate
 
 pytestmark = pytest.mark.anyio
 
@@ -52,34 +42,6 @@ def fake() -> Iterator[FakeAnthropic]:
 def provider(fake: FakeAnthropic, **kwargs: Any) -> AnthropicProvider:
     kwargs.setdefault("max_retries", 0)
     return AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url, **kwargs)
-
-
-def params(*messages: dict[str, Any], **extra: Any) -> CreateMessageRequestParams:
-    raw = {"messages": list(messages) or [user("Hi")], "maxTokens": 64}
-    return CreateMessageRequestParams.model_validate({**raw, **extra})
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": {"type": "text", "text": text}}
-
-
-async def run(p: AnthropicProvider, request: CreateMessageRequestParams, **kw: Any) -> dict[str, Any]:
-    try:
-        result = await p.sample(request, MODEL, **kw)
-    finally:
-        await p.aclose()
-    out = dump(result)
-    validate("CreateMessageResult", out)
-    return out
-
-
-def recorder() -> tuple[list[SamplingProgress], Callable[[SamplingProgress], Any]]:
-    seen: list[SamplingProgress] = []
-
-    async def sink(update: SamplingProgress) -> None:
-        seen.append(update)
-
-    return seen, sink
 
 
 async def test_plain_request_body_headers_and_result(fake: FakeAnthropic) -> None:
@@ -308,20 +270,6 @@ async def test_audio_is_refused_before_a_task_exists_naming_the_content(fake: Fa
         == "no permitted model can serve this request: claude-test does not accept audio content"
     )
     assert tasks["tasks"] == [] and fake.requests == []
-
-
-@dataclass
-class Watching:
-    """Approves everything and keeps the views it was shown."""
-
-    views: list[SamplingRequestView] = field(default_factory=list)
-
-    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
-        self.views.append(view)
-        return Approve()
-
-    async def review_result(self, view: SamplingResultView) -> ResultDecision:
-        return Send()
 
 
 async def test_a_claude_hint_is_served_by_the_anthropic_provider_and_the_plan_says_why(

@@ -10,21 +10,19 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from host_receiver import Receiver, SamplingService
 from host_receiver.errors import ProviderError, UnsupportedRequest
-from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import GeminiProvider, ModelInfo, OpenAIProvider, ProviderRegistry, SamplingProgress
+from providers import GeminiProvider, ModelInfo, OpenAIProvider, ProviderRegistry
 from providers._gemini_wire import SIGNATURE_META
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, RawStream, ToolCall
-from tests.providers.test_providers_anthropic import Watching
+from tests.providers.sampling import Watching, params, recorder, run, user
 from tests.receiver_harness import connect, sampling_params
-from tests.schema import validate
 
 pytestmark = pytest.mark.anyio
 
@@ -52,25 +50,6 @@ def provider(fake: FakeGemini, **kwargs: Any) -> GeminiProvider:
     return GeminiProvider("gem", [MODEL], api_key=KEY, base_url=fake.url, **kwargs)
 
 
-def params(*messages: dict[str, Any], **extra: Any) -> CreateMessageRequestParams:
-    raw = {"messages": list(messages) or [user("Hi")], "maxTokens": 64}
-    return CreateMessageRequestParams.model_validate({**raw, **extra})
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": {"type": "text", "text": text}}
-
-
-async def run(p: GeminiProvider, request: CreateMessageRequestParams, **kw: Any) -> dict[str, Any]:
-    try:
-        result = await p.sample(request, MODEL, **kw)
-    finally:
-        await p.aclose()
-    out = dump(result)
-    validate("CreateMessageResult", out)
-    return out
-
-
 def camel(data: Any) -> Any:
     """``data`` with every field name in lowerCamelCase (free-form objects as they are).
 
@@ -90,15 +69,6 @@ def camel(data: Any) -> Any:
 def _camel(key: str) -> str:
     head, *rest = key.split("_")
     return head + "".join(word.capitalize() for word in rest)
-
-
-def recorder() -> tuple[list[SamplingProgress], Callable[[SamplingProgress], Any]]:
-    seen: list[SamplingProgress] = []
-
-    async def sink(update: SamplingProgress) -> None:
-        seen.append(update)
-
-    return seen, sink
 
 
 async def test_plain_request_path_key_body_and_result(fake: FakeGemini) -> None:
