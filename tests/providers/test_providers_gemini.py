@@ -11,8 +11,10 @@ import base64
 import json
 import logging
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
+import anyio
 import pytest
 
 from host_receiver import Receiver, SamplingService
@@ -371,3 +373,19 @@ async def test_a_gemini_hint_is_served_by_the_gemini_provider_and_the_plan_says_
     assert f"{planned} reason={reason} not_sent=-" in caplog.messages
     (view,) = person.views
     assert (view.provider, view.model, view.reason, view.not_sent) == ("gem", "gemini-test", reason, ())
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+async def test_cancelling_a_call_closes_its_request(fake: FakeGemini, streamed: bool) -> None:
+    """Cancelled while the backend waits (or streams slowly): the HTTP request is dropped at once."""
+    fake.queue(Completion(text="one two three four", delay=0 if streamed else 30, chunk_delay=30))
+    p = provider(fake)
+    _, sink = recorder()
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(p.sample, params(), MODEL, sink if streamed else None))
+            await anyio.to_thread.run_sync(fake.wait_for_requests, 1)
+            scope.cancel()
+    assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+    assert not fake.requests[0].completed
+    await p.aclose()
