@@ -32,7 +32,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
 from typing import Any, cast
 
@@ -42,7 +42,7 @@ from google.genai import errors, types
 
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
-from host_receiver.sanitize import safe_logger, safe_url
+from host_receiver.sanitize import safe_logger, safe_text, safe_url
 
 from ._client import CallSite, check_settings, connection_failure, http_client, status_failure
 from ._config import DEFAULT_GEMINI_URL, HttpTransport
@@ -173,9 +173,11 @@ class GeminiProvider:
             model=model, contents=contents, config=config
         )
         async with aclosing(cast(Any, stream)) as chunks:
+            checked = False
             async for chunk in cast(AsyncIterator[types.GenerateContentResponse], chunks):
-                if pieces == 0:
+                if not checked:
                     _check_event_stream(chunk)
+                    checked = True
                 added, grown = read_chunk(reply, chunk)
                 if not grown:
                     continue
@@ -187,10 +189,10 @@ class GeminiProvider:
         return reply
 
 
-async def _json_named(call: Any) -> GeminiReply:
+async def _json_named(call: Awaitable[GeminiReply]) -> GeminiReply:
     """``call``'s result; the SDK's "not JSON" error as the JSON error it wraps (named at its byte)."""
     try:
-        return cast(GeminiReply, await call)
+        return await call
     except errors.UnknownApiResponseError as exc:
         if isinstance(exc.__cause__, json.JSONDecodeError):
             raise exc.__cause__ from None
@@ -202,9 +204,8 @@ def _check_event_stream(chunk: types.GenerateContentResponse) -> None:
     headers = chunk.sdk_http_response.headers if chunk.sdk_http_response else None
     kind = (headers or {}).get("content-type", "")
     if not kind.startswith("text/event-stream"):
-        raise ProviderError(
-            f"the backend's stream is not an event stream (its content type is {kind[:60] or 'absent'})"
-        )
+        shown = safe_text(kind, 60) or "absent"
+        raise ProviderError(f"the backend's stream is not an event stream (its content type is {shown})")
 
 
 def gemini_failure(exc: Exception, who: str, timeout: float, redactor: Redactor) -> ProviderError:
