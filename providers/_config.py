@@ -45,7 +45,7 @@ Layout::
     intelligence = 0.6             # 0..1, 1 = most capable
     tools = true
     images = true
-    audio = false
+    audio = false                  # absent: false, but true in a "gemini" entry (the API takes audio)
     context_tokens = 128000
 
     [providers.claude]
@@ -77,7 +77,7 @@ from typing import Any, Literal, cast
 from host_receiver.errors import ConfigError
 from host_receiver.paths import user_config_dir
 
-from ._contract import ModelInfo
+from ._contract import ModelInfo, listed_model
 from ._limits import SamplingLimits
 
 #: Where an OpenAI provider entry without its own base URL sends requests.
@@ -263,7 +263,9 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
     if not isinstance(models_raw, list):
         raise r.error(f"{where}.models", "must be an array of tables ([[...models]])")
     models = tuple(
-        _model(r, name, r.table(m, f"{where}.models[{i}]"), f"{where}.models[{i}]")
+        _model(
+            r, listed_model("-", name, str(kind)), r.table(m, f"{where}.models[{i}]"), f"{where}.models[{i}]"
+        )
         for i, m in enumerate(models_raw)
     )
     seen = [m.id for m in models]
@@ -288,9 +290,9 @@ def _entry(r: _Reader, name: str, table: Mapping[str, Any]) -> ProviderEntry:
     )
 
 
-def _model(r: _Reader, provider: str, table: Mapping[str, Any], where: str) -> ModelInfo:
+def _model(r: _Reader, default: ModelInfo, table: Mapping[str, Any], where: str) -> ModelInfo:
+    """A model's table, the keys it leaves out taken from ``default`` (the entry type's)."""
     r.keys(table, where, _MODEL_KEYS)
-    default = ModelInfo(id="-", provider=provider)
     if "id" not in table:
         raise r.error(f"{where}.id", "is required")
     ratings = {
@@ -302,7 +304,7 @@ def _model(r: _Reader, provider: str, table: Mapping[str, Any], where: str) -> M
     }
     return ModelInfo(
         id=r.string(table["id"], f"{where}.id"),
-        provider=provider,
+        provider=default.provider,
         cost=ratings["cost"],
         speed=ratings["speed"],
         intelligence=ratings["intelligence"],

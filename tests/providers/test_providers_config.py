@@ -239,6 +239,21 @@ async def test_a_listing_that_fails_names_the_provider_and_what_to_do(fake: Fake
     assert str(caught.value).endswith("; add models to its entry or pass --model")
 
 
+def test_a_gemini_model_takes_audio_unless_its_entry_says_otherwise(tmp_path: Path) -> None:
+    """The Gemini API takes audio: a model of a gemini entry accepts it unless ``audio = false``."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[providers.gem]\ntype = "gemini"\n[[providers.gem.models]]\nid = "g1"\n'
+        '[[providers.gem.models]]\nid = "g2"\naudio = false\n'
+        '[providers.oa]\ntype = "openai"\n[[providers.oa.models]]\nid = "o1"\n'
+    )
+    config = load_config(path)
+    audio = {m.id: m.audio for entry in config.providers for m in entry.models}
+    assert audio == {"g1": True, "g2": False, "o1": False}
+    save_config(config, path)
+    assert load_config(path) == config  # a round trip keeps each
+
+
 def test_an_entry_without_models_or_key_needs_a_model(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError, match="'openai' lists no models and has no key to list them with; pass --model"
