@@ -114,8 +114,9 @@ class GeminiProvider:
         await self._http.aclose()
 
     def dropped(self, params: SamplingRequest) -> tuple[str, ...]:
-        """The fields of ``params`` this provider leaves out: none the plan needs to name."""
-        return ()
+        """The fields of ``params`` this provider leaves out that its entry meant to send:
+        ``metadata``, when the entry forwards it (the Gemini API has no field for it)."""
+        return ("metadata",) if self.forward_metadata and params.metadata else ()
 
     async def sample(
         self,

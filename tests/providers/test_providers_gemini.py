@@ -98,6 +98,8 @@ async def test_plain_request_path_key_body_and_result(fake: FakeGemini) -> None:
         "systemInstruction": {"role": "user", "parts": [{"text": "Be brief."}]},
         "generationConfig": {"maxOutputTokens": 64, "temperature": 0.2, "stopSequences": ["END"]},
     }
+    # The plan says so when the entry meant to forward it (the audit line's not_sent).
+    assert provider(fake, forward_metadata=True).dropped(request) == ("metadata",)
     assert provider(fake).dropped(request) == ()
 
 
