@@ -33,7 +33,7 @@ from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from tests.cli_command import CLI, LIMIT_S, run_cli
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_gemini import FakeGemini
-from tests.fake_openai import Completion, FakeOpenAI, ToolCall
+from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, ToolCall
 from tests.interop import RAW_SERVER, HttpPeer, peer_command
 
 FORM = {
@@ -309,6 +309,33 @@ def test_a_sampling_request_with_tools_an_image_and_stop_sequences_served_by_gem
     (declaration,) = body["tools"][0]["functionDeclarations"]
     assert declaration["name"] == "weather" and declaration["description"] == "The weather in a city"
     assert body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+
+
+@pytest.mark.slow
+def test_an_entry_without_models_is_served_with_the_ones_its_api_lists(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """``run`` lists the models before it connects; a listing that fails ends the run with its cause."""
+    config = tmp_path / "config.toml"
+    with FakeGemini(models=("gemini-listed",)) as fake:
+        fake.default = Completion(text="Listed and served.")
+        config.write_text(
+            f'[providers.gem]\ntype = "gemini"\nbase_url = "{fake.url}"\napi_key_env = "GEM_KEY"\n'
+        )
+        env = {**env, "HOST_RECEIVER_CONFIG": str(config), "GEM_KEY": "gem-secret-123456"}
+        argv = ["run", "--provider", "gem", "--approve", "auto", "--call", "ask", "--", sys.executable]
+        served = run_cli(env, *argv, str(STDIO_SERVER))
+        listing, sampling = fake.requests
+        fake.models_error = ErrorReply(status=403, message="no access")
+        refused = run_cli(env, *argv, str(STDIO_SERVER))
+    assert served.returncode == 0, served.stderr
+    assert tool_result(served)["content"][0]["text"] == "Listed and served."
+    assert listing.method == "GET" and sampling.path.startswith("/v1beta/models/gemini-listed:")
+    assert refused.returncode == 2 and refused.stdout == ""  # the run could not start
+    assert refused.stderr.startswith(
+        "host-receiver: provider 'gem' lists no models in its entry, and listing them failed: "
+    )
+    assert "HTTP 403, permission denied for this key: no access" in refused.stderr
 
 
 @pytest.mark.slow
