@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from host_receiver import Receiver, SamplingService
 from host_receiver.approval import (
     Approve,
     RequestDecision,
@@ -16,10 +17,12 @@ from host_receiver.approval import (
     Send,
 )
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import Provider, SamplingProgress
+from providers import ModelInfo, OpenAIProvider, Provider, ProviderRegistry, SamplingProgress
+from tests.fake_openai import FakeOpenAI
+from tests.receiver_harness import connect, sampling_params
 from tests.schema import validate
 
-__all__ = ["Watching", "params", "recorder", "run", "user"]
+__all__ = ["Watching", "hinted_task", "params", "recorder", "run", "user"]
 
 
 def params(*messages: dict[str, Any], **extra: Any) -> CreateMessageRequestParams:
@@ -67,3 +70,23 @@ class Watching:
 
     async def review_result(self, view: SamplingResultView) -> ResultDecision:
         return Send()
+
+
+async def hinted_task(provider: Provider, hint: str, **extra: Any) -> tuple[dict[str, Any], Watching]:
+    """A sampling task whose request hints at ``hint`` (with ``extra``), from the server "notes",
+    through a registry of an OpenAI provider and ``provider``: its result and the approver that saw it.
+
+    The OpenAI provider's own fake must receive nothing: the hint chose ``provider``.
+    """
+    with FakeOpenAI() as other:
+        openai = OpenAIProvider(
+            "openai", [ModelInfo("gpt-test", "openai")], api_key="k-123456", base_url=other.url
+        )
+        registry = ProviderRegistry([openai, provider])
+        person = Watching()
+        request = sampling_params(modelPreferences={"hints": [{"name": hint}]}, **extra)
+        async with registry, connect(Receiver(sampling=SamplingService(registry, person)), "notes") as server:
+            task_id = await server.create_task("sampling/createMessage", request)
+            result = await server.request("tasks/result", {"taskId": task_id})
+        assert other.requests == []
+    return result, person

@@ -16,11 +16,11 @@ import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INVALID_PARAMS, ProviderError
-from providers import AnthropicProvider, ModelInfo, OpenAIProvider, ProviderRegistry
+from providers import AnthropicProvider, ModelInfo, ProviderRegistry
 from providers._anthropic import SDK_API_VERSION
 from tests.fake_anthropic import FakeAnthropic
-from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, ToolCall
-from tests.providers.sampling import Watching, params, recorder, run, user
+from tests.fake_openai import Completion, ErrorReply, ToolCall
+from tests.providers.sampling import hinted_task, params, recorder, run, user
 from tests.receiver_harness import connect, sampling_params
 
 pytestmark = pytest.mark.anyio
@@ -279,19 +279,8 @@ async def test_a_claude_hint_is_served_by_the_anthropic_provider_and_the_plan_sa
     approval view name the provider, the model, the reason and the temperature not sent."""
     caplog.set_level(logging.INFO, logger="host_receiver.audit")
     fake.queue(Completion(text="Bonjour."))
-    with FakeOpenAI() as other:
-        registry = ProviderRegistry(
-            [
-                OpenAIProvider("openai", [ModelInfo("gpt-test", "openai")], api_key=KEY, base_url=other.url),
-                AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url),
-            ]
-        )
-        person = Watching()
-        hinted = sampling_params(modelPreferences={"hints": [{"name": "claude-3-sonnet"}]}, temperature=0.5)
-        async with registry, connect(Receiver(sampling=SamplingService(registry, person)), "notes") as server:
-            task_id = await server.create_task("sampling/createMessage", hinted)
-            result = await server.request("tasks/result", {"taskId": task_id})
-        assert other.requests == []
+    claude = AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url)
+    result, person = await hinted_task(claude, "claude-3-sonnet", temperature=0.5)
     assert result["model"] == "claude-test" and result["content"] == {"type": "text", "text": "Bonjour."}
     assert "temperature" not in fake.requests[0].body
     reason = "hint 'claude-3-sonnet' is of the anthropic family"

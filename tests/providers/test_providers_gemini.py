@@ -17,14 +17,12 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver import Receiver, SamplingService
 from host_receiver.errors import ProviderError, UnsupportedRequest
-from providers import GeminiProvider, ModelInfo, OpenAIProvider, ProviderRegistry
+from providers import GeminiProvider, ModelInfo
 from providers._gemini_wire import SIGNATURE_META
 from tests.fake_gemini import FakeGemini
-from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, RawStream, ToolCall
-from tests.providers.sampling import Watching, params, recorder, run, user
-from tests.receiver_harness import connect, sampling_params
+from tests.fake_openai import Completion, ErrorReply, RawStream, ToolCall
+from tests.providers.sampling import hinted_task, params, recorder, run, user
 
 pytestmark = pytest.mark.anyio
 
@@ -355,19 +353,8 @@ async def test_a_gemini_hint_is_served_by_the_gemini_provider_and_the_plan_says_
     approval view name the provider, the model and the reason."""
     caplog.set_level(logging.INFO, logger="host_receiver.audit")
     fake.queue(Completion(text="Bonjour."))
-    with FakeOpenAI() as other:
-        registry = ProviderRegistry(
-            [
-                OpenAIProvider("openai", [ModelInfo("gpt-test", "openai")], api_key=KEY, base_url=other.url),
-                GeminiProvider("gem", [MODEL], api_key=KEY, base_url=fake.url),
-            ]
-        )
-        person = Watching()
-        hinted = sampling_params(modelPreferences={"hints": [{"name": "gemini-2.5-pro"}]}, temperature=0.5)
-        async with registry, connect(Receiver(sampling=SamplingService(registry, person)), "notes") as server:
-            task_id = await server.create_task("sampling/createMessage", hinted)
-            result = await server.request("tasks/result", {"taskId": task_id})
-        assert other.requests == []
+    gemini = GeminiProvider("gem", [MODEL], api_key=KEY, base_url=fake.url)
+    result, person = await hinted_task(gemini, "gemini-2.5-pro", temperature=0.5)
     assert result["model"] == "gemini-test" and result["content"] == {"type": "text", "text": "Bonjour."}
     assert camel(fake.requests[0].body)["generationConfig"]["temperature"] == 0.5
     reason = "hint 'gemini-2.5-pro' is of the gemini family"
