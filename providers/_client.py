@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from types import ModuleType
 from typing import Any, TypeVar
@@ -63,6 +63,7 @@ __all__ = [
     "CALL",
     "CallSite",
     "OneReadTimeout",
+    "attempts_note",
     "check_settings",
     "connection_failure",
     "event_data",
@@ -76,8 +77,18 @@ log = safe_logger("providers.client")
 
 #: The cancel scope of the call running in this task (see :class:`OneReadTimeout`).
 CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_http_call", default=None)
-#: The streamed responses opened by the call running in this task (closed when it ends: :meth:`CallSite.run`).
-OPENED: ContextVar[list[httpx.Response] | None] = ContextVar("providers_http_opened", default=None)
+
+
+@dataclass
+class Sent:
+    """What the call running in this task sent: its requests (retries too), the responses it streamed."""
+
+    requests: int = 0
+    streams: list[httpx.Response] = field(default_factory=list)
+
+
+#: What the call running in this task sent (its streams are closed when it ends: :meth:`CallSite.run`).
+SENT: ContextVar[Sent | None] = ContextVar("providers_http_sent", default=None)
 
 
 class _Cookies(httpx.Cookies):
@@ -175,11 +186,13 @@ class OneReadTimeout(httpx.AsyncClient):
         self._jar = _Cookies(cookies)
 
     async def send(self, request: httpx.Request, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
+        sent = SENT.get()
+        if sent is not None:
+            sent.requests += 1
         try:
             response = _capped(await super().send(request, stream=True, **kwargs))
-            opened = OPENED.get()
-            if stream and opened is not None:
-                opened.append(response)
+            if stream and sent is not None:
+                sent.streams.append(response)
             if not stream:
                 try:
                     await response.aread()
@@ -282,8 +295,8 @@ _T = TypeVar("_T")
 _DRAIN_SECONDS = 0.1
 
 
-#: How a failure of an SDK reads: ``(exc, who, timeout, redactor)`` -> the error shown.
-Describe = Callable[[Exception, str, float, Redactor], ProviderError]
+#: How a failure of an SDK reads: ``(exc, who, timeout, redactor, requests sent)`` -> the error shown.
+Describe = Callable[[Exception, str, float, Redactor, int], ProviderError]
 
 
 @dataclass(frozen=True)
@@ -309,14 +322,14 @@ class CallSite:
         the garbage collector when its reader stops does not keep the backend writing.
         """
         failure: ProviderError | None = None
-        opened: list[httpx.Response] = []
+        sent = Sent()
         with anyio.CancelScope() as scope:
-            token, streams = CALL.set(scope), OPENED.set(opened)
+            token, sending = CALL.set(scope), SENT.set(sent)
             try:
                 return await call
             except self.errors as exc:
                 if self.describe is not None:
-                    failure = self.describe(exc, self.who, self.timeout, self.redactor)
+                    failure = self.describe(exc, self.who, self.timeout, self.redactor, sent.requests)
                 else:
                     failure = sdk_failure(self.sdk, exc, self.who, self.timeout, self.redactor)
             except ProviderError as exc:
@@ -326,9 +339,9 @@ class CallSite:
                 failure = ProviderError(f"{self.who}: the backend's {what} is not JSON ({json_where(exc)})")
             finally:
                 CALL.reset(token)
-                OPENED.reset(streams)
+                SENT.reset(sending)
                 with anyio.CancelScope(shield=True):
-                    for response in opened:
+                    for response in sent.streams:
                         await response.aclose()
         if failure is None:  # the read timed out: the call was cancelled before a retry
             failure = ProviderError(f"{self.who}: no response within {self.timeout:g} s (not retried)")
@@ -464,9 +477,14 @@ def _retry_after(headers: Any) -> str:
 
 
 def _attempts(exc: Any) -> str:
-    """`` after N attempts`` when the client retried, from its retry-count header."""
+    """`` (after N attempts)`` when the client retried, from its retry-count header."""
     try:
         count = int(exc.request.headers.get("x-stainless-retry-count", "0")) + 1
     except (ValueError, RuntimeError, AttributeError):
         return ""
+    return attempts_note(count)
+
+
+def attempts_note(count: int) -> str:
+    """`` (after N attempts)`` when a call was sent more than once."""
     return f" (after {count} attempts)" if count > 1 else ""

@@ -17,7 +17,8 @@ Rules:
 * Failures read as every provider's (:func:`gemini_failure`): the SDK's
   ``APIError`` is the HTTP status with the backend's message; the transport's
   own errors (the SDK passes httpx's on) are a reset, a refused connection or
-  a timeout; a reply or event that is not JSON is named at its byte.
+  a timeout; a reply or event that is not JSON is named at its byte; after
+  retries, the number of attempts (the requests the shared client sent).
 * With a progress sink (and ``stream`` enabled) the request is streamed
   (``streamGenerateContent?alt=sse``); each chunk that adds text or a call is
   reported, with the backend's ``candidatesTokenCount`` once it gives it. A
@@ -44,7 +45,14 @@ from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_text, safe_url
 
-from ._client import CallSite, check_settings, connection_failure, http_client, status_failure
+from ._client import (
+    CallSite,
+    attempts_note,
+    check_settings,
+    connection_failure,
+    http_client,
+    status_failure,
+)
 from ._config import DEFAULT_GEMINI_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._gemini_wire import GeminiReply, build_config, build_contents, make_result, read_chunk
@@ -209,12 +217,16 @@ def _check_event_stream(chunk: types.GenerateContentResponse) -> None:
         raise ProviderError(f"the backend's stream is not an event stream (its content type is {shown})")
 
 
-def gemini_failure(exc: Exception, who: str, timeout: float, redactor: Redactor) -> ProviderError:
-    """The :class:`ProviderError` for a failure of a ``google-genai`` call."""
+def gemini_failure(
+    exc: Exception, who: str, timeout: float, redactor: Redactor, requests: int
+) -> ProviderError:
+    """The :class:`ProviderError` for a failure of a ``google-genai`` call (``requests``: how many
+    times it was sent, retries included)."""
+    tries = attempts_note(requests)
     if isinstance(exc, errors.APIError):
         response = exc.response
         headers = response.headers if isinstance(response, httpx.Response) else None
-        return status_failure(who, exc.code, exc.message or "", headers, redactor)
+        return status_failure(who, exc.code, exc.message or "", headers, redactor, tries)
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(f"{who}: no response within {timeout:g} s")
-    return connection_failure(who, exc, redactor)
+        return ProviderError(f"{who}: no response within {timeout:g} s{tries}")
+    return connection_failure(who, exc, redactor, tries)

@@ -315,10 +315,16 @@ async def test_rate_limited_names_the_status_and_when_to_come_back(fake: FakeGem
     )
 
 
+@pytest.mark.slow
 async def test_a_server_error_is_retried_as_the_entry_says(fake: FakeGemini) -> None:
+    """The SDK's own backoff (about 1 s, and jitter) between the attempts: slow."""
     fake.queue(ErrorReply(status=503, message="busy"), Completion(text="fine"))
     out = await run(provider(fake, max_retries=1), params())
     assert out["content"] == {"type": "text", "text": "fine"} and fake.served == 2
+    fake.queue(ErrorReply(status=503, message="busy"), ErrorReply(status=503, message="still busy"))
+    with pytest.raises(ProviderError) as caught:
+        await run(provider(fake, max_retries=1), params())
+    assert str(caught.value).endswith("HTTP 503, server error: still busy (after 2 attempts)")
 
 
 async def test_a_rejected_key_is_named_and_never_shown(fake: FakeGemini) -> None:
