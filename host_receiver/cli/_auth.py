@@ -9,7 +9,7 @@ The names here are a public contract (docs/authorization.md):
   ``--auth-client-key PEM_FILE``, ``--auth-id-token TOKEN`` (else
   ``$HOST_RECEIVER_ID_TOKEN``), ``--auth-idp-token-endpoint URL``,
   ``--auth-idp-client-id ID``, ``--auth-assertion FILE`` (else
-  ``$HOST_RECEIVER_ASSERTION``, the JWT itself; for ``jwt-bearer``); and ours:
+  ``$HOST_RECEIVER_ASSERTION``, the JWT itself; for ``jwt-bearer``), ``--auth-dpop``; and ours:
   ``--auth-token-file PATH`` (keep tokens in a 0600 file instead of the OS keyring) and
   ``--auth-redirect-uri URI`` (a
   fixed loopback redirect URI, for a pre-registered client).
@@ -113,6 +113,13 @@ def add_auth_options(run_parser: argparse.ArgumentParser) -> None:
         "itself (secret or --auth-client-key); 'id-jag': enterprise-managed authorization with "
         "an ID token from your identity provider; 'jwt-bearer': workload identity, the JWT your "
         "platform issued this workload (--auth-assertion) (default: code)",
+    )
+    group.add_argument(
+        "--auth-dpop",
+        action="store_const",
+        const=True,
+        help="bind tokens to a key of this client's (DPoP, RFC 9449) even when the authorization "
+        "server does not advertise it (default: when it does)",
     )
     group.add_argument(
         "--auth-assertion",
@@ -221,6 +228,7 @@ def build_auth(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
             client=client,
             client_metadata_url=args.auth_client_metadata_url,
             store=_store(args),
+            dpop=args.auth_dpop,
         )
     except AuthError as exc:
         raise AuthOptionsError(str(exc)) from None

@@ -33,6 +33,7 @@ from host_receiver.auth import (
     SystemBrowser,
     WorkloadIdentityGrant,
 )
+from host_receiver.auth._dpop import use_dpop
 from host_receiver.errors import (
     AuthError,
     AuthorizationDenied,
@@ -485,7 +486,8 @@ async def test_workload_identity_presents_the_platforms_jwt_read_afresh_and_no_c
 async def test_a_refused_workload_assertion_is_final_and_never_shown(server: OAuthServer) -> None:
     auth = OAuth(grant=WorkloadIdentityGrant(assertion="wl-expired-secret"), store=MemoryTokenStore())
     with pytest.raises(
-        TokenRequestError, match=r"refused the workload identity \(JWT bearer\) grant: invalid_grant \(unknown workload\)"
+        TokenRequestError,
+        match=r"refused the workload identity \(JWT bearer\) grant: invalid_grant \(unknown workload\)",
     ):
         await call(server, auth)
     assert len(server.token_requests()) == 1  # no retry, no other grant
@@ -499,6 +501,61 @@ def test_a_workload_grant_takes_one_source_of_its_assertion(tmp_path: Path) -> N
         WorkloadIdentityGrant(assertion="a", assertion_file=tmp_path / "b")
     with pytest.raises(AuthError, match=r"cannot read the assertion file .*missing\.jwt: FileNotFoundError"):
         WorkloadIdentityGrant(assertion_file=tmp_path / "missing.jwt").read()
+
+
+# --- DPoP (RFC 9449, SEP-1932) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nonce", [None, "server-nonce-1"], ids=["no-nonce", "nonces"])
+async def test_dpop_binds_the_token_to_a_key_and_proves_it_on_every_request(
+    server: OAuthServer, nonce: str | None
+) -> None:
+    """Offered by the authorization server: used without being asked; nonces answered by one retry."""
+    server.dpop, server.dpop_nonce = True, nonce
+    store = MemoryTokenStore()
+    response = await call(server, headless(store=store))
+    assert response.status_code == 200, response.text
+    assert server.errors == []  # every proof: typ, key, signature, jti, htm, htu, iat, ath, nonce
+    assert response.request.headers["authorization"].startswith("DPoP ")
+    [(_, token_proof), (_, mcp_proof)] = server.dpop_proofs  # the accepted ones, after any nonce retry
+    assert token_proof["htu"] == f"{server.base}/token" and "ath" not in token_proof
+    assert mcp_proof["htu"] == server.url and mcp_proof["htm"] == "POST" and "ath" in mcp_proof
+    assert {token_proof.get("nonce"), mcp_proof.get("nonce")} == {nonce}
+    assert len(server.token_requests("authorization_code")) == (2 if nonce else 1)
+    [entry] = await store.entries()
+    assert entry.tokens is not None and entry.tokens.token_type == "DPoP" and entry.tokens.dpop_key
+    assert "DPoP-bound" in entry.summary()
+
+
+async def test_a_stored_dpop_token_and_its_key_serve_the_next_run_and_the_refresh(
+    server: OAuthServer,
+) -> None:
+    server.dpop = True
+    store = MemoryTokenStore()
+    assert (await call(server, headless(store=store))).status_code == 200
+    assert (await call(server, headless(store=store))).status_code == 200  # a new OAuth, the stored key
+    server.revoke_access_tokens()
+    assert (await call(server, headless(store=store))).status_code == 200
+    assert server.errors == []
+    assert len(server.seen("/authorize")) == 1 and len(server.token_requests("refresh_token")) == 1
+    assert len(set(server.dpop_bound.values())) == 1  # the refreshed token is bound to the same key
+
+
+async def test_dpop_is_not_used_when_turned_off_or_not_offered(server: OAuthServer) -> None:
+    server.dpop = True
+    response = await call(server, headless(store=MemoryTokenStore(), dpop=False))
+    assert response.request.headers["authorization"].startswith("Bearer ")
+    assert "dpop" not in server.token_requests()[0].headers
+    server.dpop = False
+    response = await call(server, headless(store=MemoryTokenStore()))
+    assert response.request.headers["authorization"].startswith("Bearer ") and server.errors == []
+
+
+def test_dpop_asked_for_needs_es256_among_the_servers_algorithms() -> None:
+    assert use_dpop(None, ["ES256", "RS256"]) and use_dpop(True, None) and not use_dpop(None, None)
+    assert not use_dpop(None, ["RS256"]) and not use_dpop(False, ["ES256"])
+    with pytest.raises(AuthError, match=r"DPoP algorithms \(RS256\) do not include ES256"):
+        use_dpop(True, ["RS256"])
 
 
 @pytest.mark.parametrize(

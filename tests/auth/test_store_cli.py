@@ -259,6 +259,11 @@ def test_the_id_jag_grant_takes_the_id_token_from_the_environment() -> None:
     assert isinstance(auth.grant, EnterpriseGrant) and auth.grant.idp.id_token == "idt"
 
 
+def test_dpop_is_automatic_unless_asked_for() -> None:
+    assert build_auth(parse(), {}).dpop is None  # used when the authorization server offers it
+    assert build_auth(parse("--auth-dpop"), {}).dpop is True
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
