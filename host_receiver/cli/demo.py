@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -214,7 +215,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
             connection = await host.connect(SERVER_NAME, transport)
         except Exception as exc:
             return _fail(f"could not start the demo server: {hooks.describe_error(exc)}")
-        hooks.describe_server(inbox, connection)
+        hooks.describe_server(connection, shlex.join([python, str(server)]), inbox=inbox, console=console)
         arguments = {"version": args.release}
         await say(f"→ calling {TOOL} {json.dumps(arguments)}")
         try:
@@ -352,7 +353,7 @@ class _TracedUI:
         verb = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}[answer.action]
         text = f"form {verb} ({self.transcript.elicit_mode})"
         if answer.content:
-            text += f": {json.dumps(answer.content, ensure_ascii=False)}"
+            text += f": {view.schema.plain(answer.content)}"
         await self.transcript.note(view.server, view.task_id, text)
         return answer
 
