@@ -228,7 +228,20 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         for line in server_report(result):
             await say(line)
         await say(f"\nDone in {time.monotonic() - started:.1f} s.")
+        for line in NEXT_STEPS:
+            await say(line)
         return hooks.EXIT_TOOL_ERROR if result.is_error is True else hooks.EXIT_OK
+
+
+#: What the demo ends with: where to go from here.
+NEXT_STEPS = (
+    "\nNext steps:",
+    "  1. Try your own server: see what it offers, then call a tool (its requests are served meanwhile):",
+    "       host-receiver tools -- COMMAND [ARG...]          (or --url URL for an HTTP server)",
+    "       host-receiver call TOOL key=value -- COMMAND [ARG...]",
+    "  2. Add a real model (an OpenAI-compatible endpoint, or Anthropic), then run the demo again:",
+    "       host-receiver providers add",
+)
 
 
 async def _print(text: str) -> None:
