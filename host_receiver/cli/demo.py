@@ -118,7 +118,7 @@ def demo_command(args: argparse.Namespace) -> int:
     if version is None:
         return _fail(
             f"{python} cannot import the MCP Python SDK (mcp), which the demo server needs. Run "
-            "`bash .ci/setup` (it installs mcp into its own venv and names it in "
+            "`bash .ci/setup --demo` (it installs mcp into its own venv and names it in "
             f"{Path(sys.prefix) / SETTINGS_FILE}), or pass --python with a Python that has mcp 1.x "
             f"(or set ${PYTHON_ENV})."
         )

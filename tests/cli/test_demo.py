@@ -111,7 +111,7 @@ def test_demo_says_how_to_get_the_sdk_when_it_is_missing(env: dict[str, str]) ->
     done = host(env, "demo", "--python", sys.executable)
     assert done.returncode == 2
     assert "cannot import the MCP Python SDK (mcp)" in done.stderr
-    assert "bash .ci/setup" in done.stderr
+    assert "bash .ci/setup --demo" in done.stderr
 
 
 @pytest.mark.slow
@@ -159,7 +159,7 @@ def test_the_demo_finds_its_python_in_the_environments_settings(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_the_readme_demo_needs_no_environment_variable(env: dict[str, str]) -> None:
-    """``bash .ci/setup && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
+    """``bash .ci/setup --demo && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
     if configured_python(str(HOST.parent.parent)) is None:
         if os.environ.get("CI"):
             pytest.fail(f"{HOST.parent.parent / SETTINGS_FILE} is missing: .ci/setup writes it")
