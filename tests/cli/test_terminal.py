@@ -24,8 +24,10 @@ from typing import Any
 import anyio
 import pexpect
 import pytest
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
+from prompt_toolkit.utils import get_cwidth
 
 from host_receiver.approval import (
     Approve,
@@ -526,3 +528,16 @@ async def test_url_consent_shows_the_warnings_and_can_be_cancelled() -> None:
     assert "⚠ The link is not encrypted" in text
     assert "✗ Type one of o, d, c." in text
     assert "✗ Cancelled; nothing was opened" in text
+
+
+@pytest.mark.anyio
+async def test_wide_characters_wrap_by_the_columns_they_take() -> None:
+    screen = io.StringIO()
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            console.write(FormattedText([("class:label", "  note: "), ("", "漢字かな " * 30)]))
+    lines = screen.getvalue().splitlines()
+    # A plain-text screen is 80 columns; each of these characters takes two.
+    assert len(lines) > 1 and all(get_cwidth(line) <= 80 for line in lines)
+    assert all(line.startswith("  漢字かな") for line in lines[1:])  # under the line's indentation
+    assert "".join(lines).replace(" ", "") == "note:" + "漢字かな" * 30
