@@ -4,8 +4,9 @@ Shell blocks run in the checkout with the project's venv first on ``PATH``;
 Python blocks run as scripts, on the interpreter their first line names
 (``# Run with PATH ...``), else on this one; JSON blocks must parse; the one
 ``text`` block is the CLI's synopsis. A block whose first line is ``# not run
-by the README test: WHY`` is left out, and few are. Offline: the provider
-config is absent (the echo provider) and decisions go to a temporary file.
+by the README test: WHY`` is left out, and few are; the test command is one
+of them, and CI (.ci/run) runs its steps. Offline: the provider config is
+absent (the echo provider) and decisions go to a temporary file.
 """
 
 from __future__ import annotations
@@ -58,6 +59,17 @@ def test_every_block_says_its_language_and_few_are_left_out() -> None:
 def test_the_first_command_installs_only_what_the_demo_needs_then_runs_it() -> None:
     first = blocks()[0]
     assert first[1:] == ("bash", "bash .ci/setup --demo && .venv/bin/host-receiver demo\n")
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """The one block left out for being the test suite is what .ci/run runs, step by step."""
+    suite = [code for _, _, code in blocks() if code.startswith(NOT_RUN) and "pytest" in code]
+    assert len(suite) == 1
+    steps = [step.strip() for step in suite[0].splitlines()[1].split("&&")]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert steps == ["bash .ci/setup", ".venv/bin/python -m pytest"]
+    assert all(step in ci for step in steps)
+    assert ci.index(steps[0]) < ci.index(steps[1])
 
 
 @pytest.mark.slow
