@@ -130,18 +130,21 @@ def _wrap_line(line: list[tuple[str, str]], width: int) -> list[tuple[str, str]]
         word = line[word_start:position]
         size = sum(get_cwidth(c) for _, c in word)
         if column > indent and column + len(gap) + size > width:
-            out += [(gap[0][0] if gap else "", "\n"), ("", " " * indent)]
-            column = indent
-            gap = []
+            out += _line_break(indent)
+            column, gap = indent, []
         out += gap
         column += len(gap)
-        for style, char in word:
-            if column + get_cwidth(char) > width and column > indent:
-                out += [("", "\n"), ("", " " * indent)]
+        for style, char in word:  # split only when the word alone is wider than the room
+            if column > indent and column + get_cwidth(char) > width:
+                out += _line_break(indent)
                 column = indent
             out.append((style, char))
             column += get_cwidth(char)
     return out
+
+
+def _line_break(indent: int) -> list[tuple[str, str]]:
+    return [("", "\n"), ("", " " * indent)]
 
 
 class ShowInvisible(Processor):
