@@ -78,6 +78,7 @@ __all__ = [
     "code_grant_endpoints",
     "enterprise_grant",
     "refresh",
+    "workload_identity",
 ]
 
 logger = safe_logger("host_receiver.auth")
@@ -304,7 +305,7 @@ def _token_set(
 async def token_grant(
     http: httpx.AsyncClient,
     server: ServerMetadata,
-    client: ClientIdentity,
+    client: ClientIdentity | None,
     grant_type: str,
     params: Mapping[str, str | Sequence[str] | None],
     *,
@@ -312,14 +313,19 @@ async def token_grant(
     requested: Sequence[str],
     previous_refresh: str | None = None,
 ) -> TokenSet:
-    """One token request at ``server``'s token endpoint, authenticated as ``client``."""
+    """One token request at ``server``'s token endpoint, authenticated as ``client`` (None: no client)."""
     endpoint = server.url("token_endpoint")
     if endpoint is None:
         raise AuthError("the authorization server metadata has no token_endpoint")
     require_secure(endpoint, "token endpoint")
-    method = choose_auth_method(client, server)
-    headers, body = _authenticate(client, method, server, endpoint, _form(grant_type, params))
-    data = await _post_token(http, endpoint, headers, body, what=what, hidden=client.secrets())
+    if client is None:
+        method = "none, no client id"
+        headers, body = {"Accept": "application/json", "Content-Type": _FORM}, _form(grant_type, params)
+    else:
+        method = choose_auth_method(client, server)
+        headers, body = _authenticate(client, method, server, endpoint, _form(grant_type, params))
+    hidden = client.secrets() if client is not None else []
+    data = await _post_token(http, endpoint, headers, body, what=what, hidden=hidden)
     tokens = _token_set(data, endpoint, requested, previous_refresh)
     logger.info(
         "%s at %s succeeded (client authentication %s)%s",
@@ -537,5 +543,31 @@ async def enterprise_grant(
         JWT_BEARER,
         {"assertion": grant, "scope": tuple(scopes), "resource": resource},
         what="JWT bearer grant",
+        requested=scopes,
+    )
+
+
+async def workload_identity(
+    http: httpx.AsyncClient,
+    server: ServerMetadata,
+    client: ClientIdentity | None,
+    assertion: str,
+    *,
+    resource: str,
+    scopes: Sequence[str],
+) -> TokenSet:
+    """SEP-1933: the JWT a workload's platform issued it, as an RFC 7523 authorization grant.
+
+    No client registration is needed: without a pre-registered client the
+    request carries no client id. A refusal is final (no retry, no other grant).
+    """
+    _require_grant(server, JWT_BEARER)
+    return await token_grant(
+        http,
+        server,
+        client,
+        JWT_BEARER,
+        {"assertion": assertion, "scope": tuple(scopes), "resource": resource},
+        what="workload identity (JWT bearer) grant",
         requested=scopes,
     )

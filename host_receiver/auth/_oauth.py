@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import anyio
 import httpx
@@ -48,6 +49,7 @@ from host_receiver.auth._flow import (
     code_grant_endpoints,
     enterprise_grant,
     refresh,
+    workload_identity,
 )
 from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._registration import PreRegisteredClient, check_metadata_url, identify
@@ -63,6 +65,7 @@ __all__ = [
     "EnterpriseGrant",
     "Grant",
     "OAuth",
+    "WorkloadIdentityGrant",
 ]
 
 logger = safe_logger("host_receiver.auth")
@@ -90,7 +93,41 @@ class EnterpriseGrant:
     idp: EnterpriseIdp = field(repr=False)
 
 
-Grant = AuthorizationCodeGrant | ClientCredentialsGrant | EnterpriseGrant
+@dataclass(frozen=True)
+class WorkloadIdentityGrant:
+    """SEP-1933 workload identity: a JWT the workload's platform issued it (RFC 7523 JWT bearer grant).
+
+    ``assertion`` is the JWT; ``assertion_file`` a file holding it, read again for
+    every token request (platforms rotate it). No client registration is needed; a
+    pre-registered client's id goes along when given.
+    """
+
+    assertion: str | None = field(default=None, repr=False)
+    assertion_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.assertion is None) == (self.assertion_file is None):
+            raise AuthError(
+                "the workload identity grant takes an assertion or an assertion file, one of them"
+            )
+
+    def read(self) -> str:
+        """The assertion, as it is now."""
+        if self.assertion is not None:
+            return self.assertion
+        assert self.assertion_file is not None
+        try:
+            text = self.assertion_file.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AuthError(
+                f"cannot read the assertion file {self.assertion_file}: {type(exc).__name__}"
+            ) from None
+        if not text:
+            raise AuthError(f"the assertion file {self.assertion_file} is empty")
+        return text
+
+
+Grant = AuthorizationCodeGrant | ClientCredentialsGrant | EnterpriseGrant | WorkloadIdentityGrant
 
 
 @dataclass
@@ -131,7 +168,7 @@ class OAuth(httpx.Auth):
         self.grant: Grant = grant if grant is not None else AuthorizationCodeGrant()
         self.client = client
         self.client_metadata_url = check_metadata_url(client_metadata_url) if client_metadata_url else None
-        if not isinstance(self.grant, AuthorizationCodeGrant) and client is None:
+        if isinstance(self.grant, ClientCredentialsGrant | EnterpriseGrant) and client is None:
             raise AuthError("client credentials and the enterprise grant need a pre-registered client id")
         self._store = store
         self.client_name = client_name
@@ -311,6 +348,12 @@ class OAuth(httpx.Auth):
             return entry, await client_credentials(
                 http, server, self.client.identity(), resource=resource, scopes=scopes
             )
+        if isinstance(grant, WorkloadIdentityGrant):
+            client = self.client.identity() if self.client is not None else None
+            tokens = await workload_identity(
+                http, server, client, grant.read(), resource=resource, scopes=scopes
+            )
+            return entry, tokens
         if isinstance(grant, EnterpriseGrant):
             assert self.client is not None
             tokens = await enterprise_grant(

@@ -115,6 +115,7 @@ class OAuthServer:
     withhold_scopes: frozenset[str] = frozenset()  # never granted, though asked for
     login_page: bool = False  # /authorize answers 200 (a sign-in page) instead of redirecting
     echo_refusal: str | None = None  # a grant_type refused with everything the request sent echoed back
+    workload_assertions: set[str] = field(default_factory=set)  # JWT bearer grants taken without a client
     unauthorized_body: int = 0  # > 0: the MCP endpoint's 401 carries a gzip body inflating to this many bytes
     # --- records -------------------------------------------------------------------------
     log: list[Seen] = field(default_factory=list)
@@ -286,6 +287,14 @@ class OAuthServer:
         if echoed is not None:
             return echoed
         params = seen.params
+        if (
+            params.get("grant_type") == JWT_BEARER
+            and "client_id" not in params
+            and not seen.headers.get("authorization")
+        ):  # workload identity: the assertion alone
+            if params.get("assertion") not in self.workload_assertions:
+                return 400, {"error": "invalid_grant", "error_description": "unknown workload"}
+            return 200, self._issue(tuple(params.get("scope", "").split()), "workload")
         client = self._client_of(seen)
         if client is None:
             self.errors.append("client authentication failed")

@@ -10,6 +10,7 @@ import logging
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -30,6 +31,7 @@ from host_receiver.auth import (
     OAuth,
     PreRegisteredClient,
     SystemBrowser,
+    WorkloadIdentityGrant,
 )
 from host_receiver.errors import (
     AuthError,
@@ -459,6 +461,44 @@ async def test_the_enterprise_grant_exchanges_the_id_token_then_presents_the_id_
     assert bearer.headers["authorization"].startswith("Basic ")
     assert isinstance(auth.grant, EnterpriseGrant)
     assert CLIENT_SECRET not in repr(auth) and ID_TOKEN not in repr(auth.grant) + repr(auth.grant.idp)
+
+
+async def test_workload_identity_presents_the_platforms_jwt_read_afresh_and_no_client(
+    server: OAuthServer, tmp_path: Path
+) -> None:
+    """SEP-1933: no registration, no browser; a rotated assertion file is read again."""
+    server.workload_assertions = {"wl-first", "wl-rotated"}
+    assertion = tmp_path / "workload.jwt"
+    assertion.write_text("wl-first\n")
+    auth = OAuth(grant=WorkloadIdentityGrant(assertion_file=assertion), store=MemoryTokenStore())
+    assert (await call(server, auth)).status_code == 200
+    assertion.write_text("wl-rotated\n")
+    server.revoke_access_tokens()
+    assert (await call(server, auth)).status_code == 200
+    requests = server.token_requests(JWT_BEARER)
+    assert [seen.params["assertion"] for seen in requests] == ["wl-first", "wl-rotated"]
+    assert all("client_id" not in seen.params and "authorization" not in seen.headers for seen in requests)
+    assert {seen.params["resource"] for seen in requests} == {server.url}
+    assert server.seen("/register") == [] and server.seen("/authorize") == []
+
+
+async def test_a_refused_workload_assertion_is_final_and_never_shown(server: OAuthServer) -> None:
+    auth = OAuth(grant=WorkloadIdentityGrant(assertion="wl-expired-secret"), store=MemoryTokenStore())
+    with pytest.raises(
+        TokenRequestError, match=r"refused the workload identity \(JWT bearer\) grant: invalid_grant \(unknown workload\)"
+    ):
+        await call(server, auth)
+    assert len(server.token_requests()) == 1  # no retry, no other grant
+    assert "wl-expired-secret" not in repr(auth) + repr(auth.grant)
+
+
+def test_a_workload_grant_takes_one_source_of_its_assertion(tmp_path: Path) -> None:
+    with pytest.raises(AuthError, match="an assertion or an assertion file, one of them"):
+        WorkloadIdentityGrant()
+    with pytest.raises(AuthError, match="an assertion or an assertion file, one of them"):
+        WorkloadIdentityGrant(assertion="a", assertion_file=tmp_path / "b")
+    with pytest.raises(AuthError, match=r"cannot read the assertion file .*missing\.jwt: FileNotFoundError"):
+        WorkloadIdentityGrant(assertion_file=tmp_path / "missing.jwt").read()
 
 
 @pytest.mark.parametrize(
