@@ -22,7 +22,11 @@ Rules:
   the medium answers every request. When the binding mirrors headers
   (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
   each modern request carries its headers, and ``tools/list`` leaves out
-  tools whose header annotations break the binding's rules.
+  tools whose header annotations break the binding's rules. A ``tools/call``
+  of a tool whose definition is not known lists the tools first (every page,
+  once per connection; again after ``notifications/tools/list_changed`` or a
+  -32020), and one of a tool left out is refused (:class:`InvalidToolHeaders`
+  naming the annotation), so no call goes without its ``Mcp-Param-*``.
 - One way to serve the server: a ``receiver`` (anything that offers
   ``capabilities(version)`` and ``attach(peer)``, such as
   :class:`~host_receiver.receiver.Receiver`). The connection advertises the
@@ -552,6 +556,9 @@ class ClientConnection:
                 params["task"] = augment
                 result = await self._legacy_task_call(params, timeout, on_progress, on_task)
                 return parse_result(CallToolResult, "tools/call", result, server=self.name)
+        elif self._mirror is not None:  # its x-mcp-header annotations are mirrored: know them first
+            await self.tool_definition(name, timeout=timeout)
+            self._mirror.check_callable(name, self.name)
         try:
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
@@ -559,6 +566,8 @@ class ClientConnection:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
+            if self._mirror is not None:
+                self._mirror.check_callable(name, self.name)
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
