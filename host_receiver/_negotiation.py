@@ -35,6 +35,9 @@ Compatibility"):
 - A version nobody shares, and a capability the server requires but this
   client did not declare (-32021), end in an error naming what is missing
   (in ``auto`` mode, every version this client speaks).
+- A -32022 whose ``supported`` lists the very version that was requested
+  contradicts itself: the request is sent once more, unchanged; refused
+  again, it ends in an error saying just that (:func:`version_refused`).
 - The reason for a fallback is logged at DEBUG: the connection's one INFO
   line names the era.
 - The agreement is a property of the connection, found once (the spec's
@@ -179,6 +182,7 @@ class _Talk:
             raise _not_modern(name, offered, answer)
 
         tried: set[str] = set()
+        retried = False
         while True:
             tried.add(offered)
             try:
@@ -196,6 +200,12 @@ class _Talk:
                         f"{name} refused this client's headers: {safe_text(exc.message, _QUOTED)}"
                     ) from None
                 supported = _versions(exc.data)
+                if offered in supported:
+                    if retried:
+                        raise version_refused(name, "server/discover", offered, exc, again=True) from None
+                    logger.debug("%s refused %s although it lists it as supported; once more", name, offered)
+                    retried = True
+                    continue
                 mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
                 if mutual:
                     offered = mutual[0]
@@ -325,9 +335,23 @@ def missing_capability(server: str, method: str, error: RpcError) -> MissingCapa
     return _missing(server, method, error)
 
 
-def version_refused(server: str, method: str, version: str, error: RpcError) -> UnsupportedProtocolVersion:
-    """The clear error for a -32022 answer to ``method`` once ``version`` was agreed."""
-    theirs = ", ".join(_versions(error.data)) or "none it would name"
+def lists_refused_version(version: str, error: RpcError) -> bool:
+    """Whether a -32022 lists as supported the ``version`` it refused (sent once more, then an error)."""
+    return version in _versions(error.data)
+
+
+def version_refused(
+    server: str, method: str, version: str, error: RpcError, *, again: bool = False
+) -> UnsupportedProtocolVersion:
+    """The clear error for a -32022 answer to ``method`` in ``version`` (the agreed one, or the
+    one probed); ``again``: the second such answer, although it lists ``version`` as supported."""
+    if again:
+        return UnsupportedProtocolVersion(
+            f"{server} refused {method} in MCP {version} twice with -32022 (unsupported protocol "
+            f"version), although the error lists {version} as supported; the server contradicts itself "
+            f"({safe_text(error.message, _QUOTED)})"
+        )
+    theirs = safe_text(", ".join(_versions(error.data)), _QUOTED) or "none it would name"
     return UnsupportedProtocolVersion(
         f"{server} refused {method} in MCP {version}, the version agreed (it supports {theirs}); "
         "a new connection agrees on a version afresh"

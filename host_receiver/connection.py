@@ -76,7 +76,13 @@ import anyio
 
 from host_receiver._input_rounds import with_input_rounds
 from host_receiver._mirror import HeaderMirror
-from host_receiver._negotiation import Agreement, agree, missing_capability, version_refused
+from host_receiver._negotiation import (
+    Agreement,
+    agree,
+    lists_refused_version,
+    missing_capability,
+    version_refused,
+)
 from host_receiver._remote_tasks import TaskHandle, TaskNews, TaskObserver, follow_legacy_task, follow_task
 from host_receiver.errors import (
     INTERNAL_ERROR,
@@ -434,16 +440,25 @@ class ClientConnection:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         stamped = self._stamped(params)
         headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
-        try:
-            result = await self._session.request(
-                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
-            )
-        except RpcError as exc:
-            if exc.code == UNSUPPORTED_VERSION:
-                raise version_refused(self.name, method, self.protocol_version, exc) from None
-            if exc.code == MISSING_CAPABILITY:
-                raise missing_capability(self.name, method, exc) from None
-            raise
+        version, again = self.protocol_version, False
+        while True:
+            try:
+                result = await self._session.request(
+                    method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
+                )
+                break
+            except RpcError as exc:
+                if exc.code == UNSUPPORTED_VERSION:
+                    if not again and lists_refused_version(version, exc):
+                        logger.info(
+                            "%s refused %s in %s, which it lists: once more", self.name, method, version
+                        )
+                        again = True
+                        continue
+                    raise version_refused(self.name, method, version, exc, again=again) from None
+                if exc.code == MISSING_CAPABILITY:
+                    raise missing_capability(self.name, method, exc) from None
+                raise
         if method not in _ROUND_METHODS and result.get("resultType") == "input_required":
             raise BadResult(
                 f"{self.name} answered {method} with input_required, which only "

@@ -310,6 +310,57 @@ async def test_a_version_refused_after_the_agreement_is_a_clear_error_naming_bot
     assert len(server.requests_of("tools/call")) == 1
 
 
+SELF_CONTRADICTING = RpcError(
+    -32022, "Unsupported protocol version", {"supported": [MODERN], "requested": MODERN}
+)
+
+
+async def test_a_32022_listing_the_version_it_refused_is_retried_once_and_the_retry_answers() -> None:
+    """The conformance runner's request-metadata scenario: the first request of a version is refused
+    with an error that lists that very version; one retry of the same request passes."""
+    refusals = [SELF_CONTRADICTING]
+
+    async def flaky(request: Request) -> dict[str, Any]:
+        if refusals:
+            raise refusals.pop()
+        return server.discover_result()
+
+    async def also_flaky(call: ToolCall) -> str:
+        if not call_refused:
+            call_refused.append(True)
+            raise SELF_CONTRADICTING
+        return "done"
+
+    call_refused: list[bool] = []
+    server = FakeServer(
+        protocol_version=MODERN, tools={"once": also_flaky}, methods={"server/discover": flaky}
+    )
+    async with connected(server) as connection:
+        assert connection.protocol_version == MODERN
+        assert (await connection.call_tool("once")).text == "done"
+    assert [r.method for r in server.requests] == ["server/discover"] * 2 + ["tools/call"] * 2
+
+
+@pytest.mark.parametrize("where", ["server/discover", "tools/call"])
+async def test_a_32022_listing_the_version_it_refused_twice_says_exactly_that(where: str) -> None:
+    async def refuse(request: Request) -> dict[str, Any]:
+        raise SELF_CONTRADICTING
+
+    async def refuse_call(call: ToolCall) -> str:
+        raise SELF_CONTRADICTING
+
+    methods = {"server/discover": refuse} if where == "server/discover" else {}
+    server = FakeServer(protocol_version=MODERN, tools={"refused": refuse_call}, methods=methods)
+    async with server, Host(receiver()) as host:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            connection = await host.connect("fake", server.transport)
+            await connection.call_tool("refused")
+    assert f"refused {where} in MCP 2026-07-28 twice with -32022" in str(raised.value)
+    assert "although the error lists 2026-07-28 as supported" in str(raised.value)
+    assert "share no MCP protocol version" not in str(raised.value)
+    assert len(server.requests_of(where)) == 2
+
+
 async def test_a_missing_capability_names_what_is_missing() -> None:
     async def needs_url(call: ToolCall) -> str:
         raise RpcError(
