@@ -40,8 +40,12 @@ Compatibility"):
   again, it ends in an error saying just that (:func:`version_refused`).
 - The reason for a fallback is logged at DEBUG: the connection's one INFO
   line names the era.
-- The agreement is a property of the connection, found once (the spec's
-  cache "for the lifetime of the server process or origin").
+- The agreement is a property of the connection, found once; a ``Host``
+  keeps the version each HTTP origin agreed on (the spec's cache "for the
+  lifetime of the server process or origin") and gives it to the next
+  connection there as ``known_version``: in ``auto`` mode a known legacy
+  version is offered with ``initialize`` at once, with no probe; should that
+  fail (the server changed), the probe runs as for an unknown server.
 - What a server wrote (its name, versions, error messages, capability names)
   is quoted in these errors escaped and cut (:func:`host_receiver.sanitize.safe_text`):
   a host shows them as they are.
@@ -128,8 +132,10 @@ async def agree(
     capabilities_for: CapabilitiesFor,
     silence_means_legacy: bool = True,
     mirror: HeaderMirror | None = None,
+    known_version: str | None = None,
 ) -> Agreement:
-    """Find the era and version to speak (rules in the module docstring), as ``options`` choose."""
+    """Find the era and version to speak (rules in the module docstring), as ``options`` choose;
+    ``known_version``: what the server's origin agreed on before."""
     protocol = options.protocol
     talk = _Talk(
         session,
@@ -143,6 +149,11 @@ async def agree(
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)
     auto = protocol == AUTO
+    if auto and known_version in LEGACY_VERSIONS:
+        try:
+            return await talk.initialize(str(known_version), auto=True)
+        except (RpcError, ProtocolError, HttpStatusError) as exc:
+            logger.debug("%s no longer answers as before (%s); probing afresh", session.name, exc)
     found = await talk.probe(LATEST_MODERN_VERSION if auto else protocol, auto=auto, fallback=auto)
     if isinstance(found, Agreement):
         return found

@@ -223,8 +223,10 @@ class ClientConnection:
         receiver: ServesServers,
         options: ConnectionOptions,
         name: str | None = None,
+        known_version: str | None = None,
     ) -> None:
         self._stream = stream
+        self._known_version = known_version  # what the server's origin agreed on before, if known
         self._binding = stream.extra(StreamAttribute.binding, None)
         self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
@@ -276,10 +278,17 @@ class ClientConnection:
     @classmethod
     @asynccontextmanager
     async def _connected(
-        cls, transport: Transport, receiver: ServesServers, options: ConnectionOptions, name: str | None
+        cls,
+        transport: Transport,
+        receiver: ServesServers,
+        options: ConnectionOptions,
+        name: str | None,
+        known_version: str | None = None,
     ) -> AsyncIterator[Self]:
         async with transport.connect() as stream:
-            connection = cls(stream, receiver=receiver, options=options, name=name)
+            connection = cls(
+                stream, receiver=receiver, options=options, name=name, known_version=known_version
+            )
             async with connection._opened():
                 yield connection
 
@@ -295,6 +304,7 @@ class ClientConnection:
                 capabilities_for=self.capabilities_for,
                 silence_means_legacy=not self._stream.extra(StreamAttribute.answers_every_request, False),
                 mirror=self._mirror,
+                known_version=self._known_version,
             )
             if not self._named:
                 session.rename(agreement.server_info.name)

@@ -26,6 +26,9 @@ Rules:
   tasks are cancelled, so every ``tasks/result`` waiting on one is answered,
   and every request still in flight is answered -32603 before the server's
   input closes (:meth:`ClientConnection.wind_down`).
+- The era is cached per HTTP origin (scheme, host, port): a connection to an
+  origin that agreed on a legacy version before skips the ``server/discover``
+  probe (``auto`` mode; it probes afresh if the handshake fails).
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ class ServerConnection(ClientConnection):
         receiver: ServesServers,
         options: ConnectionOptions,
         name: str,
+        known_version: str | None = None,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Connect, hand the connection to ``task_status``, and serve until it ends.
@@ -85,7 +89,7 @@ class ServerConnection(ClientConnection):
         """
         server: ServerConnection | None = None
         try:
-            async with cls._connected(transport, receiver, options, name) as server:
+            async with cls._connected(transport, receiver, options, name, known_version) as server:
                 task_status.started(server)
                 await server._serve()
         except Exception as exc:
@@ -146,6 +150,7 @@ class Host:
         self.receiver = receiver
         self._options = options_from_keywords(options, deprecated, "Host")
         self.servers: dict[str, ServerConnection] = {}
+        self._versions: dict[str, str] = {}  # the version each HTTP origin agreed on (auto mode)
         self._lifetime = AsyncExitStack()
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -214,10 +219,28 @@ class Host:
             raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
         if name in self.servers and not self.servers[name].closed:
             raise ValueError(f"a server named {name!r} is already connected")
-        run = partial(ServerConnection.run, transport, receiver=self.receiver, options=options, name=name)
+        origin = _origin(transport)
+        run = partial(
+            ServerConnection.run,
+            transport,
+            receiver=self.receiver,
+            options=options,
+            name=name,
+            known_version=self._versions.get(origin) if origin is not None else None,
+        )
         server: ServerConnection = await self._group.start(run)
         self.servers[name] = server
+        if origin is not None:
+            self._versions[origin] = server.protocol_version
         return server
+
+
+def _origin(transport: Transport) -> str | None:
+    """The origin (scheme, host, port) of an HTTP transport's URL; None for any other transport."""
+    if not isinstance(transport, HttpTransport):
+        return None
+    url = httpx.URL(transport.url)
+    return f"{url.scheme}://{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
 
 
 def tune_gc_for_serving() -> None:
