@@ -29,6 +29,13 @@ Rules:
 - The era is cached per HTTP origin (scheme, host, port): a connection to an
   origin that agreed on a legacy version before skips the ``server/discover``
   probe (``auto`` mode; it probes afresh if the handshake fails).
+- A Streamable HTTP connection whose handshake gets HTTP 400, 404 or 405
+  without a modern JSON-RPC error (its server predates Streamable HTTP)
+  falls back to the HTTP+SSE transport of 2024-11-05 at the same URL, with
+  the same headers and auth, and the ``initialize`` handshake (unless the
+  protocol is pinned to 2026-07-28); a server that serves neither fails with
+  both answers named (2026-07-28 streamable-http.mdx, "Backward
+  Compatibility").
 """
 
 from __future__ import annotations
@@ -45,11 +52,14 @@ import anyio.abc
 import httpx
 
 from host_receiver.connection import ClientConnection, ServesServers
-from host_receiver.options import ConnectionOptions, options_from_keywords
+from host_receiver.errors import HttpStatusError, TransportError
+from host_receiver.options import AUTO, ConnectionOptions, options_from_keywords
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
+from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
@@ -220,19 +230,52 @@ class Host:
         if name in self.servers and not self.servers[name].closed:
             raise ValueError(f"a server named {name!r} is already connected")
         origin = _origin(transport)
+        known = self._versions.get(origin) if origin is not None else None
+        try:
+            server = await self._start(name, transport, options, known)
+        except HttpStatusError as exc:
+            legacy_allowed = options.protocol == AUTO or options.protocol in LEGACY_VERSIONS
+            if not (isinstance(transport, HttpTransport) and exc.status in _OLD_SERVER and legacy_allowed):
+                raise
+            server = await self._fall_back_to_sse(name, transport, options, exc)
+        self.servers[name] = server
+        if origin is not None:
+            self._versions[origin] = server.protocol_version
+        return server
+
+    async def _start(
+        self, name: str, transport: Transport, options: ConnectionOptions, known_version: str | None
+    ) -> ServerConnection:
+        assert self._group is not None
         run = partial(
             ServerConnection.run,
             transport,
             receiver=self.receiver,
             options=options,
             name=name,
-            known_version=self._versions.get(origin) if origin is not None else None,
+            known_version=known_version,
         )
         server: ServerConnection = await self._group.start(run)
-        self.servers[name] = server
-        if origin is not None:
-            self._versions[origin] = server.protocol_version
         return server
+
+    async def _fall_back_to_sse(
+        self, name: str, http: HttpTransport, options: ConnectionOptions, refused: HttpStatusError
+    ) -> ServerConnection:
+        """The same URL over the HTTP+SSE transport, with ``initialize`` (rules above)."""
+        logger.info("%s: Streamable HTTP got HTTP %d; trying the HTTP+SSE transport", name, refused.status)
+        sse = SseTransport(
+            http.url, headers=http.headers, auth=http.auth, max_message_size=http.max_message_size
+        )
+        try:
+            return await self._start(name, sse, options, LATEST_LEGACY_VERSION)
+        except TransportError as exc:
+            raise HttpStatusError(
+                f"{refused}; nor does it serve the HTTP+SSE transport: {exc}", refused.status
+            ) from None
+
+
+#: The statuses of a Streamable HTTP POST that may mean a server of the HTTP+SSE transport.
+_OLD_SERVER = frozenset({400, 404, 405})
 
 
 def _origin(transport: Transport) -> str | None:

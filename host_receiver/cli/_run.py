@@ -109,7 +109,7 @@ def add_run_command(commands: Any) -> None:
 
 def add_connection_options(run: argparse.ArgumentParser) -> None:
     """What every command that talks to one server takes: the server, the protocol, the hooks."""
-    run.add_argument("--url", help="the Streamable HTTP endpoint of the server")
+    run.add_argument("--url", help="the server's URL: its Streamable HTTP (or 2024-11-05 HTTP+SSE) endpoint")
     add_servers_options(run)
     run.add_argument(
         "--header",

@@ -12,6 +12,8 @@ Tools:
 - ``wait`` (``taskSupport: "optional"``): works until it is cancelled (or
   ``seconds`` pass); as a plain call it answers at once.
 - ``statuses`` (plain): JSON of every task this process ran, ``{taskId: status}``.
+- ``ask`` (plain): asks the client a form and samples, as ``research`` does,
+  through plain server requests on the session (no task).
 
 Run it with the peer's own interpreter:
 
@@ -63,7 +65,11 @@ TOOLS = [
         execution=types.ToolExecution(taskSupport=types.TASK_OPTIONAL),
     ),
     types.Tool(name="statuses", description="Every task's status.", inputSchema={"type": "object"}),
+    types.Tool(name="ask", description="Ask a form, then sample.", inputSchema={"type": "object"}),
 ]
+
+
+TOPIC: types.ElicitRequestedSchema = {"type": "object", "properties": {"topic": {"type": "string"}}}
 
 
 def ask(words: str) -> types.SamplingMessage:
@@ -88,15 +94,18 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResul
             statuses[task_id] = task.status if task is not None else "gone"
         return text(json.dumps(statuses))
     ctx = server.request_context
+    if name == "ask":
+        asked = await ctx.session.elicit_form("What should I ask?", TOPIC)
+        topic = (asked.content or {}).get("topic", "nothing") if asked.action == "accept" else asked.action
+        sampled = await ctx.session.create_message([ask(f"summarise {topic}")], max_tokens=50)
+        summary = sampled.content.text if isinstance(sampled.content, types.TextContent) else "?"
+        return text(f"topic: {topic}; summary: {summary}")
     if name == "wait" and not ctx.experimental.is_task:
         return text("done at once")
 
     async def research(task: ServerTaskContext) -> types.CallToolResult:
         await task.update_status("asking what to research")
-        asked = await task.elicit(
-            message="What should I research?",
-            requestedSchema={"type": "object", "properties": {"topic": {"type": "string"}}},
-        )
+        asked = await task.elicit(message="What should I research?", requestedSchema=TOPIC)
         topic = (asked.content or {}).get("topic", "nothing") if asked.action == "accept" else asked.action
         await task.update_status(f"summarising {topic}")
         sampled = await task.create_message(
