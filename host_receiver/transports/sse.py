@@ -25,7 +25,9 @@ Rules (2024-11-05 transports.mdx, "HTTP with SSE"):
   ``anyio.EndOfStream``); a broken one raises :class:`TransportError`.
   Leaving ``connect()`` closes it. No session header, no resumption, no
   mirrored headers.
-- ``headers`` and an ``httpx.Auth`` go on every request.
+- ``headers`` and an ``httpx.Auth`` go on every request; the client is made
+  as Streamable HTTP's is (the lean pool for plain ``http``, bodies inflated
+  in bounded pieces: :mod:`host_receiver._http_body`).
 
 Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``.
 """
@@ -41,6 +43,8 @@ import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host_receiver._concurrency import background_task_group
+from host_receiver._http_body import decoded
+from host_receiver._http_pool import lean_transport_for
 from host_receiver.errors import HttpStatusError, InvalidMessage, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.jsonrpc import Message, dumps_message
@@ -84,7 +88,11 @@ class SseTransport(Transport):
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[MessageStream]:
         client = httpx.AsyncClient(
-            headers=self.headers, auth=self.auth, timeout=self.timeout, follow_redirects=True
+            transport=lean_transport_for(self.url),
+            headers=self.headers,
+            auth=self.auth,
+            timeout=self.timeout,
+            follow_redirects=True,
         )
         incoming_in, incoming = anyio.create_memory_object_stream[Message | InvalidMessage](_INCOMING_BUFFER)
         async with client, client.stream("GET", self.url, headers={"accept": SSE}) as response:
@@ -93,7 +101,7 @@ class SseTransport(Transport):
                 raise TransportError(
                     f"{self.url} answered GET with {content_type(response) or 'no content type'}"
                 )
-            events = read_events(response.aiter_bytes(), self.max_message_size)
+            events = read_events(decoded(response), self.max_message_size)
             endpoint = await self._endpoint(events)
             stream = _SseStream(client, endpoint, incoming)
             async with background_task_group() as tasks:
