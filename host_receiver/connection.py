@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 580 lines, one idea: the connection's own state, its agreement and
+(About 690 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -22,7 +22,11 @@ Rules:
   the medium answers every request. When the binding mirrors headers
   (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
   each modern request carries its headers, and ``tools/list`` leaves out
-  tools whose header annotations break the binding's rules.
+  tools whose header annotations break the binding's rules. A ``tools/call``
+  of a tool whose definition is not known lists the tools first (every page,
+  once per connection; again after ``notifications/tools/list_changed`` or a
+  -32020), and one of a tool left out is refused (:class:`InvalidToolHeaders`
+  naming the annotation), so no call goes without its ``Mcp-Param-*``.
 - One way to serve the server: a ``receiver`` (anything that offers
   ``capabilities(version)`` and ``attach(peer)``, such as
   :class:`~host_receiver.receiver.Receiver`). The connection advertises the
@@ -48,6 +52,13 @@ Rules:
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
+- On a legacy connection, ``call_tool`` task-augments the call when asked
+  (``task=True``) or when the tool's ``execution.taskSupport`` is
+  ``"required"`` (the definition comes from ``tools/list``, listed once and
+  again after ``notifications/tools/list_changed``), never without the
+  server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
+  follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
+  the server's ``notifications/tasks/status`` about it go there).
 - Leaving the context closes the session, detaches from the receiver, then
   closes the transport. Everything the connection holds is given to its
   constructor; what it learns (the receiver's scope, the agreement) it sets
@@ -65,8 +76,14 @@ import anyio
 
 from host_receiver._input_rounds import with_input_rounds
 from host_receiver._mirror import HeaderMirror
-from host_receiver._negotiation import Agreement, agree, missing_capability, version_refused
-from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
+from host_receiver._negotiation import (
+    Agreement,
+    agree,
+    lists_refused_version,
+    missing_capability,
+    version_refused,
+)
+from host_receiver._remote_tasks import TaskHandle, TaskNews, TaskObserver, follow_legacy_task, follow_task
 from host_receiver.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -96,7 +113,7 @@ from host_receiver.protocol.results import (
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
-from host_receiver.sanitize import safe_id, safe_logger
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -206,8 +223,10 @@ class ClientConnection:
         receiver: ServesServers,
         options: ConnectionOptions,
         name: str | None = None,
+        known_version: str | None = None,
     ) -> None:
         self._stream = stream
+        self._known_version = known_version  # what the server's origin agreed on before, if known
         self._binding = stream.extra(StreamAttribute.binding, None)
         self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
@@ -215,6 +234,8 @@ class ClientConnection:
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
+        self._tools: dict[str, ListedTool] | None = None  # the last full tools/list, until it changes
+        self._task_news = TaskNews()
         self._session = Session(
             stream,
             request_handler=self._on_request,
@@ -257,10 +278,17 @@ class ClientConnection:
     @classmethod
     @asynccontextmanager
     async def _connected(
-        cls, transport: Transport, receiver: ServesServers, options: ConnectionOptions, name: str | None
+        cls,
+        transport: Transport,
+        receiver: ServesServers,
+        options: ConnectionOptions,
+        name: str | None,
+        known_version: str | None = None,
     ) -> AsyncIterator[Self]:
         async with transport.connect() as stream:
-            connection = cls(stream, receiver=receiver, options=options, name=name)
+            connection = cls(
+                stream, receiver=receiver, options=options, name=name, known_version=known_version
+            )
             async with connection._opened():
                 yield connection
 
@@ -276,6 +304,7 @@ class ClientConnection:
                 capabilities_for=self.capabilities_for,
                 silence_means_legacy=not self._stream.extra(StreamAttribute.answers_every_request, False),
                 mirror=self._mirror,
+                known_version=self._known_version,
             )
             if not self._named:
                 session.rename(agreement.server_info.name)
@@ -317,6 +346,10 @@ class ClientConnection:
         return self._serving.answer(request)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/tasks/status" and self._task_news.deliver(params):
+            return  # about a task this connection follows
+        if method == "notifications/tools/list_changed":
+            self._tools = None
         await self._serving.handle_notification(method, params)
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -417,16 +450,25 @@ class ClientConnection:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         stamped = self._stamped(params)
         headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
-        try:
-            result = await self._session.request(
-                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
-            )
-        except RpcError as exc:
-            if exc.code == UNSUPPORTED_VERSION:
-                raise version_refused(self.name, method, self.protocol_version, exc) from None
-            if exc.code == MISSING_CAPABILITY:
-                raise missing_capability(self.name, method, exc) from None
-            raise
+        version, again = self.protocol_version, False
+        while True:
+            try:
+                result = await self._session.request(
+                    method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
+                )
+                break
+            except RpcError as exc:
+                if exc.code == UNSUPPORTED_VERSION:
+                    if not again and lists_refused_version(version, exc):
+                        logger.info(
+                            "%s refused %s in %s, which it lists: once more", self.name, method, version
+                        )
+                        again = True
+                        continue
+                    raise version_refused(self.name, method, version, exc, again=again) from None
+                if exc.code == MISSING_CAPABILITY:
+                    raise missing_capability(self.name, method, exc) from None
+                raise
         if method not in _ROUND_METHODS and result.get("resultType") == "input_required":
             raise BadResult(
                 f"{self.name} answered {method} with input_required, which only "
@@ -481,10 +523,25 @@ class ClientConnection:
             tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:
+                self._tools = {tool.name: tool for tool in tools}
                 return tools
             if not isinstance(cursor, str) or cursor in seen:
                 raise ProtocolError(f"tools/list returned a bad or repeated cursor: {safe_id(cursor)}")
             seen.add(cursor)
+
+    async def tool_definition(self, name: str, *, timeout: float | None = None) -> ListedTool | None:
+        """The tool ``name`` as the server lists it (None if it lists no such tool).
+
+        The tools are listed (every page) when no full list is known yet, or
+        the server said it changed (``notifications/tools/list_changed``);
+        otherwise the last list answers. A server without the ``tools``
+        capability lists none.
+        """
+        if self._tools is None:
+            if "tools" not in self.server_capabilities:
+                return None
+            await self.list_tools(timeout=timeout)
+        return self._tools.get(name) if self._tools is not None else None
 
     async def call_tool(
         self,
@@ -494,6 +551,8 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_task: TaskObserver | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
     ) -> CallToolResult:
         """Call a tool and return its final :class:`CallToolResult`.
 
@@ -501,12 +560,30 @@ class ClientConnection:
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
         ``on_task`` is told every state of that task. ``timeout`` applies to
-        each request sent. A result that breaks the schema is a
-        :class:`BadResult` naming the field.
+        each request sent (but ``tasks/result``, which waits for the task's
+        end). A result that breaks the schema is a :class:`BadResult` naming
+        the field.
+
+        ``task`` is for 2025-11-25 servers (a 2026-07-28 server decides
+        itself): True sends the call task-augmented (with ``task_ttl_ms`` as
+        the ttl asked for, if given), False never, None (the default) when the
+        tool's ``execution.taskSupport`` is ``"required"`` (the tools are
+        listed first if the definition is not known). The task is followed to
+        its end as above. Asking for a task a server or tool does not offer is
+        a :class:`ProtocolError` saying which.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if self.era is Era.LEGACY:
+            augment = await self._task_member(name, task, task_ttl_ms, timeout)
+            if augment is not None:
+                params["task"] = augment
+                result = await self._legacy_task_call(params, timeout, on_progress, on_task)
+                return parse_result(CallToolResult, "tools/call", result, server=self.name)
+        elif self._mirror is not None:  # its x-mcp-header annotations are mirrored: know them first
+            await self.tool_definition(name, timeout=timeout)
+            self._mirror.check_callable(name, self.name)
         try:
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
@@ -514,8 +591,58 @@ class ClientConnection:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
+            if self._mirror is not None:
+                self._mirror.check_callable(name, self.name)
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         return parse_result(CallToolResult, "tools/call", result, server=self.name)
+
+    async def _task_member(
+        self, name: str, task: bool | None, ttl_ms: int | None, timeout: float | None
+    ) -> dict[str, Any] | None:
+        """The ``task`` of a 2025-11-25 ``tools/call`` of ``name``, or None to call it plainly."""
+        if task is False:
+            return None
+        offered = self.server_capabilities.get("tasks")
+        requests = offered.get("requests") if isinstance(offered, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not (isinstance(tools, dict) and isinstance(tools.get("call"), dict)):
+            if task:
+                raise ProtocolError(
+                    f"{self.name} does not run tool calls as tasks "
+                    "(its capabilities have no tasks.requests.tools.call)"
+                )
+            return None
+        tool = await self.tool_definition(name, timeout=timeout)
+        execution = (tool.model_extra or {}).get("execution") if tool is not None else None
+        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        if task is None and support != "required":
+            return None
+        if task and tool is not None and support not in ("optional", "required"):
+            shown = "absent" if support is None else repr(safe_text(str(support), 40))
+            raise ProtocolError(
+                f"tool {safe_text(name, 80)!r} of {self.name} does not run as a task "
+                f"(its execution.taskSupport is {shown})"
+            )
+        return {} if ttl_ms is None else {"ttl": ttl_ms}
+
+    async def _legacy_task_call(
+        self,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        """A task-augmented 2025-11-25 ``tools/call``, followed to its result."""
+
+        async def send_task_request(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
+            waits = None if method == "tasks/result" else timeout
+            return await self._session.request(method, task_params, timeout=waits)
+
+        result = await self._session.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        created = result.get("task")
+        if "content" in result or not isinstance(created, dict):
+            return result  # the server ran it as a plain call
+        return await follow_legacy_task(created, send_task_request, self._task_news, observer=on_task)
 
     @asynccontextmanager
     async def watch_tool(
@@ -525,6 +652,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
     ) -> AsyncIterator[TaskHandle]:
         """Call a tool as :meth:`call_tool` does, and yield a :class:`TaskHandle` to watch it.
 
@@ -538,7 +667,15 @@ class ClientConnection:
         """
 
         def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
-            return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
+            return self.call_tool(
+                name,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                on_task=observer,
+                task=task,
+                task_ttl_ms=task_ttl_ms,
+            )
 
         handle = TaskHandle()
         async with anyio.create_task_group() as group:

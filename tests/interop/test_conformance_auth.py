@@ -80,10 +80,11 @@ class Outcome:
     checks: list[dict[str, Any]]
 
 
-def _run(scenario: str, outdir: Path) -> Outcome:
+def run_scenario(scenario: str, outdir: Path, runner: Path = RUNNER, *options: str) -> Outcome:
+    """Run one client scenario of ``runner`` against the CLI (``conformance_client.py``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = f"{sys.executable} {CLIENT}"
-    argv = [str(NODE), str(RUNNER), "client", "--command", command, "--scenario", scenario]
+    argv = [str(NODE), str(runner), "client", "--command", command, "--scenario", scenario, *options]
     result = subprocess.run(
         [*argv, "--timeout", str(TIMEOUT_MS), "-o", str(outdir)],
         capture_output=True,
@@ -102,7 +103,8 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Out
         _missing(NOT_INSTALLED)
     base = tmp_path_factory.mktemp("conformance")
     with ThreadPoolExecutor(PARALLEL) as pool:
-        done = {o.scenario: o for o in pool.map(lambda s: _run(s, base / s.replace("/", "_")), SCENARIOS)}
+        runs = pool.map(lambda s: run_scenario(s, base / s.replace("/", "_")), SCENARIOS)
+        done = {o.scenario: o for o in runs}
     yield done
 
 
