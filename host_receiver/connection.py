@@ -63,6 +63,7 @@ from typing import Any, Protocol, Self
 
 import anyio
 
+from host_receiver import telemetry
 from host_receiver._input_rounds import with_input_rounds
 from host_receiver._mirror import HeaderMirror
 from host_receiver._negotiation import Agreement, agree, missing_capability, version_refused
@@ -212,6 +213,7 @@ class ClientConnection:
         self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
         self._options = options
+        self._telemetry = options.telemetry or telemetry.default_telemetry()
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
@@ -267,6 +269,15 @@ class ClientConnection:
     @asynccontextmanager
     async def _opened(self) -> AsyncIterator[None]:
         """Attach to the receiver, start the session and agree; closes them on the way out."""
+        opened = anyio.current_time()
+        try:
+            async with self._serving_session():
+                yield
+        finally:
+            self._telemetry.session_ended(anyio.current_time() - opened, self.protocol_version)
+
+    @asynccontextmanager
+    async def _serving_session(self) -> AsyncIterator[None]:
         async with self._receiver.attach(self) as handler, self._session as session:
             self._handler = handler
             # Known before notifications/initialized: the server may send requests right after it.
@@ -314,15 +325,26 @@ class ClientConnection:
     # --- routing what the server sends ------------------------------------------
 
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return self._serving.answer(request)
+        call = self._telemetry.server_call(request.method, request.params, request.id, self.protocol_version)
+        try:
+            with call.active():
+                answer = self._serving.answer(request)
+        except BaseException as exc:
+            call.end(exc)
+            raise
+        if isinstance(answer, dict):
+            call.end()
+            return answer
+        return call.answered(answer)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
         await self._serving.handle_notification(method, params)
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
+        call = self._telemetry.server_call(method, params, None, self.protocol_version)
         try:
-            return await self._serving.fulfil(method, params)
+            return await call.answered(self._serving.fulfil(method, params))
         except RpcError:
             raise
         except Exception:
@@ -412,7 +434,21 @@ class ClientConnection:
         :class:`BadResult`. A -32022 (the server no longer takes the agreed
         version: there is no other modern version to switch to) is an
         :class:`UnsupportedProtocolVersion`, a -32021 a :class:`MissingCapability`.
+        The request is a CLIENT span (:mod:`host_receiver.telemetry`) whose context
+        travels in ``_meta``.
         """
+        with self._telemetry.client_call(method, params, self.protocol_version) as call:
+            result = await self._sent(method, call.params, timeout, on_progress)
+            call.result(result)
+        return result
+
+    async def _sent(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         stamped = self._stamped(params)
@@ -581,14 +617,17 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        result = await with_input_rounds(
-            method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
-        )
-        if result_type(result) != "task":
-            return result
-        if method != "tools/call" or not self._options.tasks_extension:
-            raise BadResult(f"{self.name} answered {method} with a task, which this request did not allow")
-        return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
+        with self._telemetry.logical_call(method, params, self.protocol_version):
+            result = await with_input_rounds(
+                method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+            )
+            if result_type(result) != "task":
+                return result
+            if method != "tools/call" or not self._options.tasks_extension:
+                raise BadResult(
+                    f"{self.name} answered {method} with a task, which this request did not allow"
+                )
+            return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""
