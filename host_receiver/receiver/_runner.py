@@ -192,21 +192,22 @@ class TaskRunner:
         result: dict[str, Any] | None = None
         error: RpcError | None = None
         try:
-            with start.trace.running(), scope:
-                try:
-                    result = dump(await start.work(self.context(task_id, start.params)))
-                except RpcError as exc:
-                    error = exc
-                except Exception:
-                    logger.exception("%s task %s of %s crashed", method, task_id, self.peer.name)
-                    error = RpcError(INTERNAL_ERROR, f"Internal error while serving {method}")
-            if scope.cancel_called:
-                return
-            if error is not None:
-                message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
-                self.finish(task_id, TaskStatus.FAILED, message=message, error=error)
-            else:
-                self.finish(task_id, TaskStatus.COMPLETED, result=result)
+            with start.trace.running():  # the work's span holds its status changes
+                with scope:
+                    try:
+                        result = dump(await start.work(self.context(task_id, start.params)))
+                    except RpcError as exc:
+                        error = exc
+                    except Exception:
+                        logger.exception("%s task %s of %s crashed", method, task_id, self.peer.name)
+                        error = RpcError(INTERNAL_ERROR, f"Internal error while serving {method}")
+                if scope.cancel_called:
+                    return
+                if error is not None:
+                    message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
+                    self.finish(task_id, TaskStatus.FAILED, message=message, error=error)
+                else:
+                    self.finish(task_id, TaskStatus.COMPLETED, result=result)
         finally:
             self._running.pop(task_id, None)
 
