@@ -5,7 +5,9 @@
 opentelemetry-proto into :class:`ExportedSpan` and metric names with their
 data points, as a backend would see them. :meth:`OtlpReceiver.tree` draws the
 spans of one trace as an indented tree (the drawing docs/observability.md
-shows).
+shows). The :func:`exported` fixture is the real SDK (batch span processor,
+periodic metric reader) exporting to one, through a :class:`Telemetry` of its
+own providers.
 """
 
 from __future__ import annotations
@@ -17,9 +19,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+import pytest
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from host_receiver.telemetry import Telemetry
 
 _KINDS = {1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 
@@ -166,3 +178,38 @@ def _points(metric: Any) -> Iterator[ExportedPoint]:
             yield ExportedPoint(attributes, point.sum, point.count)
         else:
             yield ExportedPoint(attributes, point.as_double or point.as_int, 1)
+
+
+@dataclass
+class Exported:
+    """The receiver, and the Telemetry whose providers export to it."""
+
+    otlp: OtlpReceiver
+    telemetry: Telemetry
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+
+    flushed: bool = False
+
+    def flush(self) -> None:
+        """Export everything recorded (the providers are shut down, as the CLI does at exit)."""
+        if not self.flushed:
+            self.flushed = True
+            self.tracer_provider.shutdown()
+            self.meter_provider.shutdown()
+
+
+@pytest.fixture
+def exported() -> Iterator[Exported]:
+    with OtlpReceiver() as otlp:
+        resource = Resource.create({"service.name": "test-host"})
+        tracer_provider = TracerProvider(resource=resource)
+        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{otlp.url}/v1/traces")))
+        reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{otlp.url}/v1/metrics"))
+        meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+        done = Exported(otlp, telemetry, tracer_provider, meter_provider)
+        try:
+            yield done
+        finally:
+            done.flush()

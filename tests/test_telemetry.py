@@ -14,17 +14,9 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from host_receiver import Host, Receiver, SamplingService
 from host_receiver.approval import (
@@ -41,54 +33,21 @@ from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService
 from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.types import ElicitResult
-from host_receiver.telemetry import CAPTURE_CONTENT, DISTINCT_NAMES, Telemetry
+from host_receiver.telemetry import CAPTURE_CONTENT, DISTINCT_NAMES
 from host_receiver.testing import FakeServer, ToolCall
 from providers import Config, ModelInfo, ProviderEntry, build_registry
 from tests.fake_openai import FakeOpenAI
-from tests.otlp_receiver import OtlpReceiver
+from tests.otlp_receiver import Exported, exported
 from tests.receiver_harness import sampling_params
 
 pytestmark = pytest.mark.anyio
+
+__all__ = ["exported"]  # the fixture (tests/otlp_receiver.py)
 
 #: A server's trace context, as mcp 2.x puts it in params._meta.
 SERVER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SERVER_SPAN = "00f067aa0ba902b7"
 MODEL = "fake-model"
-
-
-@dataclass
-class Exported:
-    """The receiver, and the Telemetry whose providers export to it."""
-
-    otlp: OtlpReceiver
-    telemetry: Telemetry
-    tracer_provider: TracerProvider
-    meter_provider: MeterProvider
-
-    flushed: bool = False
-
-    def flush(self) -> None:
-        """Export everything recorded (the providers are shut down, as the CLI does at exit)."""
-        if not self.flushed:
-            self.flushed = True
-            self.tracer_provider.shutdown()
-            self.meter_provider.shutdown()
-
-
-@pytest.fixture
-def exported() -> Iterator[Exported]:
-    with OtlpReceiver() as otlp:
-        resource = Resource.create({"service.name": "test-host"})
-        tracer_provider = TracerProvider(resource=resource)
-        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{otlp.url}/v1/traces")))
-        reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{otlp.url}/v1/metrics"))
-        meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-        telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
-        done = Exported(otlp, telemetry, tracer_provider, meter_provider)
-        try:
-            yield done
-        finally:
-            done.flush()
 
 
 @pytest.fixture

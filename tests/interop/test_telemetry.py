@@ -1,0 +1,125 @@
+"""One trace across the server and the host: mcp 2.3.0's own MCP spans and the host's, over OTLP/HTTP.
+
+The mcp 2.3.0 peer runs with the OpenTelemetry SDK on (peers/py2_traced.py,
+its spans as JSON lines); the host runs the real SDK exporting over OTLP/HTTP
+to the loopback receiver (tests/otlp_receiver.py). Its ``sample`` tool asks the
+host for an LLM call: pushed as ``sampling/createMessage`` in 2025-11-25, as an
+input round in 2026-07-28. The mcp 1.30 peer asks for a task-augmented one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host_receiver import AutoApprove, Host, Receiver, SamplingService
+from host_receiver.options import ConnectionOptions
+from host_receiver.transports.stdio import StdioTransport
+from tests.fake_openai import FakeOpenAI
+from tests.interop import PEER_SCRIPTS, peer_command, peer_python
+from tests.interop.conftest import FAKE_MODEL, fake_registry
+from tests.otlp_receiver import Exported, ExportedSpan, exported
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ["exported"]  # the fixture (tests/otlp_receiver.py)
+
+TRACED_PY2 = PEER_SCRIPTS / "py2_traced.py"
+
+
+def peer_spans(path: Path) -> list[dict[str, Any]]:
+    """The peer's spans: name, method, kind, trace id, span id, parent id (hex, no 0x)."""
+    spans = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        span = json.loads(line)
+        spans.append(
+            {
+                "name": span["name"],
+                "method": span["attributes"].get("mcp.method.name"),
+                "kind": span["kind"].removeprefix("SpanKind."),
+                "trace_id": span["context"]["trace_id"].removeprefix("0x"),
+                "span_id": span["context"]["span_id"].removeprefix("0x"),
+                "parent_id": (span["parent_id"] or "").removeprefix("0x"),
+            }
+        )
+    return spans
+
+
+def children(spans: list[ExportedSpan], parent: ExportedSpan) -> list[str]:
+    return sorted(span.name for span in spans if span.parent_id == parent.span_id)
+
+
+@pytest.fixture
+def spans_file(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "peer-spans.jsonl"
+    path.touch()
+    yield path
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
+    protocol: str, exported: Exported, fake_openai: FakeOpenAI, spans_file: Path
+) -> None:
+    transport = StdioTransport(
+        str(peer_python("py2")), [str(TRACED_PY2)], env={"PEER_SPANS": str(spans_file)}, name="py2"
+    )
+    async with fake_registry(fake_openai) as registry:
+        receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
+        options = ConnectionOptions(protocol=protocol, telemetry=exported.telemetry)
+        async with Host(receiver, options) as host:
+            server = await host.connect("py2", transport)
+            result = await server.call_tool("sample", {"prompt": "Say hello"})
+            assert not result.is_error, result
+    exported.flush()
+    otlp = exported.otlp
+    theirs = peer_spans(spans_file)
+    sent = [span for span in otlp.named("tools/call sample") if span.kind == "CLIENT"]
+    (serving,) = otlp.named("sampling/createMessage")
+    trace_id = sent[0].trace_id
+    assert {span.trace_id for span in [*sent, serving]} == {trace_id}
+    # The server's own spans for our tools/call are children of our CLIENT spans.
+    their_calls = [s for s in theirs if s["kind"] == "SERVER" and s["name"] == "tools/call sample"]
+    assert their_calls, theirs
+    assert {(s["trace_id"], s["parent_id"]) for s in their_calls} <= {(trace_id, s.span_id) for s in sent}
+    # Our serving of the sampling request holds the approver's part and the model call.
+    assert children(otlp.spans, serving) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
+    if protocol == "2025-11-25":
+        # The server pushed it under its own CLIENT span, which our SERVER span continues.
+        (pushed,) = [s for s in theirs if s["kind"] == "CLIENT" and s["method"] == "sampling/createMessage"]
+        assert (serving.trace_id, serving.parent_id) == (pushed["trace_id"], pushed["span_id"])
+        assert pushed["parent_id"] in {s["span_id"] for s in their_calls}
+    else:
+        # One span for the logical call holds each round and the input request fulfilled between them.
+        (call,) = [span for span in otlp.named("tools/call sample") if span.kind == "INTERNAL"]
+        assert children(otlp.spans, call) == [
+            "sampling/createMessage",
+            "tools/call sample",
+            "tools/call sample",
+        ]
+        assert len(their_calls) == 2
+
+
+async def test_a_task_augmented_sampling_request_of_mcp_1_30_is_one_span_linked_to_its_request(
+    exported: Exported, fake_openai: FakeOpenAI
+) -> None:
+    command = peer_command("python")
+    transport = StdioTransport(command.argv[0], list(command.argv[1:]), env=command.env, name="py")
+    async with fake_registry(fake_openai) as registry:
+        receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
+        async with Host(receiver, ConnectionOptions(telemetry=exported.telemetry)) as host:
+            server = await host.connect("py", transport)
+            result = await server.call_tool("sample_task", {"prompt": "Say hello", "ttl_ms": 30_000})
+            assert not result.is_error, result
+    exported.flush()
+    otlp = exported.otlp
+    (creating,) = otlp.named("sampling/createMessage")
+    work = otlp.one("task sampling/createMessage")
+    assert work.links == [(creating.trace_id, creating.span_id)]
+    assert [event[1]["host_receiver.task.status"] for event in work.events] == ["working", "completed"]
+    assert children(otlp.spans, work) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
+    polled = {span.name for span in otlp.spans if span.kind == "SERVER"}
+    assert {"tasks/get", "tasks/result"} <= polled
