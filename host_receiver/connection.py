@@ -617,7 +617,7 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        with self._telemetry.logical_call(method, params, self.protocol_version):
+        with self._telemetry.logical_call(method, params, self.protocol_version) as call:
             result = await with_input_rounds(
                 method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
             )
@@ -627,7 +627,13 @@ class ClientConnection:
                 raise BadResult(
                     f"{self.name} answered {method} with a task, which this request did not allow"
                 )
-            return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
+
+            async def observe(task: RemoteTask) -> None:
+                call.status(task.status, task.status_message)
+                if on_task is not None:
+                    await on_task(task)
+
+            return await follow_task(result, send_task_request, self._fulfil, observer=observe)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""

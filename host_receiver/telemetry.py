@@ -197,6 +197,14 @@ class _Span:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
+    def status(self, status: str, message: str | None = None) -> None:
+        """A task's status change, as a ``task.status`` event on this span."""
+        if self.span is not None:
+            attributes = {"host_receiver.task.status": safe_text(status, NAME_LIMIT)}
+            if message:
+                attributes["host_receiver.task.status_message"] = safe_text(message)
+            self.span.add_event("task.status", attributes)
+
 
 class ClientCall(_Span):
     """The CLIENT span of one request the host sends; ``params`` carry its trace context."""
@@ -301,12 +309,8 @@ class TaskTrace:
 
     def status(self, status: str, message: str | None = None) -> None:
         """A status change, as an event on the work's span (when it runs)."""
-        span = self._span
-        if span is not None and span.span is not None:
-            attributes = {"host_receiver.task.status": status}
-            if message:
-                attributes["host_receiver.task.status_message"] = safe_text(message)
-            span.span.add_event("task.status", attributes)
+        if self._span is not None:
+            self._span.status(status, message)
 
 
 def _cancelled(exc: BaseException) -> bool:
@@ -510,11 +514,12 @@ class Telemetry:
         return ServerCall(raw, self, done)
 
     @contextmanager
-    def logical_call(self, method: str, params: Mapping[str, Any], version: str) -> Iterator[None]:
-        """One 2026-07-28 call across its rounds and its task: each round's CLIENT span is a child."""
+    def logical_call(self, method: str, params: Mapping[str, Any], version: str) -> Iterator[_Span]:
+        """One 2026-07-28 call across its rounds and its task: each round's CLIENT span is a child,
+        the task's status changes are events (:meth:`_Span.status`)."""
         name, attributes = self._mcp(method, params, version)
-        with self._span(name, "INTERNAL", attributes):
-            yield
+        with self._span(name, "INTERNAL", attributes) as call:
+            yield call
 
     def session_ended(self, seconds: float, version: str) -> None:
         """Record one connection's life (``mcp.client.session.duration``)."""

@@ -4,13 +4,14 @@ The mcp 2.3.0 peer runs with the OpenTelemetry SDK on (peers/py2_traced.py,
 its spans as JSON lines); the host runs the real SDK exporting over OTLP/HTTP
 to the loopback receiver (tests/otlp_receiver.py). Its ``sample`` tool asks the
 host for an LLM call: pushed as ``sampling/createMessage`` in 2025-11-25, as an
-input round in 2026-07-28. The mcp 1.30 peer asks for a task-augmented one.
+input round in 2026-07-28; over stdio and Streamable HTTP. The mcp 1.30 peer asks for a task-augmented one.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,13 @@ import pytest
 
 from host_receiver import AutoApprove, Host, Receiver, SamplingService
 from host_receiver.options import ConnectionOptions
+from host_receiver.transports.base import Transport
+from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.fake_openai import FakeOpenAI
-from tests.interop import PEER_SCRIPTS, peer_command, peer_python
-from tests.interop.conftest import FAKE_MODEL, fake_registry
+from tests.interop import FASTMCP_SERVER, PEER_SCRIPTS, http_server, peer_command, peer_python
+from tests.interop.conftest import FAKE_MODEL, fake_registry, running_host
+from tests.interop.test_modern_era import Forms
 from tests.otlp_receiver import Exported, ExportedSpan, exported
 
 pytestmark = pytest.mark.anyio
@@ -60,20 +64,32 @@ def spans_file(tmp_path: Path) -> Iterator[Path]:
     yield path
 
 
-@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
-async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
-    protocol: str, exported: Exported, fake_openai: FakeOpenAI, spans_file: Path
+async def serve_one_sampling(
+    protocol: str, transport: Transport, exported: Exported, fake: FakeOpenAI
 ) -> None:
-    transport = StdioTransport(
-        str(peer_python("py2")), [str(TRACED_PY2)], env={"PEER_SPANS": str(spans_file)}, name="py2"
-    )
-    async with fake_registry(fake_openai) as registry:
+    """Call the peer's ``sample`` tool; the host samples through the fake OpenAI backend."""
+    async with fake_registry(fake) as registry:
         receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
         options = ConnectionOptions(protocol=protocol, telemetry=exported.telemetry)
         async with Host(receiver, options) as host:
             server = await host.connect("py2", transport)
             result = await server.call_tool("sample", {"prompt": "Say hello"})
             assert not result.is_error, result
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
+    protocol: str, kind: str, exported: Exported, fake_openai: FakeOpenAI, spans_file: Path
+) -> None:
+    argv, env = [str(peer_python("py2")), str(TRACED_PY2)], {"PEER_SPANS": str(spans_file)}
+    with ExitStack() as stack:
+        transport: Transport = (
+            StdioTransport(argv[0], argv[1:], env=env, name="py2")
+            if kind == "stdio"
+            else HttpTransport(stack.enter_context(http_server(argv, env)))
+        )
+        await serve_one_sampling(protocol, transport, exported, fake_openai)
     exported.flush()
     otlp = exported.otlp
     theirs = peer_spans(spans_file)
@@ -123,3 +139,18 @@ async def test_a_task_augmented_sampling_request_of_mcp_1_30_is_one_span_linked_
     assert children(otlp.spans, work) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
     polled = {span.name for span in otlp.spans if span.kind == "SERVER"}
     assert {"tasks/get", "tasks/result"} <= polled
+
+
+async def test_a_tool_called_as_a_task_is_one_span_with_its_states_as_events(exported: Exported) -> None:
+    transport = StdioTransport(str(peer_python("fastmcp")), [str(FASTMCP_SERVER)], name="fastmcp")
+    async with running_host(ui=Forms("Kay"), options=ConnectionOptions(telemetry=exported.telemetry)) as h:
+        server = await h.connect("fastmcp", transport)
+        result = await server.call_tool("task_form_then_llm", {"tag": "traced"})
+        assert not result.is_error, result
+    exported.flush()
+    otlp = exported.otlp
+    (call,) = [span for span in otlp.named("tools/call task_form_then_llm") if span.kind == "INTERNAL"]
+    states = [event[1]["host_receiver.task.status"] for event in call.events]
+    assert states[0] == "working" and states[-1] == "completed" and "input_required" in states
+    below = children(otlp.spans, call)
+    assert {"tools/call task_form_then_llm", "tasks/get", "tasks/update", "elicitation/create"} <= set(below)
