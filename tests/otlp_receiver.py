@@ -13,7 +13,7 @@ own providers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -140,10 +140,11 @@ class OtlpReceiver:
         (span,) = self.named(name)
         return span
 
-    def tree(self, root: ExportedSpan) -> str:
-        """``root`` and its descendants as an indented tree: name, kind, service."""
+    def tree(self, root: ExportedSpan, others: Sequence[ExportedSpan] = ()) -> str:
+        """``root`` and its descendants (among these spans and ``others``) as an indented tree:
+        name, kind, service, in the order they started."""
         children: dict[str, list[ExportedSpan]] = {}
-        for span in self.spans:
+        for span in [*self.spans, *others]:
             children.setdefault(span.parent_id, []).append(span)
 
         def lines(span: ExportedSpan, depth: int) -> Iterator[str]:
@@ -202,7 +203,7 @@ class Exported:
 @pytest.fixture
 def exported() -> Iterator[Exported]:
     with OtlpReceiver() as otlp:
-        resource = Resource.create({"service.name": "test-host"})
+        resource = Resource.create({"service.name": "host-receiver"})
         tracer_provider = TracerProvider(resource=resource)
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{otlp.url}/v1/traces")))
         reader = PeriodicExportingMetricReader(OTLPMetricExporter(f"{otlp.url}/v1/metrics"))

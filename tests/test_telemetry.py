@@ -137,10 +137,10 @@ async def test_a_sampling_request_is_one_trace_from_the_servers_context(
     assert (serving.kind, serving.trace_id, serving.parent_id) == ("SERVER", SERVER_TRACE, SERVER_SPAN)
     assert otlp.tree(serving) == "\n".join(
         [
-            "sampling/createMessage (SERVER, test-host)",
-            "    person approval (INTERNAL, test-host)",
-            f"    chat {MODEL} (CLIENT, test-host)",
-            "    person review (INTERNAL, test-host)",
+            "sampling/createMessage (SERVER, host-receiver)",
+            "    person approval (INTERNAL, host-receiver)",
+            f"    chat {MODEL} (CLIENT, host-receiver)",
+            "    person review (INTERNAL, host-receiver)",
         ]
     )
     assert otlp.one("person approval").attributes["host_receiver.person.outcome"] == "approved"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,7 +23,7 @@ from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from tests.fake_openai import FakeOpenAI
-from tests.interop import FASTMCP_SERVER, PEER_SCRIPTS, http_server, peer_command, peer_python
+from tests.interop import FASTMCP_SERVER, PEER_SCRIPTS, ROOT, http_server, peer_command, peer_python
 from tests.interop.conftest import FAKE_MODEL, fake_registry, running_host
 from tests.interop.test_modern_era import Forms
 from tests.otlp_receiver import Exported, ExportedSpan, exported
@@ -33,24 +33,38 @@ pytestmark = pytest.mark.anyio
 __all__ = ["exported"]  # the fixture (tests/otlp_receiver.py)
 
 TRACED_PY2 = PEER_SCRIPTS / "py2_traced.py"
+#: What precedes the drawn span tree in docs/observability.md.
+TREE_MARK = "<!-- drawn by tests/interop/test_telemetry.py from a real export -->"
 
 
-def peer_spans(path: Path) -> list[dict[str, Any]]:
-    """The peer's spans: name, method, kind, trace id, span id, parent id (hex, no 0x)."""
+def peer_spans(path: Path) -> list[ExportedSpan]:
+    """The peer's spans as the receiver's (ids in hex, its MCP method as ``method``)."""
     spans = []
     for line in path.read_text(encoding="utf-8").splitlines():
         span = json.loads(line)
+        started = datetime.fromisoformat(span["start_time"].replace("Z", "+00:00"))
         spans.append(
-            {
-                "name": span["name"],
-                "method": span["attributes"].get("mcp.method.name"),
-                "kind": span["kind"].removeprefix("SpanKind."),
-                "trace_id": span["context"]["trace_id"].removeprefix("0x"),
-                "span_id": span["context"]["span_id"].removeprefix("0x"),
-                "parent_id": (span["parent_id"] or "").removeprefix("0x"),
-            }
+            ExportedSpan(
+                name=span["name"],
+                kind=span["kind"].removeprefix("SpanKind."),
+                trace_id=span["context"]["trace_id"].removeprefix("0x"),
+                span_id=span["context"]["span_id"].removeprefix("0x"),
+                parent_id=(span["parent_id"] or "").removeprefix("0x"),
+                attributes=span["attributes"],
+                events=[],
+                links=[],
+                status=0,
+                service=span["resource"]["attributes"]["service.name"],
+                start=int(started.timestamp() * 1e9),
+            )
         )
     return spans
+
+
+def documented_tree() -> str:
+    """The span tree docs/observability.md shows."""
+    text = (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+    return text.split(TREE_MARK, 1)[1].split("```text\n", 1)[1].split("```", 1)[0].rstrip("\n")
 
 
 def children(spans: list[ExportedSpan], parent: ExportedSpan) -> list[str]:
@@ -98,16 +112,22 @@ async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
     trace_id = sent[0].trace_id
     assert {span.trace_id for span in [*sent, serving]} == {trace_id}
     # The server's own spans for our tools/call are children of our CLIENT spans.
-    their_calls = [s for s in theirs if s["kind"] == "SERVER" and s["name"] == "tools/call sample"]
+    their_calls = [s for s in theirs if s.kind == "SERVER" and s.name == "tools/call sample"]
     assert their_calls, theirs
-    assert {(s["trace_id"], s["parent_id"]) for s in their_calls} <= {(trace_id, s.span_id) for s in sent}
+    assert {(s.trace_id, s.parent_id) for s in their_calls} <= {(trace_id, s.span_id) for s in sent}
     # Our serving of the sampling request holds the approver's part and the model call.
     assert children(otlp.spans, serving) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
     if protocol == "2025-11-25":
         # The server pushed it under its own CLIENT span, which our SERVER span continues.
-        (pushed,) = [s for s in theirs if s["kind"] == "CLIENT" and s["method"] == "sampling/createMessage"]
-        assert (serving.trace_id, serving.parent_id) == (pushed["trace_id"], pushed["span_id"])
-        assert pushed["parent_id"] in {s["span_id"] for s in their_calls}
+        (pushed,) = [
+            s
+            for s in theirs
+            if s.kind == "CLIENT" and s.attributes.get("mcp.method.name") == "sampling/createMessage"
+        ]
+        assert (serving.trace_id, serving.parent_id) == (pushed.trace_id, pushed.span_id)
+        assert pushed.parent_id in {s.span_id for s in their_calls}
+        if kind == "stdio":  # the drawing docs/observability.md shows, from this very export
+            assert otlp.tree(sent[0], theirs) == documented_tree()
     else:
         # One span for the logical call holds each round and the input request fulfilled between them.
         (call,) = [span for span in otlp.named("tools/call sample") if span.kind == "INTERNAL"]
