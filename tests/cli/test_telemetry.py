@@ -7,15 +7,13 @@ exporting over OTLP/HTTP to the loopback receiver (tests/otlp_receiver.py).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.cli_command import interrupted, run_cli
 from tests.interop import peer_command
 from tests.otlp_receiver import OtlpReceiver
 
@@ -81,28 +79,10 @@ def test_without_otel_variables_no_sdk_is_loaded() -> None:
 def test_ctrl_c_flushes_what_was_recorded(env: dict[str, str]) -> None:
     command = peer_command("python")
     with OtlpReceiver() as otlp:
-        proc = subprocess.Popen(
-            [*CLI, "--log-level", "INFO", "run", "--", *command.argv],
-            env={**env, "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        argv = ["--log-level", "INFO", "run", "--", *command.argv]
+        code, _, stderr = interrupted(
+            {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url}, "connected to py-peer", *argv
         )
-        watchdog = threading.Timer(LIMIT_S, proc.kill)  # a hung command fails instead of hanging
-        watchdog.start()
-        try:
-            assert proc.stderr is not None
-            for line in proc.stderr:  # serving once the handshake is logged
-                if "connected to py-peer" in line:
-                    break
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=LIMIT_S)
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        assert proc.returncode == 0
+        assert code == 0, stderr
     (session,) = otlp.metrics["mcp.client.session.duration"]
     assert session.count == 1
