@@ -11,7 +11,7 @@ Rules:
 
 * :func:`http_client` is the httpx client: a plain ``http://`` base URL (the
   local backends, where a thousand calls run at once) has the connection pool
-  of :mod:`providers._http` unless the environment configures an http proxy
+  of :mod:`host_receiver._http_pool` unless the environment configures an http proxy
   or ``http_transport`` is ``"httpx"``; other backends have httpx's own pool,
   with the same limits (1,000 connections, all kept alive for 5 s).
 * A read timeout ends the whole call (:class:`OneReadTimeout` cancels the
@@ -36,25 +36,24 @@ Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
 from types import ModuleType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import httpx
 from httpx_sse import EventSource, SSEError
 
+from host_receiver._http_body import decoded
+from host_receiver._http_pool import DEFAULT_LIMITS, lean_transport_for
 from host_receiver.errors import ProviderError, ReplyTooLong
 from host_receiver.sanitize import safe_logger
 
 from ._config import HttpTransport
 from ._contract import ModelInfo
-from ._http import DEFAULT_LIMITS, LeanTransport
 from ._plan import call_limits
 from ._redact import Redactor
 
@@ -217,7 +216,7 @@ class _CappedBody(httpx.AsyncByteStream):
 
     def __init__(self, response: httpx.Response, event_stream: bool) -> None:
         self._response = response
-        self._chunks = response.aiter_bytes()
+        self._chunks = decoded(response)
         self._event_stream = event_stream
         self._limits = call_limits()
         self._size = 0  # of the body, or of the event being read
@@ -257,14 +256,13 @@ def check_settings(
 def http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:
     """The httpx client under the ``openai`` client; a read timeout is not retried on either.
 
-    ``lean``: our pool (:mod:`providers._http`) for a plain-http backend that no proxy
+    ``lean``: our pool (:mod:`host_receiver._http_pool`) for a plain-http backend that no proxy
     stands in front of, httpx's own otherwise (httpx ignores proxy variables for a client
     with a custom transport). ``httpx``: httpx's own pool always. Both have the same limits.
     """
-    if transport == "lean" and urlsplit(base_url).scheme.lower() == "http":
-        proxies = urllib.request.getproxies()
-        if not (proxies.get("http") or proxies.get("all")):
-            return OneReadTimeout(transport=LeanTransport(limits=DEFAULT_LIMITS), follow_redirects=True)
+    lean = lean_transport_for(base_url) if transport == "lean" else None
+    if lean is not None:
+        return OneReadTimeout(transport=lean, follow_redirects=True)
     return OneReadTimeout(follow_redirects=True, limits=DEFAULT_LIMITS)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import httpx
 
+from host_receiver._http_body import decoded
 from host_receiver.auth._challenge import BearerChallenge
 from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._urls import (
@@ -243,7 +244,7 @@ async def _get_json(http: httpx.AsyncClient, url: str) -> Mapping[str, Any] | No
 async def read_limited(response: httpx.Response, limit: int = _MAX_DOCUMENT) -> bytes | None:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in decoded(response):
         size += len(chunk)
         if size > limit:
             return None

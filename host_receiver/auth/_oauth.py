@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 import httpx
 
+from host_receiver._http_body import MAX_ERROR_BODY, cap_unread_body
 from host_receiver.auth._browser import Browser, SystemBrowser
 from host_receiver.auth._challenge import BearerChallenge, parse_bearer_challenge
 from host_receiver.auth._discovery import Discovery, discover
@@ -173,7 +174,7 @@ class OAuth(httpx.Auth):
                 raise AuthError(
                     f"{safe_url(str(request.url))} still answers 401 after {obtained} new tokens; giving up"
                 )
-            await response.aread()
+            cap_unread_body(response, MAX_ERROR_BODY)  # httpx reads it before the retry
             used = await self._obtain(server, challenge, step_up=step_up, used=used)
             obtained += 1
             request.headers["Authorization"] = f"Bearer {used.access_token}"

@@ -6,7 +6,7 @@ The posting (:mod:`host_receiver.transports.http`), the legacy resumption
 events and deliver messages through one :class:`Exchange`. The rules are
 :mod:`host_receiver.transports.http`'s.
 
-Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``MAX_ERROR_BODY``, ``_STATUS_DETAIL``.
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Protocol
 import anyio
 import httpx
 
+from host_receiver._http_body import MAX_ERROR_BODY, decoded
 from host_receiver.errors import HttpStatusError, InvalidMessage, RpcError, SessionExpired, TransportError
 from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Response, decode_message, oversized
 from host_receiver.protocol.types import RequestId
@@ -35,7 +36,6 @@ POST_ACCEPT = "application/json, text/event-stream"
 SSE = "text/event-stream"
 _INCOMING_BUFFER = 64
 #: The most of an error status's body read for its JSON-RPC error.
-MAX_ERROR_BODY = 64 * 1024
 #: The most of an error status's body quoted in :class:`HttpStatusError`.
 _STATUS_DETAIL = 500
 
@@ -108,7 +108,7 @@ class Exchange:
         if content_type(response) != SSE:
             raise TransportError(f"expected an event stream from {self.config.url}")
         limit = self.config.max_message_size
-        async for event in read_events(response.aiter_bytes(), limit):
+        async for event in read_events(decoded(response), limit):
             cursor.events += 1
             if event.id:
                 cursor.last_event_id = event.id
@@ -220,7 +220,7 @@ async def read_head(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     What lies beyond the limit is not read: closing the response drops it.
     """
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in decoded(response):
         if len(body) + len(chunk) > limit:
             body += chunk[: limit - len(body)]
             return bytes(body), False

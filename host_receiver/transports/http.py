@@ -56,7 +56,11 @@ Rules:
   and DELETEs the session once (405 is fine); leaving ``connect()`` cancels
   the streams.
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
-  its own ``httpx.AsyncClient`` (left open on exit).
+  its own ``httpx.AsyncClient`` (left open on exit). The client made here
+  sends through the lean pool of :mod:`host_receiver._http_pool` when the URL
+  is plain ``http`` with no proxy in front, through httpx's own otherwise.
+- Every body is read inflated in bounded pieces (:mod:`host_receiver._http_body`):
+  the size limits hold per byte of a compressed answer.
 
 Fixed caps (docs/limits.md): ``_CONCURRENT_POSTS``; the others of the
 HTTP stream are in :mod:`~host_receiver.transports._http_exchange`.
@@ -73,6 +77,8 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from host_receiver._concurrency import background_task_group
+from host_receiver._http_body import MAX_ERROR_BODY
+from host_receiver._http_pool import lean_transport_for
 from host_receiver.errors import InvalidMessage, SessionExpired, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.jsonrpc import Message, Request, dumps_message
@@ -80,7 +86,6 @@ from host_receiver.protocol.types import RequestId
 from host_receiver.sanitize import safe_logger, safe_text
 from host_receiver.transports._http_exchange import (
     CONNECTION_CLOSED,
-    MAX_ERROR_BODY,
     SSE,
     Cursor,
     Exchange,
@@ -153,7 +158,12 @@ class HttpTransport(Transport):
         async with AsyncExitStack() as stack:
             client = self.client
             if client is None:
-                client = httpx.AsyncClient(timeout=self.timeout, auth=self.auth, follow_redirects=True)
+                client = httpx.AsyncClient(
+                    transport=lean_transport_for(self.url),
+                    timeout=self.timeout,
+                    auth=self.auth,
+                    follow_redirects=True,
+                )
                 await stack.enter_async_context(client)
             async with background_task_group() as tasks:
                 stream = _HttpStream(self, client, tasks)
@@ -229,7 +239,7 @@ class _HttpStream(MessageStream):
                 if _short_body(response):
                     await response.aread()
         except httpx.HTTPError as exc:
-            raise TransportError(f"POST to {self._config.url} failed: {exc or type(exc).__name__}") from exc
+            raise post_failed(self._config.url, exc) from exc
 
     async def _post_in_background(self, body: bytes) -> None:
         """``_post_one_way`` within ``close_timeout``, finished even while the connection closes."""
@@ -308,7 +318,7 @@ class _HttpStream(MessageStream):
                     return
         except httpx.HTTPError as exc:
             if not accepted:
-                raise TransportError(f"POST to {self._config.url} failed: {exc}") from exc
+                raise post_failed(self._config.url, exc) from exc
             logger.debug("answer stream for request %r broke: %s", request.id, exc)
         except Exception:
             if not accepted:
@@ -346,3 +356,8 @@ class _HttpBinding(Binding):
 def _short_body(response: httpx.Response) -> bool:
     length = response.headers.get("content-length", "")
     return length.isdigit() and int(length) <= MAX_ERROR_BODY
+
+
+def post_failed(url: str, exc: httpx.HTTPError) -> TransportError:
+    """The error of a POST that got no answer: the URL and httpx's reason (its class when it gives none)."""
+    return TransportError(f"POST to {url} failed: {str(exc) or type(exc).__name__}")

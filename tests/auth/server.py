@@ -31,6 +31,7 @@ import json
 import secrets
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -114,6 +115,7 @@ class OAuthServer:
     withhold_scopes: frozenset[str] = frozenset()  # never granted, though asked for
     login_page: bool = False  # /authorize answers 200 (a sign-in page) instead of redirecting
     echo_refusal: str | None = None  # a grant_type refused with everything the request sent echoed back
+    unauthorized_body: int = 0  # > 0: the MCP endpoint's 401 carries a gzip body inflating to this many bytes
     # --- records -------------------------------------------------------------------------
     log: list[Seen] = field(default_factory=list)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -394,6 +396,24 @@ def _handler(server: OAuthServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _send_inflating(self, status: int, size: int, challenge: str) -> None:
+            """A gzip body of ``size`` zero bytes (a small download, a big inflation), ending with the
+            connection, written as far as the client reads."""
+            self.send_response(status)
+            self.send_header("www-authenticate", challenge)
+            self.send_header("content-encoding", "gzip")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            packer = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)
+            piece = bytes(1024 * 1024)
+            try:
+                for _ in range(size // len(piece)):
+                    self.wfile.write(packer.compress(piece))
+                self.wfile.write(packer.flush())
+            except OSError:
+                pass  # the client hung up
+
         def _record(self, params: dict[str, Any]) -> Seen:
             seen = Seen(
                 self.command,
@@ -467,6 +487,9 @@ def _handler(server: OAuthServer) -> type[BaseHTTPRequestHandler]:
             token = header[7:] if header.startswith("Bearer ") else None
             known = server.access.get(token or "")
             if known is None or known[1] < time.time():
+                if server.unauthorized_body:
+                    self._send_inflating(401, server.unauthorized_body, server.challenge(scope=None))
+                    return
                 self._send(
                     401,
                     {"error": "invalid_token"},

@@ -7,6 +7,7 @@ on asyncio and on trio (the server is a thread, so nothing here depends on the e
 from __future__ import annotations
 
 import logging
+import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -639,3 +640,22 @@ def leaks(hidden: list[str], texts: list[str]) -> list[tuple[str, str]]:
         for text in texts
         if any(value[i : i + 16] in text for i in range(len(value) - 15))
     ]
+
+
+# --- the 401's body -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_a_401_whose_body_inflates_to_64_mb_is_read_no_further_than_64_kib() -> None:
+    """httpx reads a 401's body before the retry: read whole, this one would take 64 MB at once."""
+    with OAuthServer(unauthorized_body=64 * 1024 * 1024) as server:
+        tracemalloc.start()
+        try:
+            response = await call(server, headless(store=MemoryTokenStore()))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert response.status_code == 200, response.text
+    assert response.history[0].status_code == 401
+    assert len(response.history[0].content) == 64 * 1024  # what was read of it, inflated
+    assert peak < 8 * 1024 * 1024

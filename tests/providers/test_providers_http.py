@@ -20,12 +20,12 @@ import anyio.abc
 import httpx
 import pytest
 
+from host_receiver._http_pool import LeanTransport
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
 from providers._client import OneReadTimeout
 from providers._config import HttpTransport
-from providers._http import LeanTransport
 from tests.fake_openai import Completion, FakeOpenAI
 
 pytestmark = pytest.mark.anyio

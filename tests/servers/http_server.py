@@ -17,7 +17,8 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   last with ``id_last``), or one that never ends (``endless``: it is written
   until the client hangs up); ``huge-sse`` -> SSE: a server request
   ``srv-big`` of ``size`` bytes, then (once the client answered it) the
-  result; ``huge-error`` -> the same JSON body with HTTP 500.
+  result; ``huge-error`` -> the same JSON body with HTTP 500; ``gzip-json``
+  -> ``huge-json``'s body of ``size`` bytes, sent gzip-compressed.
 - GET -> the session's standalone SSE stream (405 if ``get_stream=False``):
   :meth:`push` sends on it, :meth:`hang_up` closes it with a ``retry`` field
   and queues messages the client misses, and a GET with ``Last-Event-ID``
@@ -40,6 +41,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -290,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None  # closes without an event id: nothing to resume from
         if tool == "crash":
             return self.send_plain(500, "something broke")
-        if tool in ("huge-json", "huge-sse", "huge-error"):
+        if tool in ("huge-json", "huge-sse", "huge-error", "gzip-json"):
             return self.huge(tool, request_id, params.get("arguments") or {})
         error = {"code": -32601, "message": f"Method not found: {method}"}
         return self.send_json({"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -307,8 +309,10 @@ class _Handler(BaseHTTPRequestHandler):
             result = _text(f"after the big one: {'error' in answer}")
             self.write_event("", json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
             return
-        self.send_response(200 if tool == "huge-json" else 500)
+        self.send_response(500 if tool == "huge-error" else 200)
         self.send_header("Content-Type", "application/json")
+        if tool == "gzip-json":
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Connection", "close")  # no Content-Length: the body ends when the connection closes
         self.close_connection = True
         self.end_headers()
@@ -316,19 +320,26 @@ class _Handler(BaseHTTPRequestHandler):
         start = '{"jsonrpc": "2.0", ' + ("" if arguments.get("id_last") else f'"id": {rpc_id}, ')
         end = '"}]}' + (f', "id": {rpc_id}' if arguments.get("id_last") else "") + "}"
         opening = f'{start}"result": {{"content": [{{"type": "text", "text": "'.encode()
-        self.write_raw(opening, -1 if endless else size, end.encode())
+        self.write_raw(opening, -1 if endless else size, end.encode(), gzipped=tool == "gzip-json")
 
-    def write_raw(self, head: bytes, size: int, tail: bytes) -> None:
+    def write_raw(self, head: bytes, size: int, tail: bytes, *, gzipped: bool = False) -> None:
         """``head``, then ``x`` up to ``size`` bytes in all (forever for -1), then ``tail``, as far as the
-        client reads."""
+        client reads; ``gzipped``: compressed as it is written."""
         piece = b"x" * 65_536
+        packer = zlib.compressobj(wbits=zlib.MAX_WBITS | 16) if gzipped else None
+
+        def write(data: bytes) -> None:
+            self.wfile.write(packer.compress(data) if packer is not None else data)
+
         try:
-            self.wfile.write(head)
+            write(head)
             left = size - len(head) - len(tail)
             while size < 0 or left > 0:
-                self.wfile.write(piece if size < 0 else piece[:left])
+                write(piece if size < 0 else piece[:left])
                 left -= len(piece)
-            self.wfile.write(tail)
+            write(tail)
+            if packer is not None:
+                self.wfile.write(packer.flush())
             self.wfile.flush()
         except OSError:
             pass  # the client hung up

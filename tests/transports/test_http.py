@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import httpx
 import pytest
@@ -29,11 +30,20 @@ from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
+from host_receiver.transports import http as http_module
 from host_receiver.transports._sse import Event, read_events
 from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport
 from tests.servers.http_server import StreamableHttpServer
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=["lean", "httpx"])
+def pool(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on both pools a client can send through: ours, and httpx's own."""
+    if request.param == "httpx":
+        monkeypatch.setattr(http_module, "lean_transport_for", lambda url: None)
+    return str(request.param)
 
 
 @pytest.fixture
@@ -289,6 +299,32 @@ async def test_a_json_answer_over_the_limit_is_refused_even_when_it_ends(
             await conn.call_tool("huge-json", {"size": 3 * LIMIT})
 
 
+async def test_a_gzip_answer_is_read_inflated(server: StreamableHttpServer) -> None:
+    async with connect(server.url) as conn:
+        result = await conn.call_tool("gzip-json", {"size": 200_000})
+    assert set(result.text) == {"x"} and 199_000 < len(result.text) < 200_000  # the body, less its envelope
+    assert [r.headers.get("accept-encoding") for r in server.requests if r.rpc_method == "tools/call"] == [
+        "gzip, deflate"
+    ]
+
+
+@pytest.mark.slow
+async def test_a_gzip_answer_that_inflates_beyond_the_limit_is_never_held_whole(
+    server: StreamableHttpServer,
+) -> None:
+    """64 MB inflated from some 64 KB on the wire: counted as it inflates, not after each read."""
+    tracemalloc.start()
+    try:
+        async with connect(server.url, max_message_size=LIMIT) as conn:
+            with pytest.raises(RpcError, match=f"Message longer than {LIMIT} bytes"):
+                await conn.call_tool("gzip-json", {"size": 64 * LIMIT})
+            _, peak = tracemalloc.get_traced_memory()
+            assert (await conn.call_tool("json")).text == "json"
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * LIMIT  # read whole per network read (httpx decoding): 10 MB
+
+
 @pytest.mark.slow
 async def test_a_server_request_over_the_limit_in_an_sse_stream_is_answered_from_its_head(
     server: StreamableHttpServer,
@@ -374,6 +410,51 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     ports = [r.port for r in server.requests if r.rpc_method == "notifications/message"]
     assert len(ports) == 5
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
+
+
+async def test_connections_of_a_burst_stay_open_for_the_next_one(
+    server: StreamableHttpServer, pool: str
+) -> None:
+    """Keep-alive without a fixed cap: httpx's own pool keeps 20 and reconnects for the rest."""
+    if pool != "lean":
+        pytest.skip("the lean pool's rule")
+    async with connect(server.url) as conn:
+        for _ in range(2):
+            async with anyio.create_task_group() as burst:
+                for _ in range(40):
+                    burst.start_soon(conn.ping)
+    ports = {r.port for r in server.requests if r.rpc_method == "ping"}
+    assert len(ports) <= 41  # the second burst reused the first one's connections
+
+
+async def test_a_proxy_in_the_environment_carries_the_requests(
+    server: StreamableHttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx honours the proxy variables only with its own pool: then that one is used."""
+    seen: list[bytes] = []
+
+    async def proxy(client: anyio.abc.SocketStream) -> None:
+        async with client:
+            seen.append(await client.receive())
+            await client.send(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, proxy)
+        with pytest.raises(TransportError, match="502"):
+            async with connect(server.url):
+                pass
+        tg.cancel_scope.cancel()
+    assert seen[0].startswith(f"POST {server.url} HTTP/1.1".encode())
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    async with connect(server.url) as conn:  # a host the proxy does not cover: straight to it
+        await conn.ping()
 
 
 async def test_aclose_deletes_the_session_once_and_ends_sending_and_receiving(

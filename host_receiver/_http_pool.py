@@ -1,18 +1,23 @@
-"""A lean HTTP/1.1 connection pool for plain ``http://`` backends, as an ``httpx`` transport.
+"""A lean HTTP/1.1 connection pool for plain ``http://`` peers, as an ``httpx`` transport.
 
-(About 480 lines, one idea: the pool, its connections and their framing share
+(About 500 lines, one idea: the pool, its connections and their framing share
 one lifecycle; apart, each would have to know the others' states.)
 
-Local backends (vLLM, Ollama, LM Studio) are where a thousand concurrent calls
-happen; httpcore's pool walks every connection on every request and every
-close, so its cost grows with the number of open connections. This one does not.
+Local model backends (vLLM, Ollama, LM Studio) and MCP servers on loopback or a
+private network are where hundreds of concurrent requests happen; httpcore's
+pool walks every connection on every request and every close, so its cost
+grows with the number of open connections. This one does not. The MCP
+Streamable HTTP client and every provider use it through an ordinary
+``httpx.AsyncClient(transport=...)``; :func:`lean_transport_for` chooses it,
+once per client.
 
 Rules:
 
 * Only ``http`` URLs are served here; anything else (an ``https`` redirect
   target) goes to a default ``httpx.AsyncHTTPTransport``, made on first use.
-  Proxies are decided before this transport is chosen (see ``_openai.py``):
-  httpx ignores the proxy environment for a client with a custom transport.
+  Proxies are decided before this transport is chosen
+  (:func:`lean_transport_for`): httpx ignores the proxy environment for a
+  client with a custom transport.
 * Idle connections are kept per origin in a deque; a request takes the most
   recently used one, O(1). An idle connection whose socket is readable (the
   server closed it, or sent something unasked) or that has been idle longer
@@ -54,17 +59,19 @@ import math
 import os
 import select
 import socket
+import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 import h11
 import httpx
 
-__all__ = ["DEFAULT_LIMITS", "LeanTransport"]
+__all__ = ["DEFAULT_LIMITS", "LeanTransport", "lean_transport_for"]
 
 #: Like the ``openai`` client's own pool (1,000 connections) but keeping them all alive:
 #: a thousand concurrent calls should not reconnect 900 times on every round.
@@ -72,6 +79,21 @@ DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=10
 
 _READ_SIZE = 64 * 1024
 _Origin = tuple[str, int]
+
+
+def lean_transport_for(url: str, limits: httpx.Limits = DEFAULT_LIMITS) -> LeanTransport | None:
+    """Our pool for a plain ``http`` URL that no proxy stands in front of; None for httpx's own.
+
+    httpx honours ``HTTP_PROXY`` / ``ALL_PROXY`` (and ``NO_PROXY``) only with its own
+    transport, so a proxy that would carry requests to ``url`` means httpx's own.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http" or not parts.hostname:
+        return None
+    proxies = urllib.request.getproxies()
+    if (proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return LeanTransport(limits=limits)
 
 
 class LeanTransport(httpx.AsyncBaseTransport):
