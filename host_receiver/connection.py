@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 580 lines, one idea: the connection's own state, its agreement and
+(About 660 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -48,6 +48,11 @@ Rules:
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
+- Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
+  every request sent is a CLIENT span whose context travels in ``_meta``
+  (:meth:`request`, the one place requests are sent); every request received,
+  pushed or an input round's, a SERVER span; a modern call with rounds or a
+  task one span holding them; the connection's life one duration.
 - Leaving the context closes the session, detaches from the receiver, then
   closes the transport. Everything the connection holds is given to its
   constructor; what it learns (the receiver's scope, the agreement) it sets
@@ -214,6 +219,9 @@ class ClientConnection:
         self._receiver = receiver
         self._options = options
         self._telemetry = options.telemetry or telemetry.default_telemetry()
+        self._network = telemetry.network(
+            stream.extra(StreamAttribute.network_transport, None), stream.extra(StreamAttribute.url, None)
+        )
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
@@ -274,7 +282,7 @@ class ClientConnection:
             async with self._serving_session():
                 yield
         finally:
-            self._telemetry.session_ended(anyio.current_time() - opened, self.protocol_version)
+            self._telemetry.session_ended(anyio.current_time() - opened, self._facts())
 
     @asynccontextmanager
     async def _serving_session(self) -> AsyncIterator[None]:
@@ -324,8 +332,13 @@ class ClientConnection:
 
     # --- routing what the server sends ------------------------------------------
 
+    def _facts(self) -> dict[str, Any]:
+        """What every MCP span of this connection says of it (:func:`telemetry.facts`)."""
+        session_id = self._stream.extra(StreamAttribute.session_id, None)
+        return telemetry.facts(self.protocol_version, self._network, session_id)
+
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        call = self._telemetry.server_call(request.method, request.params, request.id, self.protocol_version)
+        call = self._telemetry.server_call(request.method, request.params, request.id, self._facts())
         try:
             with call.active():
                 answer = self._serving.answer(request)
@@ -342,7 +355,7 @@ class ClientConnection:
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
-        call = self._telemetry.server_call(method, params, None, self.protocol_version)
+        call = self._telemetry.server_call(method, params, None, self._facts())
         try:
             return await call.answered(self._serving.fulfil(method, params))
         except RpcError:
@@ -437,7 +450,7 @@ class ClientConnection:
         The request is a CLIENT span (:mod:`host_receiver.telemetry`) whose context
         travels in ``_meta``.
         """
-        with self._telemetry.client_call(method, params, self.protocol_version) as call:
+        with self._telemetry.client_call(method, params, self._facts()) as call:
             result = await self._sent(method, call.params, timeout, on_progress)
             call.result(result)
         return result
@@ -617,7 +630,7 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        with self._telemetry.logical_call(method, params, self.protocol_version) as call:
+        with self._telemetry.logical_call(method, params, self._facts()) as call:
             result = await with_input_rounds(
                 method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
             )

@@ -1,6 +1,6 @@
 """OpenTelemetry traces and metrics, per the semantic conventions for MCP and GenAI (docs/observability.md).
 
-(About 660 lines, one idea: every span, attribute and instrument host-receiver
+(About 700 lines, one idea: every span, attribute and instrument host-receiver
 emits, and the rules that keep them safe, in one place.)
 
 Rules:
@@ -50,6 +50,7 @@ from functools import cache
 from importlib import metadata
 from types import SimpleNamespace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from host_receiver.errors import RpcError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest, dump
@@ -67,6 +68,8 @@ __all__ = [
     "Telemetry",
     "current",
     "default_telemetry",
+    "facts",
+    "network",
     "note_request_id",
     "report_reply",
 ]
@@ -159,6 +162,27 @@ def report_reply(
         chat.input_tokens = input_tokens
     if type(output_tokens) is int and output_tokens >= 0:
         chat.output_tokens = output_tokens
+
+
+def network(transport: str | None, url: str | None) -> dict[str, Any]:
+    """A connection's ``network.transport`` and, from its URL, ``server.address`` and ``server.port``."""
+    found: dict[str, Any] = {}
+    if transport is not None:
+        found["network.transport"] = transport
+    where = urlsplit(url) if url else None
+    if where is not None and where.hostname:
+        found["server.address"] = where.hostname
+        found["server.port"] = where.port or (443 if where.scheme == "https" else 80)
+    return found
+
+
+def facts(version: str, network: Mapping[str, Any], session_id: str | None) -> dict[str, Any]:
+    """What every MCP span of one connection says of it: the protocol version, its
+    :func:`network` attributes, the session id (cut)."""
+    found: dict[str, Any] = {"mcp.protocol.version": version, **network}
+    if session_id:
+        found["mcp.session.id"] = safe_text(session_id, NAME_LIMIT)
+    return found
 
 
 def _error_type(exc: BaseException) -> str:
@@ -436,10 +460,12 @@ class Telemetry:
         extracted = api.propagate.extract(carrier)
         return extracted if api.trace.get_current_span(extracted).get_span_context().is_valid else None
 
-    def _mcp(self, method: str, params: Mapping[str, Any] | None, version: str) -> tuple[str, dict[str, Any]]:
+    def _mcp(
+        self, method: str, params: Mapping[str, Any] | None, facts: Mapping[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
         """The span name and attributes of one MCP request (``{method} {target}``)."""
         method = method if method in _METHODS else self.name(method)
-        attributes = {"mcp.method.name": method, "mcp.protocol.version": version}
+        attributes = {"mcp.method.name": method, **facts}
         name = method
         target = params.get("name") if isinstance(params, Mapping) else None
         if method in ("tools/call", "prompts/get") and isinstance(target, str):
@@ -466,9 +492,11 @@ class Telemetry:
     # --- MCP ----------------------------------------------------------------------
 
     @contextmanager
-    def client_call(self, method: str, params: dict[str, Any] | None, version: str) -> Iterator[ClientCall]:
+    def client_call(
+        self, method: str, params: dict[str, Any] | None, facts: Mapping[str, Any]
+    ) -> Iterator[ClientCall]:
         """The CLIENT span of one request; send ``call.params`` (its ``_meta`` carries the context)."""
-        name, attributes = self._mcp(method, params, version)
+        name, attributes = self._mcp(method, params, facts)
         raw = self._start(name, "CLIENT", attributes, None, None)
         with self._recorded(raw, ClientCall) as call:
             call.params = params
@@ -492,10 +520,10 @@ class Telemetry:
                     self._mcp_client.record(call.elapsed(), self._labels(attributes, call.error))
 
     def server_call(
-        self, method: str, params: dict[str, Any] | None, request_id: object, version: str
+        self, method: str, params: dict[str, Any] | None, request_id: object, facts: Mapping[str, Any]
     ) -> ServerCall:
         """The SERVER span of one request received; end it with :meth:`ServerCall.end` or ``answered``."""
-        name, attributes = self._mcp(method, params, version)
+        name, attributes = self._mcp(method, params, facts)
         if request_id is not None:
             attributes["jsonrpc.request.id"] = safe_text(request_id, NAME_LIMIT)
         raw = None
@@ -514,17 +542,20 @@ class Telemetry:
         return ServerCall(raw, self, done)
 
     @contextmanager
-    def logical_call(self, method: str, params: Mapping[str, Any], version: str) -> Iterator[_Span]:
+    def logical_call(
+        self, method: str, params: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> Iterator[_Span]:
         """One 2026-07-28 call across its rounds and its task: each round's CLIENT span is a child,
         the task's status changes are events (:meth:`_Span.status`)."""
-        name, attributes = self._mcp(method, params, version)
+        name, attributes = self._mcp(method, params, facts)
         with self._span(name, "INTERNAL", attributes) as call:
             yield call
 
-    def session_ended(self, seconds: float, version: str) -> None:
+    def session_ended(self, seconds: float, facts: Mapping[str, Any]) -> None:
         """Record one connection's life (``mcp.client.session.duration``)."""
         if self._on:
-            self._mcp_session.record(seconds, {"mcp.protocol.version": version})
+            keep = ("mcp.protocol.version", "network.transport", "server.address", "server.port")
+            self._mcp_session.record(seconds, {k: facts[k] for k in keep if k in facts})
 
     # --- the host's own work ----------------------------------------------------------
 

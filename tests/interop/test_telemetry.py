@@ -110,6 +110,13 @@ async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
     sent = [span for span in otlp.named("tools/call sample") if span.kind == "CLIENT"]
     (serving,) = otlp.named("sampling/createMessage")
     trace_id = sent[0].trace_id
+    facts = sent[0].attributes
+    if kind == "stdio":
+        assert facts["network.transport"] == "pipe" and "server.address" not in facts
+    else:
+        assert (facts["network.transport"], facts["server.address"]) == ("tcp", "127.0.0.1")
+        assert facts["server.port"] > 0
+        assert ("mcp.session.id" in facts) == (protocol == "2025-11-25")  # the legacy binding's session
     assert {span.trace_id for span in [*sent, serving]} == {trace_id}
     # The server's own spans for our tools/call are children of our CLIENT spans.
     their_calls = [s for s in theirs if s.kind == "SERVER" and s.name == "tools/call sample"]
