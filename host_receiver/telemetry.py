@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
@@ -205,17 +205,19 @@ class _Span:
         if self.span is not None:
             self.span.set_attribute(key, value)
 
-    def fail(self, exc: BaseException, description: str | None = None) -> None:
-        """Mark the span failed with ``error.type`` (the JSON-RPC code, ``timeout`` or the type)."""
+    def fail(self, exc: BaseException) -> None:
+        """Mark the span failed with ``error.type`` (the JSON-RPC code, ``timeout`` or the type)
+        and, for a JSON-RPC error, its code and its message (sanitised)."""
         self.error = _error_type(exc)
         if self.span is None:
             return
         api = _api()
         assert api is not None
         self.span.set_attribute("error.type", self.error)
+        description = None
         if isinstance(exc, RpcError):
             self.span.set_attribute("rpc.response.status_code", str(exc.code))
-            description = description or safe_text(exc.message)
+            description = safe_text(exc.message)
         self.span.set_status(api.trace.StatusCode.ERROR, description)
 
     def elapsed(self) -> float:
@@ -245,7 +247,7 @@ class ClientCall(_Span):
 class ServerCall(_Span):
     """The SERVER span of one request the host receives: made current while it is answered."""
 
-    def __init__(self, span: Any, telemetry: Telemetry, done: Any) -> None:
+    def __init__(self, span: Any, telemetry: Telemetry, done: Callable[[ServerCall], None]) -> None:
         super().__init__(span)
         self._telemetry = telemetry
         self._done = done
