@@ -21,14 +21,15 @@ Rules:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from host_receiver.sanitize import safe_logger
+
 __all__ = ["exporting"]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 _SIGNALS = {
     "traces": ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
