@@ -71,7 +71,11 @@ import anyio.abc
 import h11
 import httpx
 
+from host_receiver.sanitize import safe_logger, safe_url
+
 __all__ = ["DEFAULT_LIMITS", "LeanTransport", "lean_transport_for"]
+
+logger = safe_logger("host_receiver.http")
 
 #: Like the ``openai`` client's own pool (1,000 connections) but keeping them all alive:
 #: a thousand concurrent calls should not reconnect 900 times on every round.
@@ -89,9 +93,11 @@ def lean_transport_for(url: str, limits: httpx.Limits = DEFAULT_LIMITS) -> LeanT
     """
     parts = urlsplit(url)
     if parts.scheme.lower() != "http" or not parts.hostname:
+        logger.debug("%s: httpx's own transport (the lean pool serves plain http only)", safe_url(url))
         return None
     proxies = urllib.request.getproxies()
     if (proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
+        logger.debug("%s: httpx's own transport (a proxy from the environment carries it)", safe_url(url))
         return None
     return LeanTransport(limits=limits)
 

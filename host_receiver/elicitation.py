@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -75,6 +76,21 @@ class FormField:
     def label(self) -> str:
         """What to show the user as the field's name."""
         return self.title or self.name
+
+    def plain(self, value: ElicitValue, *, titles: bool = True) -> str:
+        """``value`` in plain words: a boolean as yes or no, a whole number without ``.0``, choices
+        by their titles (by their values when not ``titles``: as a person types them), several
+        joined by commas. Raw text: show it through :mod:`host_receiver.sanitize`."""
+        names = dict(self.options) if titles else {}
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, list):
+            return ", ".join(names.get(v, v) for v in value)
+        if isinstance(value, str):
+            return names.get(value, value)
+        if isinstance(value, float) and value.is_integer() and self.kind == "integer":
+            return str(int(value))
+        return str(value)
 
     def check(self, value: Any) -> str | None:
         """Why ``value`` is not acceptable for this field, or None when it is."""
@@ -156,6 +172,10 @@ class FormSchema:
     def defaults(self) -> dict[str, ElicitValue]:
         """Every field's default value, for pre-filling a form."""
         return {f.name: f.default for f in self.fields if f.default is not None}
+
+    def plain(self, content: Mapping[str, ElicitValue]) -> str:
+        """Answers in plain words, ``Title: value`` in the form's order (:meth:`FormField.plain`)."""
+        return "; ".join(f"{f.label}: {f.plain(content[f.name])}" for f in self.fields if f.name in content)
 
     def problems(self, content: dict[str, Any]) -> dict[str, str]:
         """Field name -> what is wrong with ``content``; empty when it may be sent."""

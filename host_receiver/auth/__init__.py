@@ -30,6 +30,7 @@ from host_receiver.auth._oauth import (
     EnterpriseGrant,
     Grant,
     OAuth,
+    WorkloadIdentityGrant,
 )
 from host_receiver.auth._registration import PreRegisteredClient
 from host_receiver.auth._store import (
@@ -68,6 +69,7 @@ __all__ = [
     "SystemBrowser",
     "TokenSet",
     "TokenStore",
+    "WorkloadIdentityGrant",
     "canonical_resource",
     "default_token_store",
     "parse_bearer_challenge",

@@ -5,8 +5,8 @@ Rules:
 - A header holds one or more challenges: a scheme, then a token68 or a
   comma-separated list of ``name=value`` parameters (token or quoted
   string, with ``\\`` escapes). Several headers are read as one list.
-- Only the ``Bearer`` challenge is used (scheme names are case-insensitive,
-  parameter names too); others are skipped. Malformed input yields what
+- The ``Bearer`` challenge is used, else the ``DPoP`` one (scheme names are
+  case-insensitive, parameter names too); others are skipped. Malformed input yields what
   could be read up to the fault, never an exception.
 - ``scope`` is a space-separated list; an empty one counts as absent.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["BearerChallenge", "parse_bearer_challenge"]
+__all__ = ["BearerChallenge", "asks_for_dpop_nonce", "parse_bearer_challenge"]
 
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _TOKEN68_CHARS = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -136,15 +136,26 @@ def _challenges(text: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def parse_bearer_challenge(headers: Iterable[str]) -> BearerChallenge | None:
-    """The first Bearer challenge in these ``WWW-Authenticate`` header values; None without one."""
-    for scheme, params in _challenges(", ".join(headers)):
-        if scheme != "bearer":
-            continue
-        scope = tuple(params.get("scope", "").split())
-        return BearerChallenge(
-            resource_metadata=params.get("resource_metadata") or None,
-            scope=scope,
-            error=params.get("error") or None,
-            error_description=params.get("error_description") or None,
-        )
+    """The first Bearer challenge in these ``WWW-Authenticate`` header values, else the first DPoP
+    one (RFC 9449 section 7.1 gives it the same parameters); None without either."""
+    found = _challenges(", ".join(headers))
+    for wanted in ("bearer", "dpop"):
+        for scheme, params in found:
+            if scheme != wanted:
+                continue
+            scope = tuple(params.get("scope", "").split())
+            return BearerChallenge(
+                resource_metadata=params.get("resource_metadata") or None,
+                scope=scope,
+                error=params.get("error") or None,
+                error_description=params.get("error_description") or None,
+            )
     return None
+
+
+def asks_for_dpop_nonce(headers: Iterable[str]) -> bool:
+    """Whether a ``DPoP`` challenge among these header values says ``use_dpop_nonce`` (RFC 9449 section 9)."""
+    return any(
+        scheme == "dpop" and params.get("error") == "use_dpop_nonce"
+        for scheme, params in _challenges(", ".join(headers))
+    )

@@ -1,7 +1,8 @@
-"""The grants: authorization code with PKCE, refresh, client credentials, and the enterprise grant.
+"""The grants: authorization code with PKCE, refresh, client credentials, the enterprise grant and
+workload identity.
 
-(About 520 lines, one idea: every grant ends in the same token request, client
-authentication and response checks; apart they would repeat them.)
+(About 610 lines, one idea: every grant ends in the same token request, client
+authentication, DPoP proof and response checks; apart they would repeat them.)
 
 The OAuth mechanics (PKCE verifier and S256 challenge, ``state``, the
 authorization URL, token request bodies, client authentication including
@@ -61,6 +62,7 @@ import httpx
 
 from host_receiver.auth._browser import RedirectTarget
 from host_receiver.auth._discovery import ServerMetadata, json_object, read_limited
+from host_receiver.auth._dpop import DPoPKey
 from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._store import TokenSet
 from host_receiver.auth._urls import require_secure
@@ -78,6 +80,7 @@ __all__ = [
     "code_grant_endpoints",
     "enterprise_grant",
     "refresh",
+    "workload_identity",
 ]
 
 logger = safe_logger("host_receiver.auth")
@@ -245,21 +248,35 @@ async def _post_token(
     *,
     what: str,
     hidden: Sequence[str],
+    dpop: DPoPKey | None = None,
 ) -> dict[str, Any]:
-    """POST a token request; its JSON answer (an error answer raises).
+    """POST a token request, with a DPoP proof when ``dpop`` is given; its JSON answer (an error
+    answer raises).
 
     In an error answer, ``hidden`` and every secret the request carried are masked.
     """
     hidden = [*hidden, *_sent_secrets(headers, body)]
-    try:
-        async with http.stream("POST", endpoint, headers=dict(headers), content=body.encode()) as response:
-            raw = await read_limited(response, _MAX_ANSWER)
-            status = response.status_code
-    except httpx.HTTPError as exc:
-        raise TokenRequestError(f"the {what} to {safe_url(endpoint)} failed ({type(exc).__name__})") from None
-    data = json_object(raw)
-    if not isinstance(data, dict):
-        raise TokenRequestError(f"the {what} to {safe_url(endpoint)} got HTTP {status} without a JSON object")
+    nonce: str | None = None
+    while True:
+        sent = dict(headers)
+        if dpop is not None:
+            sent["DPoP"] = dpop.proof("POST", endpoint, nonce=nonce)
+        try:
+            async with http.stream("POST", endpoint, headers=sent, content=body.encode()) as response:
+                raw = await read_limited(response, _MAX_ANSWER)
+                status, fresh = response.status_code, response.headers.get("dpop-nonce")
+        except httpx.HTTPError as exc:
+            raise TokenRequestError(
+                f"the {what} to {safe_url(endpoint)} failed ({type(exc).__name__})"
+            ) from None
+        data = json_object(raw)
+        if not isinstance(data, dict):
+            raise TokenRequestError(
+                f"the {what} to {safe_url(endpoint)} got HTTP {status} without a JSON object"
+            )
+        if dpop is None or data.get("error") != "use_dpop_nonce" or not fresh or fresh == nonce:
+            break
+        nonce = fresh  # RFC 9449 section 8: once more, with the server's nonce
     if status != 200 or "error" in data:
         code = _mask(str(data["error"]), hidden) if data.get("error") is not None else None
         code_text = quote(code, 60) if code is not None else f"HTTP {status}"
@@ -273,17 +290,24 @@ async def _post_token(
 
 
 def _token_set(
-    data: Mapping[str, Any], endpoint: str, requested: Sequence[str], previous_refresh: str | None
+    data: Mapping[str, Any],
+    endpoint: str,
+    requested: Sequence[str],
+    previous_refresh: str | None,
+    dpop: DPoPKey | None,
 ) -> TokenSet:
     access = data.get("access_token")
     if not isinstance(access, str) or not access:
         raise TokenRequestError(f"the token endpoint {safe_url(endpoint)} sent no access_token")
     token_type = data.get("token_type") or "Bearer"
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+    kinds = ("bearer", "dpop") if dpop is not None else ("bearer",)
+    if not isinstance(token_type, str) or token_type.lower() not in kinds:
         raise TokenRequestError(
             f"the token endpoint {safe_url(endpoint)} issued a token of type {quote(token_type, 40)}; "
-            "only Bearer tokens are supported"
+            f"only {' and '.join(kind.capitalize() if kind == 'bearer' else 'DPoP' for kind in kinds)} "
+            "tokens are taken here"
         )
+    bound = token_type.lower() == "dpop"
     expires_in = data.get("expires_in")
     expires_at = None
     if isinstance(expires_in, int | float) and not isinstance(expires_in, bool) and expires_in > 0:
@@ -293,7 +317,8 @@ def _token_set(
     granted = tuple(scope.split()) if isinstance(scope, str) and scope.strip() else tuple(requested)
     return TokenSet(
         access_token=access,
-        token_type="Bearer",
+        token_type="DPoP" if bound else "Bearer",
+        dpop_key=dpop.private_jwk() if bound and dpop is not None else None,
         expires_at=expires_at,
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else previous_refresh,
         scope=granted,
@@ -304,23 +329,30 @@ def _token_set(
 async def token_grant(
     http: httpx.AsyncClient,
     server: ServerMetadata,
-    client: ClientIdentity,
+    client: ClientIdentity | None,
     grant_type: str,
     params: Mapping[str, str | Sequence[str] | None],
     *,
     what: str,
     requested: Sequence[str],
     previous_refresh: str | None = None,
+    dpop: DPoPKey | None = None,
 ) -> TokenSet:
-    """One token request at ``server``'s token endpoint, authenticated as ``client``."""
+    """One token request at ``server``'s token endpoint, authenticated as ``client`` (None: no client),
+    for a token bound to ``dpop`` when given."""
     endpoint = server.url("token_endpoint")
     if endpoint is None:
         raise AuthError("the authorization server metadata has no token_endpoint")
     require_secure(endpoint, "token endpoint")
-    method = choose_auth_method(client, server)
-    headers, body = _authenticate(client, method, server, endpoint, _form(grant_type, params))
-    data = await _post_token(http, endpoint, headers, body, what=what, hidden=client.secrets())
-    tokens = _token_set(data, endpoint, requested, previous_refresh)
+    if client is None:
+        method = "none, no client id"
+        headers, body = {"Accept": "application/json", "Content-Type": _FORM}, _form(grant_type, params)
+    else:
+        method = choose_auth_method(client, server)
+        headers, body = _authenticate(client, method, server, endpoint, _form(grant_type, params))
+    hidden = client.secrets() if client is not None else []
+    data = await _post_token(http, endpoint, headers, body, what=what, hidden=hidden, dpop=dpop)
+    tokens = _token_set(data, endpoint, requested, previous_refresh, dpop)
     logger.info(
         "%s at %s succeeded (client authentication %s)%s",
         what,
@@ -406,6 +438,7 @@ async def authorization_code(
     redirect_uri: str,
     resource: str,
     scopes: Sequence[str],
+    dpop: DPoPKey | None = None,
 ) -> TokenSet:
     """Authorize through ``target`` (the browser step) and redeem the code."""
     from authlib.common.security import generate_token
@@ -436,6 +469,7 @@ async def authorization_code(
         {"code": code, "redirect_uri": redirect_uri, "code_verifier": verifier, "resource": resource},
         what="authorization code exchange",
         requested=scopes,
+        dpop=dpop,
     )
 
 
@@ -446,6 +480,7 @@ async def refresh(
     tokens: TokenSet,
     *,
     resource: str,
+    dpop: DPoPKey | None = None,
 ) -> TokenSet:
     """A new access token from ``tokens.refresh_token`` (the refresh token kept when none is sent back)."""
     assert tokens.refresh_token is not None
@@ -458,6 +493,7 @@ async def refresh(
         what="token refresh",
         requested=tokens.requested_scope,
         previous_refresh=tokens.refresh_token,
+        dpop=dpop,
     )
 
 
@@ -480,6 +516,7 @@ async def client_credentials(
     *,
     resource: str,
     scopes: Sequence[str],
+    dpop: DPoPKey | None = None,
 ) -> TokenSet:
     _require_grant(server, "client_credentials")
     return await token_grant(
@@ -490,6 +527,7 @@ async def client_credentials(
         {"scope": tuple(scopes), "resource": resource},
         what="client credentials grant",
         requested=scopes,
+        dpop=dpop,
     )
 
 
@@ -501,6 +539,7 @@ async def enterprise_grant(
     *,
     resource: str,
     scopes: Sequence[str],
+    dpop: DPoPKey | None = None,
 ) -> TokenSet:
     """SEP-990: ID token -> ID-JAG at the identity provider -> access token at the authorization server."""
     from authlib.oauth2.auth import ClientAuth
@@ -538,4 +577,33 @@ async def enterprise_grant(
         {"assertion": grant, "scope": tuple(scopes), "resource": resource},
         what="JWT bearer grant",
         requested=scopes,
+        dpop=dpop,
+    )
+
+
+async def workload_identity(
+    http: httpx.AsyncClient,
+    server: ServerMetadata,
+    client: ClientIdentity | None,
+    assertion: str,
+    *,
+    resource: str,
+    scopes: Sequence[str],
+    dpop: DPoPKey | None = None,
+) -> TokenSet:
+    """SEP-1933: the JWT a workload's platform issued it, as an RFC 7523 authorization grant.
+
+    No client registration is needed: without a pre-registered client the
+    request carries no client id. A refusal is final (no retry, no other grant).
+    """
+    _require_grant(server, JWT_BEARER)
+    return await token_grant(
+        http,
+        server,
+        client,
+        JWT_BEARER,
+        {"assertion": assertion, "scope": tuple(scopes), "resource": resource},
+        what="workload identity (JWT bearer) grant",
+        requested=scopes,
+        dpop=dpop,
     )

@@ -1,10 +1,15 @@
 """``OAuth``: an ``httpx.Auth`` that authorizes requests to MCP servers by itself.
 
+(About 430 lines, one idea: the request's side of authorization, from the
+token it carries to the flow a refusal starts; the grants are in ``_flow``.)
+
 Rules:
 
 - Each request to a server for which a token is known (from this run or
   the store) carries ``Authorization: Bearer`` with it, unless that token
-  has expired (30 s leeway). Tokens are kept per server (the canonical URI
+  has expired (30 s leeway); a DPoP-bound token goes as ``Authorization:
+  DPoP`` with a fresh proof in ``DPoP`` (:mod:`._dpop`, which says when
+  DPoP is used and how its nonces are answered). Tokens are kept per server (the canonical URI
   of the request URL) and issuer.
 - A 401, or a 403 whose Bearer challenge says ``insufficient_scope``, starts
   the flow, then the request is sent again with the new token. Other
@@ -32,14 +37,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import anyio
 import httpx
 
 from host_receiver._http_body import MAX_ERROR_BODY, cap_unread_body
 from host_receiver.auth._browser import Browser, SystemBrowser
-from host_receiver.auth._challenge import BearerChallenge, parse_bearer_challenge
+from host_receiver.auth._challenge import BearerChallenge, asks_for_dpop_nonce, parse_bearer_challenge
 from host_receiver.auth._discovery import Discovery, discover
+from host_receiver.auth._dpop import DPoPKey, use_dpop
 from host_receiver.auth._flow import (
     ClientIdentity,
     EnterpriseIdp,
@@ -48,6 +55,7 @@ from host_receiver.auth._flow import (
     code_grant_endpoints,
     enterprise_grant,
     refresh,
+    workload_identity,
 )
 from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._registration import PreRegisteredClient, check_metadata_url, identify
@@ -63,6 +71,7 @@ __all__ = [
     "EnterpriseGrant",
     "Grant",
     "OAuth",
+    "WorkloadIdentityGrant",
 ]
 
 logger = safe_logger("host_receiver.auth")
@@ -90,7 +99,41 @@ class EnterpriseGrant:
     idp: EnterpriseIdp = field(repr=False)
 
 
-Grant = AuthorizationCodeGrant | ClientCredentialsGrant | EnterpriseGrant
+@dataclass(frozen=True)
+class WorkloadIdentityGrant:
+    """SEP-1933 workload identity: a JWT the workload's platform issued it (RFC 7523 JWT bearer grant).
+
+    ``assertion`` is the JWT; ``assertion_file`` a file holding it, read again for
+    every token request (platforms rotate it). No client registration is needed; a
+    pre-registered client's id goes along when given.
+    """
+
+    assertion: str | None = field(default=None, repr=False)
+    assertion_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.assertion is None) == (self.assertion_file is None):
+            raise AuthError(
+                "the workload identity grant takes an assertion or an assertion file, one of them"
+            )
+
+    def read(self) -> str:
+        """The assertion, as it is now."""
+        if self.assertion is not None:
+            return self.assertion
+        assert self.assertion_file is not None
+        try:
+            text = self.assertion_file.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AuthError(
+                f"cannot read the assertion file {self.assertion_file}: {type(exc).__name__}"
+            ) from None
+        if not text:
+            raise AuthError(f"the assertion file {self.assertion_file} is empty")
+        return text
+
+
+Grant = AuthorizationCodeGrant | ClientCredentialsGrant | EnterpriseGrant | WorkloadIdentityGrant
 
 
 @dataclass
@@ -104,6 +147,8 @@ class _Server:
     attempts: int = 0
     failure: AuthError | None = None
     lock: anyio.Lock | None = None
+    dpop_nonce: str | None = None  # the last DPoP-Nonce the server sent
+    dpop_key: tuple[str, DPoPKey] | None = None  # the key of ``tokens``, loaded once
 
 
 class OAuth(httpx.Auth):
@@ -126,17 +171,19 @@ class OAuth(httpx.Auth):
         client_name: str = "host-receiver",
         max_authorizations: int = MAX_AUTHORIZATIONS,
         timeout: float = 30.0,
+        dpop: bool | None = None,
     ) -> None:
         self.server_url = canonical_resource(server_url) if server_url is not None else None
         self.grant: Grant = grant if grant is not None else AuthorizationCodeGrant()
         self.client = client
         self.client_metadata_url = check_metadata_url(client_metadata_url) if client_metadata_url else None
-        if not isinstance(self.grant, AuthorizationCodeGrant) and client is None:
+        if isinstance(self.grant, ClientCredentialsGrant | EnterpriseGrant) and client is None:
             raise AuthError("client credentials and the enterprise grant need a pre-registered client id")
         self._store = store
         self.client_name = client_name
         self.max_authorizations = max_authorizations
         self.timeout = timeout
+        self.dpop = dpop
         self._servers: dict[str, _Server] = {}
 
     def __repr__(self) -> str:
@@ -154,13 +201,31 @@ class OAuth(httpx.Auth):
         await self._load(server)
         used = server.tokens
         if used is not None and not used.expired():
-            request.headers["Authorization"] = f"Bearer {used.access_token}"
+            self._present(request, server, used)
         else:
             used = None
         response = yield request
         obtained = 0
+        nonce_tried = False
         while True:
-            challenge = parse_bearer_challenge(response.headers.get_list("www-authenticate"))
+            challenges = response.headers.get_list("www-authenticate")
+            fresh_nonce = response.headers.get("dpop-nonce")
+            if fresh_nonce:
+                server.dpop_nonce = fresh_nonce
+            if (
+                used is not None
+                and used.dpop_key
+                and response.status_code == 401
+                and fresh_nonce
+                and not nonce_tried
+                and asks_for_dpop_nonce(challenges)
+            ):  # RFC 9449 section 9: once more with the server's nonce; no new token
+                nonce_tried = True
+                cap_unread_body(response, MAX_ERROR_BODY)
+                self._present(request, server, used)
+                response = yield request
+                continue
+            challenge = parse_bearer_challenge(challenges)
             step_up = response.status_code == 403 and challenge is not None and challenge.insufficient_scope
             if response.status_code != 401 and not step_up:
                 return
@@ -177,8 +242,21 @@ class OAuth(httpx.Auth):
             cap_unread_body(response, MAX_ERROR_BODY)  # httpx reads it before the retry
             used = await self._obtain(server, challenge, step_up=step_up, used=used)
             obtained += 1
-            request.headers["Authorization"] = f"Bearer {used.access_token}"
+            self._present(request, server, used)
             response = yield request
+
+    def _present(self, request: httpx.Request, server: _Server, tokens: TokenSet) -> None:
+        """Put ``tokens`` on ``request``: Bearer, or DPoP with a fresh proof (module rules)."""
+        if not tokens.dpop_key:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+            return
+        if server.dpop_key is None or server.dpop_key[0] != tokens.dpop_key:
+            server.dpop_key = (tokens.dpop_key, DPoPKey(tokens.dpop_key))
+        proof = server.dpop_key[1].proof(
+            request.method, str(request.url), access_token=tokens.access_token, nonce=server.dpop_nonce
+        )
+        request.headers["Authorization"] = f"DPoP {tokens.access_token}"
+        request.headers["DPoP"] = proof
 
     # --- state ------------------------------------------------------------------------------
 
@@ -245,7 +323,7 @@ class OAuth(httpx.Auth):
             previous = entry.tokens or (server.tokens if server.issuer == issuer else None)
             server.issuer = issuer
             if not step_up and previous is not None and previous.refresh_token:
-                refreshed = await self._refresh(http, discovery, entry, previous)
+                refreshed = await self._refresh(http, discovery, entry, previous)  # with its key, if bound
                 if refreshed is not None:
                     await store.save(replace(entry, tokens=refreshed))
                     return refreshed
@@ -257,7 +335,9 @@ class OAuth(httpx.Auth):
                 step_up=step_up,
                 want_refresh=isinstance(self.grant, AuthorizationCodeGrant),
             )
-            entry, tokens = await self._grant(http, discovery, entry, scopes, store)
+            advertised = discovery.server.strings("dpop_signing_alg_values_supported")
+            dpop = DPoPKey() if use_dpop(self.dpop, advertised) else None
+            entry, tokens = await self._grant(http, discovery, entry, scopes, store, dpop)
             await store.save(replace(entry, tokens=tokens))
             return tokens
 
@@ -267,9 +347,10 @@ class OAuth(httpx.Auth):
         identity = self._identity_for_refresh(discovery, entry)
         if identity is None:
             return None
+        dpop = DPoPKey(tokens.dpop_key) if tokens.dpop_key else None
         try:
             return await refresh(
-                http, discovery.server, identity, tokens, resource=discovery.resource.resource
+                http, discovery.server, identity, tokens, resource=discovery.resource.resource, dpop=dpop
             )
         except TokenRequestError as exc:
             logger.info(
@@ -303,18 +384,25 @@ class OAuth(httpx.Auth):
         entry: StoredAuthorization,
         scopes: tuple[str, ...],
         store: TokenStore,
+        dpop: DPoPKey | None,
     ) -> tuple[StoredAuthorization, TokenSet]:
         server, resource = discovery.server, discovery.resource.resource
         grant = self.grant
         if isinstance(grant, ClientCredentialsGrant):
             assert self.client is not None
             return entry, await client_credentials(
-                http, server, self.client.identity(), resource=resource, scopes=scopes
+                http, server, self.client.identity(), resource=resource, scopes=scopes, dpop=dpop
             )
+        if isinstance(grant, WorkloadIdentityGrant):
+            client = self.client.identity() if self.client is not None else None
+            tokens = await workload_identity(
+                http, server, client, grant.read(), resource=resource, scopes=scopes, dpop=dpop
+            )
+            return entry, tokens
         if isinstance(grant, EnterpriseGrant):
             assert self.client is not None
             tokens = await enterprise_grant(
-                http, server, self.client.identity(), grant.idp, resource=resource, scopes=scopes
+                http, server, self.client.identity(), grant.idp, resource=resource, scopes=scopes, dpop=dpop
             )
             return entry, tokens
         code_grant_endpoints(server)  # refuse before registering or opening a browser
@@ -335,6 +423,13 @@ class OAuth(httpx.Auth):
                 entry = replace(entry, client=registered)
                 await store.save(entry)
             tokens = await authorization_code(
-                http, server, identity, target, redirect_uri=redirect_uri, resource=resource, scopes=scopes
+                http,
+                server,
+                identity,
+                target,
+                redirect_uri=redirect_uri,
+                resource=resource,
+                scopes=scopes,
+                dpop=dpop,
             )
         return entry, tokens

@@ -82,6 +82,7 @@ class TokenSet:
     refresh_token: str | None = field(default=None, repr=False)
     scope: tuple[str, ...] = ()  # granted, when the server said; else what was requested
     requested_scope: tuple[str, ...] = ()
+    dpop_key: str | None = field(default=None, repr=False)  # the private JWK a DPoP token is bound to
 
     def expired(self, leeway: float = 30.0, now: float | None = None) -> bool:
         if self.expires_at is None:
@@ -132,6 +133,8 @@ class StoredAuthorization:
                 left = int(self.tokens.expires_at - time.time())
                 parts.append(f"access token valid for {left // 60} min")
             parts.append("refresh token" if self.tokens.refresh_token else "no refresh token")
+            if self.tokens.dpop_key:
+                parts.append("DPoP-bound")
             if self.tokens.scope:
                 parts.append(f"scope {' '.join(self.tokens.scope)}")
         return ", ".join(parts)
@@ -160,6 +163,7 @@ def _tokens_from(data: dict[str, Any]) -> TokenSet:
         refresh_token=str(data["refresh_token"]) if data.get("refresh_token") else None,
         scope=tuple(data.get("scope") or ()),
         requested_scope=tuple(data.get("requested_scope") or ()),
+        dpop_key=str(data["dpop_key"]) if data.get("dpop_key") else None,
     )
 
 

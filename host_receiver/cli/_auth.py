@@ -4,11 +4,14 @@ The names here are a public contract (docs/authorization.md):
 
 - ``run`` options: ``--auth-browser system|none``, ``--auth-client-metadata-url URL``,
   ``--auth-client-id ID``, ``--auth-client-secret SECRET`` (else
-  ``$HOST_RECEIVER_CLIENT_SECRET``), ``--auth-grant code|client-credentials|id-jag``,
+  ``$HOST_RECEIVER_CLIENT_SECRET``),
+  ``--auth-grant code|client-credentials|id-jag|jwt-bearer``,
   ``--auth-client-key PEM_FILE``, ``--auth-id-token TOKEN`` (else
   ``$HOST_RECEIVER_ID_TOKEN``), ``--auth-idp-token-endpoint URL``,
-  ``--auth-idp-client-id ID``; and ours: ``--auth-token-file PATH`` (keep tokens
-  in a 0600 file instead of the OS keyring) and ``--auth-redirect-uri URI`` (a
+  ``--auth-idp-client-id ID``, ``--auth-assertion FILE`` (else
+  ``$HOST_RECEIVER_ASSERTION``, the JWT itself; for ``jwt-bearer``), ``--auth-dpop``; and ours:
+  ``--auth-token-file PATH`` (keep tokens in a 0600 file instead of the OS keyring) and
+  ``--auth-redirect-uri URI`` (a
   fixed loopback redirect URI, for a pre-registered client).
 - :func:`build_auth` turns them into the :class:`~host_receiver.auth.OAuth` of
   ``run --url``; it starts by itself on the server's first 401. Inconsistent
@@ -43,6 +46,7 @@ from host_receiver.auth import (
     PreRegisteredClient,
     SystemBrowser,
     TokenStore,
+    WorkloadIdentityGrant,
     canonical_resource,
     default_token_store,
 )
@@ -50,6 +54,7 @@ from host_receiver.errors import AuthError
 from host_receiver.sanitize import safe_text
 
 __all__ = [
+    "ASSERTION_ENV",
     "CLIENT_SECRET_ENV",
     "ID_TOKEN_ENV",
     "AuthOptionsError",
@@ -61,6 +66,7 @@ __all__ = [
 
 CLIENT_SECRET_ENV = "HOST_RECEIVER_CLIENT_SECRET"
 ID_TOKEN_ENV = "HOST_RECEIVER_ID_TOKEN"
+ASSERTION_ENV = "HOST_RECEIVER_ASSERTION"
 
 
 class AuthOptionsError(ValueError):
@@ -102,10 +108,24 @@ def add_auth_options(run_parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--auth-grant",
-        choices=["code", "client-credentials", "id-jag"],
+        choices=["code", "client-credentials", "id-jag", "jwt-bearer"],
         help="'code': a person authorizes in a browser; 'client-credentials': the client acts for "
         "itself (secret or --auth-client-key); 'id-jag': enterprise-managed authorization with "
-        "an ID token from your identity provider (default: code)",
+        "an ID token from your identity provider; 'jwt-bearer': workload identity, the JWT your "
+        "platform issued this workload (--auth-assertion) (default: code)",
+    )
+    group.add_argument(
+        "--auth-dpop",
+        action="store_const",
+        const=True,
+        help="bind tokens to a key of this client's (DPoP, RFC 9449) even when the authorization "
+        "server does not advertise it (default: when it does)",
+    )
+    group.add_argument(
+        "--auth-assertion",
+        metavar="FILE",
+        help=f"the file holding the workload's JWT for --auth-grant jwt-bearer, read again for every "
+        f"token request (default: the JWT in ${ASSERTION_ENV})",
     )
     group.add_argument(
         "--auth-client-key",
@@ -180,6 +200,8 @@ def build_auth(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
                 f"(--auth-client-secret or ${CLIENT_SECRET_ENV}) or --auth-client-key"
             )
         grant = ClientCredentialsGrant()
+    elif args.auth_grant == "jwt-bearer":
+        grant = _workload_identity(args.auth_assertion, env.get(ASSERTION_ENV) or None)
     else:
         id_token = args.auth_id_token or env.get(ID_TOKEN_ENV) or None
         missing = [
@@ -198,15 +220,26 @@ def build_auth(args: argparse.Namespace, environ: Mapping[str, str] | None = Non
         grant = EnterpriseGrant(
             EnterpriseIdp(id_token, args.auth_idp_token_endpoint, args.auth_idp_client_id)
         )
+    if args.auth_assertion and args.auth_grant != "jwt-bearer":
+        raise AuthOptionsError("--auth-assertion goes with --auth-grant jwt-bearer")
     try:
         return OAuth(
             grant=grant,
             client=client,
             client_metadata_url=args.auth_client_metadata_url,
             store=_store(args),
+            dpop=args.auth_dpop,
         )
     except AuthError as exc:
         raise AuthOptionsError(str(exc)) from None
+
+
+def _workload_identity(path: str | None, from_env: str | None) -> WorkloadIdentityGrant:
+    if path:
+        return WorkloadIdentityGrant(assertion_file=Path(path).expanduser())
+    if from_env:
+        return WorkloadIdentityGrant(assertion=from_env)
+    raise AuthOptionsError(f"--auth-grant jwt-bearer needs --auth-assertion FILE or ${ASSERTION_ENV}")
 
 
 # --- host-receiver auth list | logout ----------------------------------------------------------

@@ -247,11 +247,22 @@ class NobodyToAsk(DenyAll):
         return await super().review_request(view)
 
 
-def describe_server(inbox: WebInbox | None, server: ServerConnection) -> None:
-    """Tell the inbox (if any) the server's own title or name, for its cards' headings."""
+def describe_server(
+    server: ServerConnection,
+    where: str,
+    *,
+    inbox: WebInbox | None,
+    console: Console | None,
+    name: str | None = None,
+) -> None:
+    """Tell the inbox and the terminal (those in use) the server's own title or name, for their
+    headings; the terminal also shows ``where`` (its command or URL). ``name`` (``--name``) wins."""
+    info = server.server_info
+    own = name or info.title or info.name
     if inbox is not None:
-        info = server.server_info
-        inbox.describe_server(server.name, info.title or info.name)
+        inbox.describe_server(server.name, own)
+    if console is not None:
+        console.describe_server(server.name, own, where)
 
 
 def open_console() -> Console:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -34,7 +35,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -72,9 +73,6 @@ from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
-
-if TYPE_CHECKING:
-    from host_receiver.web import WebInbox
 
 __all__ = [
     "Target",
@@ -129,7 +127,9 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
         "needs (PATH, HOME, locale, temporary directory): provider keys and other secrets are not "
         "passed unless named",
     )
-    run.add_argument("--name", help="the server's name in prompts and logs (default: the command or host)")
+    run.add_argument(
+        "--name", help="the server's name in prompts and logs (default: its own, or its command)"
+    )
     add_protocol_options(run)
     run.add_argument(
         "--provider",
@@ -209,6 +209,12 @@ class Target:
     name: str
     #: The key remembered decisions are kept under (:func:`host_receiver.policies.stdio_identity`).
     identity: str
+    #: Where it runs, as the terminal's screens show it in small print: its command line or URL.
+    where: str
+
+
+#: Tells the inbox and the terminal who a connected server is (:func:`describe_server`).
+Describe = Callable[[ServerConnection], None]
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -274,7 +280,7 @@ def prepare(args: argparse.Namespace) -> Target | int:
         except AuthOptionsError as exc:
             return usage_error(args, str(exc))
         name = default_name or url
-        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url))
+        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url), url)
     if args.header:
         return usage_error(
             args,
@@ -291,7 +297,7 @@ def prepare(args: argparse.Namespace) -> Target | int:
     name = default_name or server_name(command)
     env = {**entry.env, **environment}
     transport = StdioTransport(command[0], command[1:], env=env, cwd=entry.cwd, name=name)
-    return Target(transport, name, stdio_identity(command, entry.cwd))
+    return Target(transport, name, stdio_identity(command, entry.cwd), shlex.join(command))
 
 
 async def serve(
@@ -329,9 +335,10 @@ async def serve(
                 ),
             )
         )
+        describe = partial(describe_server, where=target.where, inbox=inbox, console=console, name=args.name)
         if body is None:
-            return await _serve_until_closed(host, target, inbox)
-        server = await _connect(host, target, inbox)
+            return await _serve_until_closed(host, target, describe)
+        server = await _connect(host, target, describe)
         if server is None:
             return EXIT_FAILURE
         try:
@@ -343,8 +350,8 @@ async def serve(
             await server.close()
 
 
-async def _connect(host: Host, target: Target, inbox: WebInbox | None) -> ServerConnection | None:
-    """Connect (and tell the inbox, if any, the server's own name); on failure say why on
+async def _connect(host: Host, target: Target, describe: Describe) -> ServerConnection | None:
+    """Connect (and ``describe`` the server to the inbox and terminal); on failure say why on
     stderr, with the server's last stderr lines.
 
     While connecting, a stdio server's stderr is logged at DEBUG: a legacy
@@ -364,11 +371,11 @@ async def _connect(host: Host, target: Target, inbox: WebInbox | None) -> Server
     finally:
         if stdio is not None:
             stdio.stderr_level = level
-    describe_server(inbox, server)
+    describe(server)
     return server
 
 
-async def _serve_until_closed(host: Host, target: Target, inbox: WebInbox | None) -> int:
+async def _serve_until_closed(host: Host, target: Target, describe: Describe) -> int:
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -384,7 +391,7 @@ async def _serve_until_closed(host: Host, target: Target, inbox: WebInbox | None
                     return
 
             group.start_soon(stop_on_signal)
-            server = await _connect(host, target, inbox)
+            server = await _connect(host, target, describe)
             if server is None:
                 group.cancel_scope.cancel()
                 return EXIT_FAILURE

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -117,7 +118,7 @@ def demo_command(args: argparse.Namespace) -> int:
     if version is None:
         return _fail(
             f"{python} cannot import the MCP Python SDK (mcp), which the demo server needs. Run "
-            "`bash .ci/setup` (it installs mcp into its own venv and names it in "
+            "`bash .ci/setup --demo` (it installs mcp into its own venv and names it in "
             f"{Path(sys.prefix) / SETTINGS_FILE}), or pass --python with a Python that has mcp 1.x "
             f"(or set ${PYTHON_ENV})."
         )
@@ -214,7 +215,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
             connection = await host.connect(SERVER_NAME, transport)
         except Exception as exc:
             return _fail(f"could not start the demo server: {hooks.describe_error(exc)}")
-        hooks.describe_server(inbox, connection)
+        hooks.describe_server(connection, shlex.join([python, str(server)]), inbox=inbox, console=console)
         arguments = {"version": args.release}
         await say(f"→ calling {TOOL} {json.dumps(arguments)}")
         try:
@@ -227,7 +228,20 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         for line in server_report(result):
             await say(line)
         await say(f"\nDone in {time.monotonic() - started:.1f} s.")
+        for line in NEXT_STEPS:
+            await say(line)
         return hooks.EXIT_TOOL_ERROR if result.is_error is True else hooks.EXIT_OK
+
+
+#: What the demo ends with: where to go from here.
+NEXT_STEPS = (
+    "\nNext steps:",
+    "  1. Try your own server: see what it offers, then call a tool (its requests are served meanwhile):",
+    "       host-receiver tools -- COMMAND [ARG...]          (or --url URL for an HTTP server)",
+    "       host-receiver call TOOL key=value -- COMMAND [ARG...]",
+    "  2. Add a real model (an OpenAI-compatible endpoint, or Anthropic), then run the demo again:",
+    "       host-receiver providers add",
+)
 
 
 async def _print(text: str) -> None:
@@ -352,7 +366,7 @@ class _TracedUI:
         verb = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}[answer.action]
         text = f"form {verb} ({self.transcript.elicit_mode})"
         if answer.content:
-            text += f": {json.dumps(answer.content, ensure_ascii=False)}"
+            text += f": {view.schema.plain(answer.content)}"
         await self.transcript.note(view.server, view.task_id, text)
         return answer
 

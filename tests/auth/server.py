@@ -38,6 +38,9 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote_plus, urlencode, urlsplit
 
+from joserfc import jws, jwt
+from joserfc.jwk import ECKey
+
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
@@ -115,6 +118,9 @@ class OAuthServer:
     withhold_scopes: frozenset[str] = frozenset()  # never granted, though asked for
     login_page: bool = False  # /authorize answers 200 (a sign-in page) instead of redirecting
     echo_refusal: str | None = None  # a grant_type refused with everything the request sent echoed back
+    workload_assertions: set[str] = field(default_factory=set)  # JWT bearer grants taken without a client
+    dpop: bool = False  # advertise ES256 DPoP; a token request with a proof gets a token bound to its key
+    dpop_nonce: str | None = None  # with dpop: proofs must carry this nonce (token endpoint and resource)
     unauthorized_body: int = 0  # > 0: the MCP endpoint's 401 carries a gzip body inflating to this many bytes
     # --- records -------------------------------------------------------------------------
     log: list[Seen] = field(default_factory=list)
@@ -125,6 +131,8 @@ class OAuthServer:
     issued_grants: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)  # what the server found wrong in a request
     secrets_issued: list[str] = field(default_factory=list)  # every token, code and client secret
+    dpop_bound: dict[str, str] = field(default_factory=dict)  # access token -> its key's thumbprint
+    dpop_proofs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (path, claims) accepted
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -185,6 +193,7 @@ class OAuthServer:
             "scopes_supported": self.as_scopes,
             "client_id_metadata_document_supported": True if self.cimd else None,
             "authorization_response_iss_parameter_supported": True if self.iss_supported else None,
+            "dpop_signing_alg_values_supported": ["ES256"] if self.dpop else None,
         }
         document.update({k: v for k, v in optional.items() if v is not None})
         return document
@@ -255,14 +264,48 @@ class OAuthServer:
             return None
         return str(claims["iss"])
 
-    def _issue(self, scope: tuple[str, ...], client_id: str) -> dict[str, Any]:
+    def check_proof(
+        self, proof: str | None, method: str, url: str, path: str, access_token: str | None = None
+    ) -> tuple[str | None, str | None]:
+        """(the proof key's thumbprint, None) for a valid RFC 9449 proof; else (None, what is wrong)."""
+        if not proof:
+            return None, "no DPoP proof"
+        try:
+            header = jws.extract_compact(proof.encode()).protected
+            key = ECKey.import_key(header["jwk"])
+            claims = jwt.decode(proof, key, algorithms=["ES256"]).claims
+        except Exception as exc:
+            return None, f"unreadable proof ({type(exc).__name__})"
+        digest = hashlib.sha256((access_token or "").encode()).digest()
+        expected = {
+            "typ": header.get("typ") == "dpop+jwt",
+            "no private key": "d" not in header["jwk"],
+            "jti": isinstance(claims.get("jti"), str)
+            and all(claims["jti"] != c.get("jti") for _, c in self.dpop_proofs),
+            "htm": claims.get("htm") == method,
+            "htu": claims.get("htu") == url,
+            "iat": abs(time.time() - float(claims.get("iat", 0))) < 300,
+            "ath": access_token is None
+            or claims.get("ath") == base64.urlsafe_b64encode(digest).rstrip(b"=").decode(),
+        }
+        wrong = [name for name, good in expected.items() if not good]
+        if wrong:
+            return None, f"proof with wrong {wrong}"
+        if self.dpop_nonce is not None and claims.get("nonce") != self.dpop_nonce:
+            return None, "use_dpop_nonce"
+        self.dpop_proofs.append((path, claims))
+        return key.thumbprint(), None
+
+    def _issue(self, scope: tuple[str, ...], client_id: str, jkt: str | None = None) -> dict[str, Any]:
         scope = tuple(s for s in scope if s not in self.withhold_scopes)
         token = "at-" + secrets.token_urlsafe(16)
         self.secrets_issued.append(token)
         self.access[token] = (scope, time.time() + self.token_lifetime)
+        if jkt is not None:
+            self.dpop_bound[token] = jkt
         answer: dict[str, Any] = {
             "access_token": token,
-            "token_type": "Bearer",
+            "token_type": "DPoP" if jkt is not None else "Bearer",
             "expires_in": self.token_lifetime,
         }
         if scope:
@@ -281,11 +324,27 @@ class OAuthServer:
         sent = " ".join(sent_secrets(seen))
         return 400, {"error": f"invalid_grant {sent}", "error_description": f"rejected: {sent}"}
 
-    def token(self, seen: Seen) -> tuple[int, dict[str, Any]]:
+    def token(self, seen: Seen) -> tuple[Any, ...]:
         echoed = self._echoed_refusal(seen)
         if echoed is not None:
             return echoed
+        jkt = None
+        if self.dpop and "dpop" in seen.headers:
+            jkt, wrong = self.check_proof(seen.headers["dpop"], "POST", f"{self.base}/token", "/token")
+            if wrong == "use_dpop_nonce":
+                return 400, {"error": "use_dpop_nonce"}, {"dpop-nonce": self.dpop_nonce or ""}
+            if wrong is not None:
+                self.errors.append(f"token endpoint: {wrong}")
+                return 400, {"error": "invalid_dpop_proof"}
         params = seen.params
+        if (
+            params.get("grant_type") == JWT_BEARER
+            and "client_id" not in params
+            and not seen.headers.get("authorization")
+        ):  # workload identity: the assertion alone
+            if params.get("assertion") not in self.workload_assertions:
+                return 400, {"error": "invalid_grant", "error_description": "unknown workload"}
+            return 200, self._issue(tuple(params.get("scope", "").split()), "workload", jkt)
         client = self._client_of(seen)
         if client is None:
             self.errors.append("client authentication failed")
@@ -312,18 +371,18 @@ class OAuthServer:
                 return 400, {"error": "invalid_grant"}
             if params.get("resource") != grant.resource:
                 self.errors.append("resource differs from the authorization request")
-            return 200, self._issue(grant.scope, client)
+            return 200, self._issue(grant.scope, client, jkt)
         if grant_type == "refresh_token":
             known = self.refresh.pop(params.get("refresh_token", ""), None)
             if known is None or known[0] != client:
                 return 400, {"error": "invalid_grant"}
-            return 200, self._issue(known[1], client)
+            return 200, self._issue(known[1], client, jkt)
         if grant_type == "client_credentials":
-            return 200, self._issue(tuple(params.get("scope", "").split()), client)
+            return 200, self._issue(tuple(params.get("scope", "").split()), client, jkt)
         if grant_type == JWT_BEARER:
             if params.get("assertion") not in self.issued_grants:
                 return 400, {"error": "invalid_grant"}
-            return 200, self._issue(tuple(params.get("scope", "").split()), client)
+            return 200, self._issue(tuple(params.get("scope", "").split()), client, jkt)
         return 400, {"error": "unsupported_grant_type"}
 
     def idp_token(self, seen: Seen) -> tuple[int, dict[str, Any]]:
@@ -483,9 +542,24 @@ def _handler(server: OAuthServer) -> type[BaseHTTPRequestHandler]:
 
         def _mcp(self, seen: Seen) -> None:
             message = seen.params
-            header = seen.headers.get("authorization", "")
-            token = header[7:] if header.startswith("Bearer ") else None
-            known = server.access.get(token or "")
+            scheme, _, token = seen.headers.get("authorization", "").partition(" ")
+            if scheme == "DPoP" and token in server.dpop_bound:
+                jkt, wrong = server.check_proof(seen.headers.get("dpop"), "POST", server.url, "/mcp", token)
+                if wrong == "use_dpop_nonce":
+                    refusal = {
+                        "www-authenticate": 'DPoP error="use_dpop_nonce"',
+                        "dpop-nonce": server.dpop_nonce or "",
+                    }
+                    self._send(401, {"error": "use_dpop_nonce"}, refusal)
+                    return
+                if wrong is not None or jkt != server.dpop_bound[token]:
+                    server.errors.append(f"MCP request: {wrong or 'a proof by another key'}")
+                    token = ""
+            elif scheme != "Bearer" or token in server.dpop_bound:
+                if token in server.dpop_bound:
+                    server.errors.append("a DPoP-bound token sent as a Bearer token")
+                token = ""
+            known = server.access.get(token)
             if known is None or known[1] < time.time():
                 if server.unauthorized_body:
                     self._send_inflating(401, server.unauthorized_body, server.challenge(scope=None))

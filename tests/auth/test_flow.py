@@ -10,6 +10,7 @@ import logging
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -30,7 +31,9 @@ from host_receiver.auth import (
     OAuth,
     PreRegisteredClient,
     SystemBrowser,
+    WorkloadIdentityGrant,
 )
+from host_receiver.auth._dpop import use_dpop
 from host_receiver.errors import (
     AuthError,
     AuthorizationDenied,
@@ -459,6 +462,100 @@ async def test_the_enterprise_grant_exchanges_the_id_token_then_presents_the_id_
     assert bearer.headers["authorization"].startswith("Basic ")
     assert isinstance(auth.grant, EnterpriseGrant)
     assert CLIENT_SECRET not in repr(auth) and ID_TOKEN not in repr(auth.grant) + repr(auth.grant.idp)
+
+
+async def test_workload_identity_presents_the_platforms_jwt_read_afresh_and_no_client(
+    server: OAuthServer, tmp_path: Path
+) -> None:
+    """SEP-1933: no registration, no browser; a rotated assertion file is read again."""
+    server.workload_assertions = {"wl-first", "wl-rotated"}
+    assertion = tmp_path / "workload.jwt"
+    assertion.write_text("wl-first\n")
+    auth = OAuth(grant=WorkloadIdentityGrant(assertion_file=assertion), store=MemoryTokenStore())
+    assert (await call(server, auth)).status_code == 200
+    assertion.write_text("wl-rotated\n")
+    server.revoke_access_tokens()
+    assert (await call(server, auth)).status_code == 200
+    requests = server.token_requests(JWT_BEARER)
+    assert [seen.params["assertion"] for seen in requests] == ["wl-first", "wl-rotated"]
+    assert all("client_id" not in seen.params and "authorization" not in seen.headers for seen in requests)
+    assert {seen.params["resource"] for seen in requests} == {server.url}
+    assert server.seen("/register") == [] and server.seen("/authorize") == []
+
+
+async def test_a_refused_workload_assertion_is_final_and_never_shown(server: OAuthServer) -> None:
+    auth = OAuth(grant=WorkloadIdentityGrant(assertion="wl-expired-secret"), store=MemoryTokenStore())
+    with pytest.raises(
+        TokenRequestError,
+        match=r"refused the workload identity \(JWT bearer\) grant: invalid_grant \(unknown workload\)",
+    ):
+        await call(server, auth)
+    assert len(server.token_requests()) == 1  # no retry, no other grant
+    assert "wl-expired-secret" not in repr(auth) + repr(auth.grant)
+
+
+def test_a_workload_grant_takes_one_source_of_its_assertion(tmp_path: Path) -> None:
+    with pytest.raises(AuthError, match="an assertion or an assertion file, one of them"):
+        WorkloadIdentityGrant()
+    with pytest.raises(AuthError, match="an assertion or an assertion file, one of them"):
+        WorkloadIdentityGrant(assertion="a", assertion_file=tmp_path / "b")
+    with pytest.raises(AuthError, match=r"cannot read the assertion file .*missing\.jwt: FileNotFoundError"):
+        WorkloadIdentityGrant(assertion_file=tmp_path / "missing.jwt").read()
+
+
+# --- DPoP (RFC 9449, SEP-1932) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nonce", [None, "server-nonce-1"], ids=["no-nonce", "nonces"])
+async def test_dpop_binds_the_token_to_a_key_and_proves_it_on_every_request(
+    server: OAuthServer, nonce: str | None
+) -> None:
+    """Offered by the authorization server: used without being asked; nonces answered by one retry."""
+    server.dpop, server.dpop_nonce = True, nonce
+    store = MemoryTokenStore()
+    response = await call(server, headless(store=store))
+    assert response.status_code == 200, response.text
+    assert server.errors == []  # every proof: typ, key, signature, jti, htm, htu, iat, ath, nonce
+    assert response.request.headers["authorization"].startswith("DPoP ")
+    [(_, token_proof), (_, mcp_proof)] = server.dpop_proofs  # the accepted ones, after any nonce retry
+    assert token_proof["htu"] == f"{server.base}/token" and "ath" not in token_proof
+    assert mcp_proof["htu"] == server.url and mcp_proof["htm"] == "POST" and "ath" in mcp_proof
+    assert {token_proof.get("nonce"), mcp_proof.get("nonce")} == {nonce}
+    assert len(server.token_requests("authorization_code")) == (2 if nonce else 1)
+    [entry] = await store.entries()
+    assert entry.tokens is not None and entry.tokens.token_type == "DPoP" and entry.tokens.dpop_key
+    assert "DPoP-bound" in entry.summary()
+
+
+async def test_a_stored_dpop_token_and_its_key_serve_the_next_run_and_the_refresh(
+    server: OAuthServer,
+) -> None:
+    server.dpop = True
+    store = MemoryTokenStore()
+    assert (await call(server, headless(store=store))).status_code == 200
+    assert (await call(server, headless(store=store))).status_code == 200  # a new OAuth, the stored key
+    server.revoke_access_tokens()
+    assert (await call(server, headless(store=store))).status_code == 200
+    assert server.errors == []
+    assert len(server.seen("/authorize")) == 1 and len(server.token_requests("refresh_token")) == 1
+    assert len(set(server.dpop_bound.values())) == 1  # the refreshed token is bound to the same key
+
+
+async def test_dpop_is_not_used_when_turned_off_or_not_offered(server: OAuthServer) -> None:
+    server.dpop = True
+    response = await call(server, headless(store=MemoryTokenStore(), dpop=False))
+    assert response.request.headers["authorization"].startswith("Bearer ")
+    assert "dpop" not in server.token_requests()[0].headers
+    server.dpop = False
+    response = await call(server, headless(store=MemoryTokenStore()))
+    assert response.request.headers["authorization"].startswith("Bearer ") and server.errors == []
+
+
+def test_dpop_asked_for_needs_es256_among_the_servers_algorithms() -> None:
+    assert use_dpop(None, ["ES256", "RS256"]) and use_dpop(True, None) and not use_dpop(None, None)
+    assert not use_dpop(None, ["RS256"]) and not use_dpop(False, ["ES256"])
+    with pytest.raises(AuthError, match=r"DPoP algorithms \(RS256\) do not include ES256"):
+        use_dpop(True, ["RS256"])
 
 
 @pytest.mark.parametrize(

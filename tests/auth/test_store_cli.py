@@ -32,7 +32,13 @@ from host_receiver.auth import (
     default_token_store,
 )
 from host_receiver.cli import build_parser
-from host_receiver.cli._auth import CLIENT_SECRET_ENV, ID_TOKEN_ENV, AuthOptionsError, build_auth
+from host_receiver.cli._auth import (
+    ASSERTION_ENV,
+    CLIENT_SECRET_ENV,
+    ID_TOKEN_ENV,
+    AuthOptionsError,
+    build_auth,
+)
 from host_receiver.errors import AuthError
 from tests.auth.server import JWT_BEARER, OAuthServer
 from tests.cli_command import run_cli
@@ -253,6 +259,11 @@ def test_the_id_jag_grant_takes_the_id_token_from_the_environment() -> None:
     assert isinstance(auth.grant, EnterpriseGrant) and auth.grant.idp.id_token == "idt"
 
 
+def test_dpop_is_automatic_unless_asked_for() -> None:
+    assert build_auth(parse(), {}).dpop is None  # used when the authorization server offers it
+    assert build_auth(parse("--auth-dpop"), {}).dpop is True
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -262,6 +273,8 @@ def test_the_id_jag_grant_takes_the_id_token_from_the_environment() -> None:
         ),
         (["--auth-grant", "client-credentials", "--auth-client-id", "c"], "a secret"),
         (["--auth-client-secret", "s"], "go with --auth-client-id"),
+        (["--auth-grant", "jwt-bearer"], "needs --auth-assertion FILE or $HOST_RECEIVER_ASSERTION"),
+        (["--auth-assertion", "/some/file"], "--auth-assertion goes with --auth-grant jwt-bearer"),
         (["--auth-client-metadata-url", "http://c.example/m.json"], "https with a path"),
         (
             ["--auth-client-id", "c", "--auth-client-key", "/nonexistent/key.pem"],
@@ -382,6 +395,35 @@ def test_the_client_secret_and_id_token_options_reach_the_servers(
     assert token.headers["authorization"].startswith("Basic ")  # the server checked the flag's secret
     assert len(server.seen("/idp/token")) == (1 if grant == "id-jag" else 0)  # it checked the ID token
     assert secret not in run.stdout + run.stderr and id_token not in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_workload_identity_from_a_file_or_the_environment_reaches_the_server(
+    server: OAuthServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    """--auth-grant jwt-bearer: the file wins over $HOST_RECEIVER_ASSERTION; no client, no browser."""
+    workload_jwt = "wl-" + "j" * 24
+    server.workload_assertions = {workload_jwt}
+    (tmp_path / "workload.jwt").write_text(workload_jwt + "\n")
+    for options, extra in (
+        (["--auth-assertion", str(tmp_path / "workload.jwt")], {ASSERTION_ENV: "stale"}),
+        ([], {ASSERTION_ENV: workload_jwt}),
+    ):
+        run = run_cli(
+            {**env, **extra},
+            "run",
+            "--url",
+            server.url,
+            "--call",
+            "t",
+            "--auth-grant",
+            "jwt-bearer",
+            *options,
+        )
+        assert run.returncode == 0, run.stderr
+        assert '"called"' in run.stdout and workload_jwt not in run.stdout + run.stderr
+    assert [seen.params["assertion"] for seen in server.token_requests(JWT_BEARER)] == [workload_jwt] * 2
+    assert server.seen("/authorize") == [] and server.seen("/register") == []
 
 
 @pytest.mark.slow

@@ -56,7 +56,9 @@ def test_demo_without_a_terminal_completes_and_tells_the_task_flow(
     assert "answers  sampling: auto · elicitation: defaults" in out
     assert re.search(r"\[host\] release-helper · task \S{8}…: sampling/createMessage as a task", out)
     assert "request approved (auto); generating with echo-offline" in out
-    assert "form accepted (defaults)" in out
+    # The answers in plain words: choices by their titles, a boolean as yes or no.
+    assert "form accepted (defaults): Decision: Publish now; Channels: Blog; Delay (minutes): 0; " in out
+    assert "Notify the team: yes" in out
     assert "link to blog.example.com declined (defaults)" in out
     steps = re.findall(r"^  \d\. (\S+)(?: \((\w+)\))?$", out, re.MULTILINE)
     assert steps == [
@@ -70,6 +72,12 @@ def test_demo_without_a_terminal_completes_and_tells_the_task_flow(
     assert 'echo-offline wrote "echo: Announce release 2.0.0' in out
     assert "outcome: Saved as a draft: signing in to the blog was not accepted." in out
     assert not (tmp_path / "opened.txt").exists()
+    # It ends with where to go next: one's own server, a real model.
+    ending = out[out.index("\nDone in ") :].splitlines()[3:]
+    assert ending[0] == "Next steps:" and ending[1].startswith("  1. Try your own server")
+    assert ending[2].strip().startswith("host-receiver tools -- COMMAND")
+    assert ending[4].startswith("  2. Add a real model")
+    assert ending[5].strip() == "host-receiver providers add"
 
 
 @pytest.mark.slow
@@ -103,7 +111,7 @@ def test_demo_says_how_to_get_the_sdk_when_it_is_missing(env: dict[str, str]) ->
     done = host(env, "demo", "--python", sys.executable)
     assert done.returncode == 2
     assert "cannot import the MCP Python SDK (mcp)" in done.stderr
-    assert "bash .ci/setup" in done.stderr
+    assert "bash .ci/setup --demo" in done.stderr
 
 
 @pytest.mark.slow
@@ -151,7 +159,7 @@ def test_the_demo_finds_its_python_in_the_environments_settings(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_the_readme_demo_needs_no_environment_variable(env: dict[str, str]) -> None:
-    """``bash .ci/setup && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
+    """``bash .ci/setup --demo && .venv/bin/host-receiver demo`` works: setup names the SDK's Python."""
     if configured_python(str(HOST.parent.parent)) is None:
         if os.environ.get("CI"):
             pytest.fail(f"{HOST.parent.parent / SETTINGS_FILE} is missing: .ci/setup writes it")

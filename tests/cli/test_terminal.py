@@ -24,8 +24,10 @@ from typing import Any
 import anyio
 import pexpect
 import pytest
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
+from prompt_toolkit.utils import get_cwidth
 
 from host_receiver.approval import (
     Approve,
@@ -74,9 +76,9 @@ def env(tmp_path: Path) -> dict[str, str]:
 class Terminal:
     """A host-receiver run in a pseudo-terminal, read as a person sees it (escape codes removed)."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, columns: int = 200) -> None:
         self.child = pexpect.spawn(
-            str(HOST), list(args), env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 200)
+            str(HOST), list(args), env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, columns)
         )
         self.raw = ""
         self.seen = 0  # how far expect has read the screen
@@ -160,12 +162,12 @@ def run(
 @pytest.mark.slow
 def test_approve_a_request_and_send_its_result(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "sample_task", prompt="hello there")
-    task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
+    task = t.expect(r"Sampling request from peer \([^\n]*\) · task (\S{8})…").group(1)
     t.expect(r"provider\s+echo\s+\(the first eligible model of the catalogue\)")  # who serves it, and why
     t.expect(r"max tokens\s+200")
     t.expect(r"\[1\] user: hello there")
     t.answer("Approve this request? [y/s/a/e/n/x]", "y")
-    t.expect(rf"Sampling result from peer · task {task}")
+    t.expect(rf"Sampling result from peer \([^\n]*\) · task {task}")
     t.expect(r"text\s+echo: hello there")
     t.answer("Send this result to the server? [y/e/n]", "y")
     report = t.result()
@@ -239,7 +241,7 @@ FORM = {
 @pytest.mark.slow
 def test_fill_a_form_with_invalid_answers_asked_again(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "elicit_task", message="Tell us about you", schema=FORM)
-    t.expect(r"Form from peer · task \S{8}…")
+    t.expect(r"Form from peer \([^\n]*\) · task \S{8}…")
     t.expect("Tell us about you")
     t.expect(r"Age\*\s+whole number, at least 18\s+\[30\]")
     t.expect(r"Colour\s+one of red, green, blue")
@@ -293,9 +295,83 @@ def test_a_default_is_shown_typing_replaces_it_and_choices_show_their_titles(
 
 
 @pytest.mark.slow
+def test_screens_name_the_server_as_it_names_itself_and_booleans_in_plain_words(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"news": {"type": "boolean", "title": "Newsletter", "default": False}},
+        "required": ["news"],
+    }
+    command = [str(PEER_PYTHON), str(PEER_SERVER)]
+    args = json.dumps({"message": "Subscribe?", "schema": schema})
+    t = Terminal(env, "run", "--elicit", "ask", "--call", "elicit_plain", "--args", args, "--", *command)
+    terminals.append(t)
+    # Its serverInfo name (py-peer), not its script's; the command line beside it, dim.
+    t.expect(re.escape(f"Form from py-peer ({PEER_PYTHON} {PEER_SERVER}) · no task"))
+    assert re.search(r"\x1b\[[0-9;]*2m \(" + re.escape(str(PEER_PYTHON)), t.raw)
+    t.expect(r"Newsletter\*\s+yes or no\s+\[no\]")  # the default in plain words
+    t.answer("Answer this form? [f/d/c]", "f")
+    t.answer("Newsletter* (yes or no): ", "y")
+    t.expect(r"Newsletter\s+yes\n")  # the summary too
+    t.answer("Send these answers? [y/e/d/c]", "y")
+    assert t.result()["result"]["content"] == {"news": True}
+    assert "True" not in t.screen and "False" not in t.screen
+
+
+SELF_NAMED_SERVER = """
+import sys
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import SamplingMessage, TextContent
+
+mcp = FastMCP(sys.argv[1], log_level="WARNING")
+
+
+@mcp.tool()
+async def ask(text: str, ctx: Context) -> str:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    result = await ctx.session.create_message([message], max_tokens=500)
+    return result.content.text
+
+
+mcp.run()
+"""
+
+
+@pytest.mark.slow
+def test_long_text_wraps_at_word_boundaries_and_a_hostile_name_is_shown_escaped(
+    env: dict[str, str], terminals: list[Terminal], tmp_path: Path
+) -> None:
+    server = tmp_path / "server.py"
+    server.write_text(SELF_NAMED_SERVER)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon"] * 12
+    long_word = "x" * 90
+    text = " ".join([*words, long_word, "end"])
+    args = json.dumps({"text": text})
+    command = ["run", "--approve", "ask", "--call", "ask", "--args", args]
+    command += ["--", str(PEER_PYTHON), str(server), "notes\x1b[2J\u202e"]
+    t = Terminal(env, *command, columns=60)
+    terminals.append(t)
+    t.expect(re.escape("Sampling request from notes\\x1b[2J\\u202e"))  # escaped, not obeyed
+    shown = t.expect(r"\[1\] user: ([\s\S]*?)\n\n").group(1)
+    lines = shown.split("\n")
+    assert len(lines) > 4 and len(lines[0]) <= 60 - len("    [1] user: ")
+    assert all(len(line) <= 60 for line in lines)
+    pieces = " ".join(lines).split()
+    # Every word arrives whole; only the word longer than a line is split, filling its lines.
+    assert [p for p in pieces if not p.startswith("x")] == [*words, "end"]
+    assert "".join(p for p in pieces if p.startswith("x")) == long_word
+    assert next(line for line in lines if "x" in line) == "    " + "x" * 56
+    t.answer("Approve this request?", "y")
+    t.answer("Send this result to the server?", "y")
+    assert t.finish()["content"][0]["text"] == "echo: " + text
+
+
+@pytest.mark.slow
 def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "connect_blog", server=ROOT / "examples" / "demo_server.py")
-    t.expect(r"Link to open from peer · task \S{8}…")
+    t.expect(r"Link to open from peer \([^\n]*\) · task \S{8}…")
     t.expect(r"URL\s+https://blog\.example\.com/oauth/authorize\?client_id=release-helper&state=")
     t.expect(r"domain\s+blog\.example\.com")
     t.expect("Nothing is opened or fetched unless you agree")
@@ -312,7 +388,7 @@ def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], termin
     t = run(env, terminals, "summarise_many", server=server, texts=["first text", "second text"])
     screens: list[tuple[str, str]] = []
     for _ in range(4):  # two requests and two results, in whatever order they come
-        kind, task = t.expect(r"Sampling (request|result) from peer · task (\S{8})…").groups()
+        kind, task = t.expect(r"Sampling (request|result) from peer \([^\n]*\) · task (\S{8})…").groups()
         screens.append((kind, task))
         t.answer("Approve this request?" if kind == "request" else "Send this result to the server?", "y")
     assert t.finish()["structuredContent"]["result"] == ["echo: first text", "echo: second text"]
@@ -326,7 +402,7 @@ def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], termin
 @pytest.mark.slow
 def test_a_cancelled_task_closes_its_prompt(env: dict[str, str], terminals: list[Terminal]) -> None:
     t = run(env, terminals, "cancel_task", prompt="never answered", delay_ms=1500)
-    task = t.expect(r"Sampling request from peer · task (\S{8})…").group(1)
+    task = t.expect(r"Sampling request from peer \([^\n]*\) · task (\S{8})…").group(1)
     t.expect(re.escape("Approve this request?"))
     t.expect(rf"✗ peer · task {task}…: the request was cancelled; prompt closed")
     report = t.result()
@@ -452,3 +528,16 @@ async def test_url_consent_shows_the_warnings_and_can_be_cancelled() -> None:
     assert "⚠ The link is not encrypted" in text
     assert "✗ Type one of o, d, c." in text
     assert "✗ Cancelled; nothing was opened" in text
+
+
+@pytest.mark.anyio
+async def test_wide_characters_wrap_by_the_columns_they_take() -> None:
+    screen = io.StringIO()
+    with create_pipe_input() as keys:
+        async with Console(input=keys, output=PlainTextOutput(screen)) as console:
+            console.write(FormattedText([("class:label", "  note: "), ("", "漢字かな " * 30)]))
+    lines = screen.getvalue().splitlines()
+    # A plain-text screen is 80 columns; each of these characters takes two.
+    assert len(lines) > 1 and all(get_cwidth(line) <= 80 for line in lines)
+    assert all(line.startswith("  漢字かな") for line in lines[1:])  # under the line's indentation
+    assert "".join(lines).replace(" ", "") == "note:" + "漢字かな" * 30

@@ -21,7 +21,9 @@ would type them, and runs the CLI in this process:
   ``$HOST_RECEIVER_CLIENT_SECRET``; ``private_key_pem`` -> a 0600 key file for
   ``--auth-client-key``;
 - ``idp_id_token`` and the IdP fields -> ``--auth-grant id-jag`` with
-  ``$HOST_RECEIVER_ID_TOKEN``; scenarios named ``auth/client-credentials-*`` ->
+  ``$HOST_RECEIVER_ID_TOKEN``; ``valid_jwt`` (workload identity) ->
+  ``--auth-grant jwt-bearer`` with ``$HOST_RECEIVER_ASSERTION``; scenarios
+  named ``auth/client-credentials-*`` ->
   ``--auth-grant client-credentials`` (their context has the same shape as
   pre-registration's, which uses the code grant).
 """
@@ -76,6 +78,9 @@ def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: 
             "--auth-idp-client-id",
             context["idp_client_id"],
         ]
+    elif "valid_jwt" in context:
+        os.environ["HOST_RECEIVER_ASSERTION"] = context["valid_jwt"]
+        argv += ["--auth-grant", "jwt-bearer"]
     elif scenario.startswith("auth/client-credentials-"):
         argv += ["--auth-grant", "client-credentials"]
     return argv

@@ -15,6 +15,12 @@ Rules:
 - :meth:`Turn.choose`: an option's key (either case) answers at once, without
   Enter; a word typed instead is taken on Enter. :meth:`Turn.ask` may show a
   value as a dim placeholder, which the first key typed replaces.
+- Every screen and prompt names a server by the name it gives itself (its
+  serverInfo title or name, :meth:`Console.describe_server`), with its command
+  or URL in small print on the screens; until that is known, by the host's name.
+- Printed text is wrapped to the terminal's width at word boundaries: a word
+  longer than the line is the only thing ever split; a wrapped line goes on
+  under its own indentation (:func:`wrap`).
 - Nothing reaches the terminal raw: every piece of text printed, prompted or
   drawn goes through :func:`host_receiver.sanitize.safe_text` (multiline: newlines and
   tabs pass, every other control, escape sequence and bidi control is shown
@@ -47,14 +53,17 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import get_cwidth
 
 from host_receiver.cli.terminal._activity import Activity, task_label
+from host_receiver.cli.terminal._render import Who
 from host_receiver.sanitize import safe_text
 
 STYLE = Style.from_dict(
     {
         "title": "bold",
         "server": "bold ansicyan",
+        "where": "dim",
         "label": "ansibrightblack",
         "domain": "reverse bold",
         "warn": "bold ansiyellow",
@@ -80,6 +89,62 @@ def shown(text: AnyFormattedText) -> FormattedText:
         else:
             fragments.append((fragment[0], piece, fragment[2]))
     return FormattedText(fragments)
+
+
+def wrap(text: FormattedText, width: int) -> FormattedText:
+    """``text`` with each line longer than ``width`` columns broken at spaces; a continuation
+    starts under the line's own indentation (at most half the width); only a word longer than
+    the room left on an empty line is split. Styles are kept."""
+    out: list[tuple[str, str]] = []
+    line: list[tuple[str, str]] = []  # (style, character) of the line being read
+    for style, piece, *_ in [*text, ("", "\n")]:
+        for char in piece:
+            if char != "\n":
+                line.append((style, char))
+                continue
+            out += _wrap_line(line, width)
+            out.append((style, "\n"))
+            line = []
+    out.pop()  # the newline added above
+    return FormattedText(out)
+
+
+def _wrap_line(line: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    if sum(get_cwidth(c) for _, c in line) <= width:
+        return line
+    indent = 0
+    while indent < len(line) and line[indent][1] == " ":
+        indent += 1
+    indent = min(indent, width // 2)
+    out: list[tuple[str, str]] = list(line[:indent])
+    column = indent
+    position = indent
+    while position < len(line):
+        start = position
+        while position < len(line) and line[position][1] == " ":
+            position += 1
+        gap = line[start:position]
+        word_start = position
+        while position < len(line) and line[position][1] != " ":
+            position += 1
+        word = line[word_start:position]
+        size = sum(get_cwidth(c) for _, c in word)
+        if column > indent and column + len(gap) + size > width:
+            out += _line_break(indent)
+            column, gap = indent, []
+        out += gap
+        column += len(gap)
+        for style, char in word:  # split only when the word alone is wider than the room
+            if column > indent and column + get_cwidth(char) > width:
+                out += _line_break(indent)
+                column = indent
+            out.append((style, char))
+            column += get_cwidth(char)
+    return out
+
+
+def _line_break(indent: int) -> list[tuple[str, str]]:
+    return [("", "\n"), ("", " " * indent)]
 
 
 class ShowInvisible(Processor):
@@ -133,6 +198,7 @@ class Console:
         self._line_shown = False
         self._wake = anyio.Event()
         self._lifetime = AsyncExitStack()
+        self._servers: dict[str, Who] = {}
 
     async def __aenter__(self) -> Console:
         try:
@@ -157,17 +223,32 @@ class Console:
         finally:
             self._clear_line()
 
+    # --- servers --------------------------------------------------------------
+
+    def describe_server(self, server: str, name: str, where: str = "") -> None:
+        """Name the host's ``server`` on screens as ``name`` (its own, from its serverInfo), with
+        ``where`` (its command or URL) in small print."""
+        self._servers[server] = Who(name, where)
+
+    def who(self, server: str) -> Who:
+        """How the screens name the host's ``server``."""
+        return self._servers.get(server, Who(server))
+
     # --- printing -------------------------------------------------------------
+
+    def _fit(self, text: AnyFormattedText) -> FormattedText:
+        """``text`` made safe to show and wrapped to the terminal's width."""
+        return wrap(shown(text), max(self.output.get_size().columns, 20))
 
     def write(self, text: AnyFormattedText) -> None:
         """Print now; only for when no prompt is open (inside a turn, between prompts)."""
         self._clear_line()
-        print_formatted_text(shown(text), output=self.output, style=STYLE)
+        print_formatted_text(self._fit(text), output=self.output, style=STYLE)
         self._wake_up()
 
     async def say(self, text: AnyFormattedText) -> None:
         """Print from anywhere: above the open prompt, if there is one."""
-        text = shown(text)
+        text = self._fit(text)
         if self._prompting:
             await run_in_terminal(lambda: print_formatted_text(text, output=self.output, style=STYLE))
         else:
@@ -178,7 +259,8 @@ class Console:
     @asynccontextmanager
     async def turn(self, server: str, task_id: str | None) -> AsyncIterator[Turn]:
         """Wait for this request's turn to talk to the person."""
-        label = f"{safe_text(server, _LABEL_LIMIT)} · {task_label(task_id)}"
+        who = self.who(server)
+        label = f"{safe_text(who.name, _LABEL_LIMIT)} · {task_label(task_id)}"
         self._waiting += 1
         self._wake_up()
         try:
@@ -195,7 +277,7 @@ class Console:
         finally:
             self._waiting -= 1
         try:
-            yield Turn(self, label)
+            yield Turn(self, label, who)
         except anyio.get_cancelled_exc_class():
             self.write(FormattedText([("class:bad", f"✗ {label}: the request was cancelled; prompt closed")]))
             raise
@@ -272,9 +354,10 @@ def _single_keys(options: Sequence[tuple[str, str]]) -> KeyBindings:
 class Turn:
     """One request's time with the person: show things and ask questions."""
 
-    def __init__(self, console: Console, label: str) -> None:
+    def __init__(self, console: Console, label: str, who: Who) -> None:
         self.console = console
         self.label = label
+        self.who = who
 
     def show(self, text: AnyFormattedText) -> None:
         self.console.write(text)

@@ -98,7 +98,7 @@ class TerminalElicitationUI:
 
     async def fill_form(self, view: FormView) -> ElicitResult:
         async with self.console.turn(view.server, view.task_id) as turn:
-            turn.show(render.form(view))
+            turn.show(render.form(view, turn.who))
             try:
                 choice = await turn.choose("Answer this form?", START_CHOICES)
                 values = dict(view.values)
@@ -117,7 +117,7 @@ class TerminalElicitationUI:
 
     async def consent_url(self, view: UrlView) -> UrlAnswer:
         async with self.console.turn(view.server, view.task_id) as turn:
-            turn.show(render.url(view))
+            turn.show(render.url(view, turn.who))
             try:
                 choice = await turn.choose(f"Open this link on {render.label(view.domain)}?", URL_CHOICES)
             except Interrupted:

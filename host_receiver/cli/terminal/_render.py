@@ -6,7 +6,8 @@ piece, and a longer piece is cut saying how long it was; names (server,
 model, tool, field, option) are one line of at most :data:`LABEL_LIMIT`
 characters, their controls and newlines escaped (:func:`label`), so that
 a name cannot fake a line of the screen; each screen opens with a title naming
-the server and the task; media is described, never dumped. What the server
+the server (by the name it gives itself, with its command or URL in small
+print: :class:`Who`) and the task; media is described, never dumped. What the server
 wrote is made safe to show by the console (:mod:`._console`), never here alone.
 
 Fixed caps (docs/limits.md): ``LABEL_LIMIT``, ``TEXT_LIMIT``.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from prompt_toolkit.formatted_text import FormattedText
 
@@ -52,12 +54,20 @@ def body(text: str) -> str:
     return bounded(text, TEXT_LIMIT)
 
 
-def title(what: str, server: str, task_id: str | None) -> Lines:
-    return [
-        ("class:title", f"\n─── {what} from "),
-        ("class:server", label(server)),
-        ("class:title", f" · {task_label(task_id)} ───\n"),
-    ]
+@dataclass(frozen=True)
+class Who:
+    """How the screens name a server: the name it gives itself (serverInfo title or name, or the
+    host's name for it until it is known) and, in small print, where it runs (command or URL)."""
+
+    name: str
+    where: str = ""
+
+
+def title(what: str, who: Who, task_id: str | None) -> Lines:
+    lines = [("class:title", f"\n─── {what} from "), ("class:server", label(who.name))]
+    if who.where:
+        lines.append(("class:where", f" ({label(who.where)})"))
+    return [*lines, ("class:title", f" · {task_label(task_id)} ───\n")]
 
 
 def _row(name: str, value: str, width: int = 12) -> Lines:
@@ -84,9 +94,9 @@ def _indent(text: str, prefix: str = "      ") -> str:
     return text.replace("\n", "\n" + prefix)
 
 
-def sampling_request(view: SamplingRequestView, edits: Approve | None = None) -> FormattedText:
+def sampling_request(view: SamplingRequestView, who: Who, edits: Approve | None = None) -> FormattedText:
     params = view.params
-    lines = title("Sampling request", view.server, view.task_id)
+    lines = title("Sampling request", who, view.task_id)
     allowed = ", ".join(label(m) for m in view.allowed_models) or "none"
     lines += _row("model", f"{label(view.model)}   (allowed for this server: {allowed})")
     if view.provider is not None:
@@ -129,8 +139,8 @@ def edit_summary(view: SamplingRequestView, edits: Approve) -> Lines:
     return [("class:warn", "  your edits: "), ("", "; ".join(changes) + "\n")]
 
 
-def sampling_result(view: SamplingResultView, result: CreateMessageResult) -> FormattedText:
-    lines = title("Sampling result", view.server, view.task_id)
+def sampling_result(view: SamplingResultView, who: Who, result: CreateMessageResult) -> FormattedText:
+    lines = title("Sampling result", who, view.task_id)
     lines += _row("model", label(result.model))
     lines += _row("stop reason", label(result.stop_reason) if result.stop_reason else "(none)")
     blocks = result.content if isinstance(result.content, list) else [result.content]
@@ -179,29 +189,16 @@ def _option(value: str, name: str) -> str:
 
 def show_value(field: FormField, value: ElicitValue | None) -> str:
     """A value as the person reads it: a choice by its title, a boolean as yes or no."""
-    titles = dict(field.options)
-    if isinstance(value, str) and value in titles:
-        return body(titles[value])
-    if isinstance(value, list):
-        return body(", ".join(titles.get(v, v) for v in value))
-    return format_value(field, value)
+    return "" if value is None else body(field.plain(value))
 
 
 def format_value(field: FormField, value: ElicitValue | None) -> str:
     """A value as the person would type it."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return body(", ".join(value))
-    if isinstance(value, float) and value.is_integer() and field.kind == "integer":
-        return str(int(value))
-    return body(str(value))
+    return "" if value is None else body(field.plain(value, titles=False))
 
 
-def form(view: FormView) -> FormattedText:
-    lines = title("Form", view.server, view.task_id)
+def form(view: FormView, who: Who) -> FormattedText:
+    lines = title("Form", who, view.task_id)
     lines += [("", f"  {_indent(body(view.message), '  ')}\n")]
     width = max((len(label(f.label)) + 1 for f in view.schema.fields), default=0)
     for field in view.schema.fields:
@@ -229,8 +226,8 @@ def answers(schema: FormSchema, values: Mapping[str, ElicitValue]) -> FormattedT
     return FormattedText(lines)
 
 
-def url(view: UrlView) -> FormattedText:
-    lines = title("Link to open", view.server, view.task_id)
+def url(view: UrlView, who: Who) -> FormattedText:
+    lines = title("Link to open", who, view.task_id)
     lines += [("", f"  {_indent(body(view.message), '  ')}\n")]
     lines += _row("URL", safe_text(view.url, TEXT_LIMIT))
     lines += [("class:label", f"  {'domain':<12} "), ("class:domain", f" {label(view.domain)} "), ("", "\n")]

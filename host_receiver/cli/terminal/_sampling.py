@@ -55,7 +55,7 @@ class TerminalApprover:
 
     async def review_request(self, view: SamplingRequestView) -> RequestDecision:
         async with self.console.turn(view.server, view.task_id) as turn:
-            turn.show(render.sampling_request(view))
+            turn.show(render.sampling_request(view, turn.who))
             edits = Approve()
             try:
                 while True:
@@ -71,7 +71,7 @@ class TerminalApprover:
                                 [
                                     (
                                         "class:bad",
-                                        f"✗ Refused; {render.label(view.server)} is refused from now on",
+                                        f"✗ Refused; {render.label(turn.who.name)} is refused from now on",
                                     )
                                 ]
                             )
@@ -91,7 +91,7 @@ class TerminalApprover:
     async def review_result(self, view: SamplingResultView) -> ResultDecision:
         async with self.console.turn(view.server, view.task_id) as turn:
             result = view.result
-            turn.show(render.sampling_result(view, result))
+            turn.show(render.sampling_result(view, turn.who, result))
             try:
                 while True:
                     choice = await turn.choose("Send this result to the server?", RESULT_CHOICES)
@@ -106,7 +106,7 @@ class TerminalApprover:
                         continue
                     edited = await turn.ask("Text" + MULTILINE_HINT + ": ", default=text, multiline=True)
                     result = result.model_copy(update={"content": TextContent(text=edited)})
-                    turn.show(render.sampling_result(view, result))
+                    turn.show(render.sampling_result(view, turn.who, result))
             except Interrupted:
                 return _refused(turn)
 
@@ -151,7 +151,6 @@ async def _ask_model(turn: Turn, view: SamplingRequestView, current: str) -> str
         if model in view.allowed_models:
             return model
         allowed = ", ".join(render.label(m) for m in view.allowed_models)
-        refusal = (
-            f"✗ {render.label(repr(model))} is not allowed for {render.label(view.server)}; choose {allowed}."
-        )
+        server = render.label(turn.who.name)
+        refusal = f"✗ {render.label(repr(model))} is not allowed for {server}; choose {allowed}."
         turn.show(FormattedText([("class:bad", refusal)]))
