@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 690 lines, one idea: the connection's own state, its agreement and
+(About 800 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -59,6 +59,11 @@ Rules:
   server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
   follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
   the server's ``notifications/tasks/status`` about it go there).
+- Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
+  every request sent is a CLIENT span whose context travels in ``_meta``
+  (:meth:`request`, the one place requests are sent); every request received,
+  pushed or an input round's, a SERVER span; a modern call with rounds or a
+  task one span holding them; the connection's life one duration.
 - Leaving the context closes the session, detaches from the receiver, then
   closes the transport. Everything the connection holds is given to its
   constructor; what it learns (the receiver's scope, the agreement) it sets
@@ -74,6 +79,7 @@ from typing import Any, Protocol, Self
 
 import anyio
 
+from host_receiver import telemetry
 from host_receiver._input_rounds import with_input_rounds
 from host_receiver._mirror import HeaderMirror
 from host_receiver._negotiation import (
@@ -231,6 +237,10 @@ class ClientConnection:
         self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
         self._options = options
+        self._telemetry = options.telemetry or telemetry.default_telemetry()
+        self._network = telemetry.network(
+            stream.extra(StreamAttribute.network_transport, None), stream.extra(StreamAttribute.url, None)
+        )
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
@@ -295,6 +305,15 @@ class ClientConnection:
     @asynccontextmanager
     async def _opened(self) -> AsyncIterator[None]:
         """Attach to the receiver, start the session and agree; closes them on the way out."""
+        opened = anyio.current_time()
+        try:
+            async with self._serving_session():
+                yield
+        finally:
+            self._telemetry.session_ended(anyio.current_time() - opened, self._facts())
+
+    @asynccontextmanager
+    async def _serving_session(self) -> AsyncIterator[None]:
         async with self._receiver.attach(self) as handler, self._session as session:
             self._handler = handler
             # Known before notifications/initialized: the server may send requests right after it.
@@ -342,8 +361,23 @@ class ClientConnection:
 
     # --- routing what the server sends ------------------------------------------
 
+    def _facts(self) -> dict[str, Any]:
+        """What every MCP span of this connection says of it (:func:`telemetry.facts`)."""
+        session_id = self._stream.extra(StreamAttribute.session_id, None)
+        return telemetry.facts(self.protocol_version, self._network, session_id)
+
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return self._serving.answer(request)
+        call = self._telemetry.server_call(request.method, request.params, request.id, self._facts())
+        try:
+            with call.active():
+                answer = self._serving.answer(request)
+        except BaseException as exc:
+            call.end(exc)
+            raise
+        if isinstance(answer, dict):
+            call.end()
+            return answer
+        return call.answered(answer)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
         if method == "notifications/tasks/status" and self._task_news.deliver(params):
@@ -354,8 +388,9 @@ class ClientConnection:
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
+        call = self._telemetry.server_call(method, params, None, self._facts())
         try:
-            return await self._serving.fulfil(method, params)
+            return await call.answered(self._serving.fulfil(method, params))
         except RpcError:
             raise
         except Exception:
@@ -445,7 +480,21 @@ class ClientConnection:
         :class:`BadResult`. A -32022 (the server no longer takes the agreed
         version: there is no other modern version to switch to) is an
         :class:`UnsupportedProtocolVersion`, a -32021 a :class:`MissingCapability`.
+        The request is a CLIENT span (:mod:`host_receiver.telemetry`) whose context
+        travels in ``_meta``.
         """
+        with self._telemetry.client_call(method, params, self._facts()) as call:
+            result = await self._sent(method, call.params, timeout, on_progress)
+            call.result(result)
+        return result
+
+    async def _sent(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         stamped = self._stamped(params)
@@ -718,14 +767,23 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        result = await with_input_rounds(
-            method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
-        )
-        if result_type(result) != "task":
-            return result
-        if method != "tools/call" or not self._options.tasks_extension:
-            raise BadResult(f"{self.name} answered {method} with a task, which this request did not allow")
-        return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
+        with self._telemetry.logical_call(method, params, self._facts()) as call:
+            result = await with_input_rounds(
+                method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+            )
+            if result_type(result) != "task":
+                return result
+            if method != "tools/call" or not self._options.tasks_extension:
+                raise BadResult(
+                    f"{self.name} answered {method} with a task, which this request did not allow"
+                )
+
+            async def observe(task: RemoteTask) -> None:
+                call.status(task.status, task.status_message)
+                if on_task is not None:
+                    await on_task(task)
+
+            return await follow_task(result, send_task_request, self._fulfil, observer=observe)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""

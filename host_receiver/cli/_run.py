@@ -1,5 +1,8 @@
 """``host-receiver run``: connect to one MCP server and serve its requests.
 
+(About 420 lines, one idea: the options every command that talks to a server
+shares, and the one way they become a connection that serves it.)
+
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 A stdio server gets a minimal environment plus what ``--env`` names
