@@ -42,10 +42,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -56,13 +58,22 @@ import anyio.abc
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
 from benchmarks.requestor import SIZES
-from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, VENDORS, render
+from benchmarks.table import CLI_HTTPX, PROVIDER_FLOOR, VENDORS, otel_cost, render
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PEERS = ROOT / ".peers"
 RECEIVERS = ("cli", "embedded", "echo", "ts", "py")
+#: The CLI without the OpenTelemetry API importable (as without the otel extra), and with the SDK
+#: exporting in batches to a loopback endpoint: the latency scenario runs both beside ``cli``
+#: (the API installed, no SDK), for docs/observability.md's cost figures.
+CLI_NO_OTEL = "cli-no-otel"
+CLI_OTEL_SDK = "cli+otel-sdk"
+OTEL_RUNS = (CLI_NO_OTEL, CLI_OTEL_SDK)
+WITHOUT_OTEL = (
+    "import sys; sys.modules['opentelemetry'] = None; from host_receiver.cli import main; main(sys.argv[1:])"
+)
 
 
 @dataclass(frozen=True)
@@ -220,6 +231,8 @@ class Context:
     workdir: Path
     config: Path
     provider: str
+    #: The loopback OTLP/HTTP endpoint the CLI exports to in the ``cli+otel-sdk`` run.
+    otlp_url: str = ""
 
 
 def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
@@ -245,11 +258,13 @@ def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path
     """The receiver's command line; ``target`` points it at the requestor (``-- COMMAND`` or ``--url``)."""
     delay = str(ctx.scenario.delay)
     provider = ["--provider", ctx.provider]
-    if receiver == "cli":
-        host = ROOT / ".venv" / "bin" / "host-receiver"
+    if receiver in ("cli", *OTEL_RUNS):
+        host = [str(ROOT / ".venv" / "bin" / "host-receiver")]
+        if receiver == CLI_NO_OTEL:
+            host = [str(VENV_PYTHON), "-c", WITHOUT_OTEL]
         limits = ["--max-active-tasks", "5000", "--max-stored-tasks", "250000"]  # as embedded.py
         return [
-            str(host),
+            *host,
             "run",
             "--approve",
             "auto",
@@ -287,8 +302,11 @@ async def run_one(
             os.mkfifo(probe)
     started = time.perf_counter()
     if ctx.scenario.framing is None:
+        exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": ctx.otlp_url} if receiver == CLI_OTEL_SDK else {}
         failure = await run_stdio(
-            receiver_command(receiver, ctx, ["--", *requestor_command(ctx, out, probe)], probe), ctx
+            receiver_command(receiver, ctx, ["--", *requestor_command(ctx, out, probe)], probe),
+            ctx,
+            exporting,
         )
     else:
         failure = await run_http(
@@ -304,9 +322,9 @@ async def run_one(
     return result
 
 
-async def run_stdio(command: list[str], ctx: Context) -> str | None:
-    """Run the receiver (which starts the requestor); the failure or None."""
-    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config)}
+async def run_stdio(command: list[str], ctx: Context, extra_env: dict[str, str]) -> str | None:
+    """Run the receiver (which starts the requestor) with ``extra_env``; the failure or None."""
+    env = {**os.environ, "HOST_RECEIVER_CONFIG": str(ctx.config), **extra_env}
     with anyio.move_on_after(ctx.scenario.deadline + 30) as scope:
         finished = await anyio.run_process(
             command, env=env, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -472,7 +490,7 @@ async def provider_floor(url: str, count: int, wire: str = "openai") -> dict[str
 async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     chosen = [s for s in scenarios(args.smoke) if not args.scenarios or s.chosen(args.scenarios)]
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="hr-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hr-bench-") as tmp, otlp_sink() as otlp_url:
         workdir = Path(tmp)
         empty = workdir / "empty.toml"
         empty.write_text("")
@@ -487,8 +505,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             if scenario.delay and {"cli", "embedded"} & set(args.receivers):
                 config, fake, fake_url = await with_fake_openai(scenario.delay, workdir)
                 provider = "fake"
-            ctx = Context(scenario, "smoke" if args.smoke else "full", workdir, config, provider)
+            ctx = Context(scenario, "smoke" if args.smoke else "full", workdir, config, provider, otlp_url)
             jobs = [(r, False) for r in args.receivers]
+            if scenario.name == "latency" and "cli" in args.receivers:
+                jobs += [(run, False) for run in OTEL_RUNS]  # interleaved with the others' rounds
             if scenario.traced and "embedded" in args.receivers:
                 jobs.append(("embedded", True))
             try:
@@ -523,6 +543,33 @@ async def vendor_runs(ctx: Context) -> dict[str, Any]:
         finally:
             await stop(fake)
     return runs
+
+
+@contextmanager
+def otlp_sink() -> Iterator[str]:
+    """A loopback OTLP/HTTP endpoint that takes every export and answers 200; its URL.
+
+    It decodes nothing: what a backend does with the data is not the host's cost.
+    """
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def create_layers(smoke: bool) -> str:
@@ -573,6 +620,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     print(render(results))
+    if CLI_NO_OTEL in results.get("latency", {}):
+        print(f"\n{otel_cost(results['latency'], CLI_NO_OTEL, CLI_OTEL_SDK)}")
     if "latency" in results:
         print("\nOne create taken apart (python -m benchmarks.create_layers):\n")
         print(create_layers(args.smoke))

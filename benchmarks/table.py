@@ -512,3 +512,21 @@ def met(figure: Figure, values: Mapping[str, Value | None], host: str) -> str:
     present = {k: v for k, v in values.items() if v is not None}
     verdict = None if value is None or figure.check is None else clean and figure.check(value, present)
     return DASH if verdict is None else ("yes" if verdict else "NO")
+
+
+def otel_cost(runs: Mapping[str, Run], without: str, with_sdk: str) -> str:
+    """What OpenTelemetry costs a CreateTaskResult (stdio, sequential, p50), as three lines."""
+    read = phase("create_seq", "p50_us")
+    base = read(runs[without])
+    rows = [
+        ("without the otel extra (API not importable)", without, ""),
+        ("API installed, no SDK (the default)", "cli", "target: within noise"),
+        ("SDK on, batch export over OTLP/HTTP to loopback", with_sdk, "target: <= 1.10x"),
+    ]
+    lines = ["OpenTelemetry cost: CreateTaskResult p50, sequential, stdio, the CLI (µs)"]
+    for title, label, target in rows:
+        value = read(runs[label]) if label in runs else Missing("not run")
+        shown = cell(value, 0)
+        share = ratio(value, base) if label != without else DASH
+        lines.append(f"- {title}: {shown} ({share}){f'; {target}' if target else ''}")
+    return "\n".join(lines)

@@ -19,8 +19,10 @@ Rules (basic-transports-streamable-http.mdx, "Request Metadata"; the tasks exten
   (empty, not a token, duplicated ignoring case, on a ``number`` or a
   non-primitive, reached through anything but ``properties``, an integer
   beyond JavaScript's safe range at call time) is rejected: it is left out
-  of ``tools/list`` with a warning. The error quotes the tool's names and
-  paths escaped and cut (:func:`host_receiver.sanitize.safe_text`).
+  of ``tools/list`` with a warning, and calling it is refused before anything
+  is sent (:meth:`HeaderMirror.check_callable`), naming the annotation. The
+  error quotes the tool's names and paths escaped and cut
+  (:func:`host_receiver.sanitize.safe_text`).
 - A request is a 2026-07-28 one when its ``_meta`` carries a protocol
   version; a legacy request has no mirrored headers.
 - Values: strings as they are, integers in decimal, booleans ``true`` /
@@ -135,6 +137,7 @@ class HeaderMirror:
 
     def __init__(self) -> None:
         self._tool_paths: dict[str, HeaderPaths] = {}  # x-mcp-header paths, by tool name
+        self._refused: dict[str, str] = {}  # why a listed tool's annotations were rejected, by name
 
     def accept_tools(self, tools: list[dict[str, Any]], server: str) -> list[dict[str, Any]]:
         """The tools whose ``x-mcp-header`` annotations are valid; the others are left out,
@@ -146,14 +149,27 @@ class HeaderMirror:
                 paths = tool_header_paths(tool)
             except InvalidToolHeaders as exc:
                 logger.warning("left out tool %r of %s: %s", name, server, exc)
+                if isinstance(name, str):
+                    self._refused[name] = str(exc)
                 continue
             if isinstance(name, str):
+                self._refused.pop(name, None)
                 if paths:
                     self._tool_paths[name] = paths
                 else:
                     self._tool_paths.pop(name, None)
             accepted.append(tool)
         return accepted
+
+    def check_callable(self, tool: str, server: str) -> None:
+        """Raise :class:`InvalidToolHeaders` naming the annotation when ``tool`` was listed with
+        annotations that break the rules (such a tool is not called)."""
+        refused = self._refused.get(tool)
+        if refused is not None:
+            raise InvalidToolHeaders(
+                f"tool {safe_text(tool, 80)!r} of {server} is not called: its header annotations break "
+                f"the HTTP binding's rules ({refused})"
+            )
 
     def headers(self, method: str, params: Mapping[str, Any] | None) -> dict[str, str] | None:
         """The headers of a 2026-07-28 request; None for a legacy one.

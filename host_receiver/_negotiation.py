@@ -35,10 +35,17 @@ Compatibility"):
 - A version nobody shares, and a capability the server requires but this
   client did not declare (-32021), end in an error naming what is missing
   (in ``auto`` mode, every version this client speaks).
+- A -32022 whose ``supported`` lists the very version that was requested
+  contradicts itself: the request is sent once more, unchanged; refused
+  again, it ends in an error saying just that (:func:`version_refused`).
 - The reason for a fallback is logged at DEBUG: the connection's one INFO
   line names the era.
-- The agreement is a property of the connection, found once (the spec's
-  cache "for the lifetime of the server process or origin").
+- The agreement is a property of the connection, found once; a ``Host``
+  keeps the version each HTTP origin agreed on (the spec's cache "for the
+  lifetime of the server process or origin") and gives it to the next
+  connection there as ``known_version``: in ``auto`` mode a known legacy
+  version is offered with ``initialize`` at once, with no probe; should that
+  fail (the server changed), the probe runs as for an unknown server.
 - What a server wrote (its name, versions, error messages, capability names)
   is quoted in these errors escaped and cut (:func:`host_receiver.sanitize.safe_text`):
   a host shows them as they are.
@@ -125,8 +132,10 @@ async def agree(
     capabilities_for: CapabilitiesFor,
     silence_means_legacy: bool = True,
     mirror: HeaderMirror | None = None,
+    known_version: str | None = None,
 ) -> Agreement:
-    """Find the era and version to speak (rules in the module docstring), as ``options`` choose."""
+    """Find the era and version to speak (rules in the module docstring), as ``options`` choose;
+    ``known_version``: what the server's origin agreed on before."""
     protocol = options.protocol
     talk = _Talk(
         session,
@@ -140,6 +149,11 @@ async def agree(
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)
     auto = protocol == AUTO
+    if auto and known_version in LEGACY_VERSIONS:
+        try:
+            return await talk.initialize(str(known_version), auto=True)
+        except (RpcError, ProtocolError, HttpStatusError) as exc:
+            logger.debug("%s no longer answers as before (%s); probing afresh", session.name, exc)
     found = await talk.probe(LATEST_MODERN_VERSION if auto else protocol, auto=auto, fallback=auto)
     if isinstance(found, Agreement):
         return found
@@ -179,6 +193,7 @@ class _Talk:
             raise _not_modern(name, offered, answer)
 
         tried: set[str] = set()
+        retried = False
         while True:
             tried.add(offered)
             try:
@@ -196,6 +211,12 @@ class _Talk:
                         f"{name} refused this client's headers: {safe_text(exc.message, _QUOTED)}"
                     ) from None
                 supported = _versions(exc.data)
+                if offered in supported:
+                    if retried:
+                        raise version_refused(name, "server/discover", offered, exc, again=True) from None
+                    logger.debug("%s refused %s although it lists it as supported; once more", name, offered)
+                    retried = True
+                    continue
                 mutual = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
                 if mutual:
                     offered = mutual[0]
@@ -325,9 +346,23 @@ def missing_capability(server: str, method: str, error: RpcError) -> MissingCapa
     return _missing(server, method, error)
 
 
-def version_refused(server: str, method: str, version: str, error: RpcError) -> UnsupportedProtocolVersion:
-    """The clear error for a -32022 answer to ``method`` once ``version`` was agreed."""
-    theirs = ", ".join(_versions(error.data)) or "none it would name"
+def lists_refused_version(version: str, error: RpcError) -> bool:
+    """Whether a -32022 lists as supported the ``version`` it refused (sent once more, then an error)."""
+    return version in _versions(error.data)
+
+
+def version_refused(
+    server: str, method: str, version: str, error: RpcError, *, again: bool = False
+) -> UnsupportedProtocolVersion:
+    """The clear error for a -32022 answer to ``method`` in ``version`` (the agreed one, or the
+    one probed); ``again``: the second such answer, although it lists ``version`` as supported."""
+    if again:
+        return UnsupportedProtocolVersion(
+            f"{server} refused {method} in MCP {version} twice with -32022 (unsupported protocol "
+            f"version), although the error lists {version} as supported; the server contradicts itself "
+            f"({safe_text(error.message, _QUOTED)})"
+        )
+    theirs = safe_text(", ".join(_versions(error.data)), _QUOTED) or "none it would name"
     return UnsupportedProtocolVersion(
         f"{server} refused {method} in MCP {version}, the version agreed (it supports {theirs}); "
         "a new connection agrees on a version afresh"

@@ -1,6 +1,7 @@
-"""The tasks extension (``io.modelcontextprotocol/tasks``), client side: follow a server's task.
+"""A server's task, client side: follow it to its end, in either era.
 
-Rules (the extension's specification and extension-tasks-overview.mdx):
+Rules of the tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28;
+the extension's specification and extension-tasks-overview.mdx):
 
 - A ``tools/call`` may be answered with ``resultType: "task"`` only when the
   request declared the extension; the answer is a flat task. Any other
@@ -27,19 +28,37 @@ Rules (the extension's specification and extension-tasks-overview.mdx):
   as they come, ``cancel()``, and the final result. Task ids are kept in
   memory only: a host that restarts does not resume polling.
 
+Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
+:func:`follow_legacy_task`):
+
+- The ``CreateTaskResult``'s ``task`` is polled with ``tasks/get`` at its
+  ``pollInterval`` (1 s when it gives none); a ``notifications/tasks/status``
+  about it (:class:`TaskNews`) counts as that interval's poll.
+- Once the task is ``input_required`` or terminal, ``tasks/result`` is sent
+  (once): it blocks until the task ends while the server sends the requests
+  the task needs (answered by the receiver like any others), and its answer is
+  the call's result or JSON-RPC error. Polling goes on meanwhile, for the
+  observer and the backstop. A ``cancelled`` task raises
+  :class:`RemoteTaskCancelled`.
+- Cancelling, a lost task, and the ``ttl`` backstop as above (``ttl: null``:
+  no backstop).
+
 Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from host_receiver._input_rounds import Fulfil, fulfil_all
 from host_receiver.errors import (
     INVALID_PARAMS,
+    BadResult,
     HostReceiverError,
     RemoteTaskCancelled,
     RemoteTaskLost,
@@ -49,7 +68,7 @@ from host_receiver.protocol.modern import RemoteTask, remote_task
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = ["TaskHandle", "TaskObserver", "follow_task"]
+__all__ = ["TaskHandle", "TaskNews", "TaskObserver", "follow_legacy_task", "follow_task"]
 
 logger = safe_logger("host_receiver.connection")
 
@@ -76,7 +95,7 @@ async def follow_task(
     """The final result of the task ``created`` describes (rules in the module docstring)."""
     task = remote_task(created)
     answered: set[str] = set()
-    deadline = None if task.ttl_ms is None else anyio.current_time() + task.ttl_ms / 1000
+    deadline = _deadline(task)
     try:
         while True:
             if observer is not None:
@@ -95,9 +114,7 @@ async def follow_task(
                 answered.update(pending)
                 await request("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
             else:
-                if deadline is not None and anyio.current_time() >= deadline:
-                    late = f"task {safe_id(task.task_id)} did not finish within its ttl of {task.ttl_ms} ms"
-                    raise RemoteTaskLost(late)
+                _check_ttl(task, deadline)
                 await anyio.sleep(_poll_interval(task))
             task = await _poll(request, task.task_id)
     except BaseException as exc:
@@ -106,7 +123,7 @@ async def follow_task(
         raise
 
 
-async def _poll(request: Request, task_id: str) -> RemoteTask:
+async def _poll(request: Request, task_id: str, *, legacy: bool = False) -> RemoteTask:
     try:
         raw = await request("tasks/get", {"taskId": task_id})
     except RpcError as exc:
@@ -115,12 +132,135 @@ async def _poll(request: Request, task_id: str) -> RemoteTask:
                 f"the server no longer knows task {safe_id(task_id)}: {safe_text(exc.message, 300)}"
             ) from None
         raise
-    task = remote_task(raw)
+    task = remote_task(raw, legacy=legacy)
     if task.task_id != task_id:
         raise RemoteTaskLost(
             f"tasks/get for task {safe_id(task_id)} answered about task {safe_id(task.task_id)}"
         )
     return task
+
+
+class TaskNews:
+    """The ``notifications/tasks/status`` a 2025-11-25 server sends about the tasks a connection follows."""
+
+    def __init__(self) -> None:
+        self._arrived: dict[str, anyio.Event] = {}  # by task id, while it is followed
+        self._latest: dict[str, dict[str, Any]] = {}
+
+    def deliver(self, params: dict[str, Any] | None) -> bool:
+        """Take a notification's params; False when they are about no task being followed."""
+        task_id = params.get("taskId") if params is not None else None
+        arrived = self._arrived.get(task_id) if isinstance(task_id, str) else None
+        if params is None or arrived is None:
+            return False
+        self._latest[str(task_id)] = params
+        arrived.set()
+        return True
+
+    @contextmanager
+    def following(self, task_id: str) -> Iterator[None]:
+        """Keep the notifications about ``task_id`` while the block runs."""
+        self._arrived[task_id] = anyio.Event()
+        try:
+            yield
+        finally:
+            self._arrived.pop(task_id, None)
+            self._latest.pop(task_id, None)
+
+    async def wait(self, task_id: str, seconds: float) -> dict[str, Any] | None:
+        """The newest notification about ``task_id`` that arrives within ``seconds``, or None."""
+        arrived = self._arrived[task_id]
+        with anyio.move_on_after(seconds):
+            await arrived.wait()
+        if arrived.is_set():
+            self._arrived[task_id] = anyio.Event()
+        return self._latest.pop(task_id, None)
+
+
+async def follow_legacy_task(
+    created: dict[str, Any], request: Request, news: TaskNews, *, observer: TaskObserver | None = None
+) -> dict[str, Any]:
+    """The ``tasks/result`` answer for the 2025-11-25 task ``created`` describes (the ``task`` of a
+    ``CreateTaskResult``; rules in the module docstring)."""
+    task = remote_task(created, legacy=True)
+    task_id = task.task_id
+    deadline = _deadline(task)
+    ended: list[dict[str, Any] | Exception] = []  # the first outcome: tasks/result's, or the watch's error
+    answered = False  # tasks/result answered: the task has ended on the server
+
+    async def end_with(group: anyio.abc.TaskGroup, step: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        try:
+            outcome: dict[str, Any] | Exception = await step()
+        except Exception as exc:
+            outcome = exc
+        if not ended:
+            ended.append(outcome)
+        group.cancel_scope.cancel()
+
+    async def fetch() -> dict[str, Any]:
+        nonlocal answered
+        try:
+            answer = await request("tasks/result", {"taskId": task_id})
+        except RpcError:  # the task's own error: it has ended
+            answered = True
+            raise
+        answered = True
+        return answer
+
+    async def watch() -> dict[str, Any]:
+        nonlocal task
+        fetching = False
+        while True:
+            if observer is not None:
+                await observer(task)
+            if task.status == "cancelled":
+                raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task_id)}")
+            if not fetching and (task.status == "input_required" or task.is_terminal):
+                fetching = True
+                group.start_soon(end_with, group, fetch)
+            if task.is_terminal:
+                await anyio.sleep_forever()  # tasks/result ends the call
+            _check_ttl(task, deadline)
+            task = await _next_state(request, news, task)
+
+    try:
+        with news.following(task_id):
+            async with anyio.create_task_group() as group:
+                group.start_soon(end_with, group, watch)
+        (outcome,) = ended
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+    except BaseException as exc:
+        if not (task.is_terminal or answered or isinstance(exc, _Denied)):
+            await _cancel(request, task_id)
+        raise
+
+
+async def _next_state(request: Request, news: TaskNews, task: RemoteTask) -> RemoteTask:
+    """The task's next state: a status notification within the poll interval, else ``tasks/get``."""
+    raw = await news.wait(task.task_id, _poll_interval(task))
+    if raw is not None:
+        try:
+            told = remote_task(raw, legacy=True)
+        except BadResult as exc:
+            logger.debug("ignored a malformed notifications/tasks/status: %s", exc)
+        else:
+            return told
+    return await _poll(request, task.task_id, legacy=True)
+
+
+def _deadline(task: RemoteTask) -> float | None:
+    """When the ttl backstop gives ``task`` up (by our clock), or None without a ttl."""
+    return None if task.ttl_ms is None else anyio.current_time() + task.ttl_ms / 1000
+
+
+def _check_ttl(task: RemoteTask, deadline: float | None) -> None:
+    """Raise :class:`RemoteTaskLost` once the ttl backstop has passed."""
+    if deadline is not None and anyio.current_time() >= deadline:
+        raise RemoteTaskLost(
+            f"task {safe_id(task.task_id)} did not finish within its ttl of {task.ttl_ms} ms"
+        )
 
 
 def _poll_interval(task: RemoteTask) -> float:

@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 580 lines, one idea: the connection's own state, its agreement and
+(About 800 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -22,7 +22,11 @@ Rules:
   the medium answers every request. When the binding mirrors headers
   (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
   each modern request carries its headers, and ``tools/list`` leaves out
-  tools whose header annotations break the binding's rules.
+  tools whose header annotations break the binding's rules. A ``tools/call``
+  of a tool whose definition is not known lists the tools first (every page,
+  once per connection; again after ``notifications/tools/list_changed`` or a
+  -32020), and one of a tool left out is refused (:class:`InvalidToolHeaders`
+  naming the annotation), so no call goes without its ``Mcp-Param-*``.
 - One way to serve the server: a ``receiver`` (anything that offers
   ``capabilities(version)`` and ``attach(peer)``, such as
   :class:`~host_receiver.receiver.Receiver`). The connection advertises the
@@ -48,6 +52,18 @@ Rules:
   naming what is missing. On HTTP, a -32020 answer to ``tools/call`` makes
   the connection list the tools again (their header annotations may have
   changed) and send the call once more.
+- On a legacy connection, ``call_tool`` task-augments the call when asked
+  (``task=True``) or when the tool's ``execution.taskSupport`` is
+  ``"required"`` (the definition comes from ``tools/list``, listed once and
+  again after ``notifications/tools/list_changed``), never without the
+  server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
+  follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
+  the server's ``notifications/tasks/status`` about it go there).
+- Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
+  every request sent is a CLIENT span whose context travels in ``_meta``
+  (:meth:`request`, the one place requests are sent); every request received,
+  pushed or an input round's, a SERVER span; a modern call with rounds or a
+  task one span holding them; the connection's life one duration.
 - Leaving the context closes the session, detaches from the receiver, then
   closes the transport. Everything the connection holds is given to its
   constructor; what it learns (the receiver's scope, the agreement) it sets
@@ -63,10 +79,17 @@ from typing import Any, Protocol, Self
 
 import anyio
 
+from host_receiver import telemetry
 from host_receiver._input_rounds import with_input_rounds
 from host_receiver._mirror import HeaderMirror
-from host_receiver._negotiation import Agreement, agree, missing_capability, version_refused
-from host_receiver._remote_tasks import TaskHandle, TaskObserver, follow_task
+from host_receiver._negotiation import (
+    Agreement,
+    agree,
+    lists_refused_version,
+    missing_capability,
+    version_refused,
+)
+from host_receiver._remote_tasks import TaskHandle, TaskNews, TaskObserver, follow_legacy_task, follow_task
 from host_receiver.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -96,7 +119,7 @@ from host_receiver.protocol.results import (
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
-from host_receiver.sanitize import safe_id, safe_logger
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.session import (
     IncomingRequest,
     NotificationHandler,
@@ -206,15 +229,23 @@ class ClientConnection:
         receiver: ServesServers,
         options: ConnectionOptions,
         name: str | None = None,
+        known_version: str | None = None,
     ) -> None:
         self._stream = stream
+        self._known_version = known_version  # what the server's origin agreed on before, if known
         self._binding = stream.extra(StreamAttribute.binding, None)
         self._mirror = HeaderMirror() if self._binding is not None and self._binding.mirrors_headers else None
         self._receiver = receiver
         self._options = options
+        self._telemetry = options.telemetry or telemetry.default_telemetry()
+        self._network = telemetry.network(
+            stream.extra(StreamAttribute.network_transport, None), stream.extra(StreamAttribute.url, None)
+        )
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
+        self._tools: dict[str, ListedTool] | None = None  # the last full tools/list, until it changes
+        self._task_news = TaskNews()
         self._session = Session(
             stream,
             request_handler=self._on_request,
@@ -257,16 +288,32 @@ class ClientConnection:
     @classmethod
     @asynccontextmanager
     async def _connected(
-        cls, transport: Transport, receiver: ServesServers, options: ConnectionOptions, name: str | None
+        cls,
+        transport: Transport,
+        receiver: ServesServers,
+        options: ConnectionOptions,
+        name: str | None,
+        known_version: str | None = None,
     ) -> AsyncIterator[Self]:
         async with transport.connect() as stream:
-            connection = cls(stream, receiver=receiver, options=options, name=name)
+            connection = cls(
+                stream, receiver=receiver, options=options, name=name, known_version=known_version
+            )
             async with connection._opened():
                 yield connection
 
     @asynccontextmanager
     async def _opened(self) -> AsyncIterator[None]:
         """Attach to the receiver, start the session and agree; closes them on the way out."""
+        opened = anyio.current_time()
+        try:
+            async with self._serving_session():
+                yield
+        finally:
+            self._telemetry.session_ended(anyio.current_time() - opened, self._facts())
+
+    @asynccontextmanager
+    async def _serving_session(self) -> AsyncIterator[None]:
         async with self._receiver.attach(self) as handler, self._session as session:
             self._handler = handler
             # Known before notifications/initialized: the server may send requests right after it.
@@ -276,6 +323,7 @@ class ClientConnection:
                 capabilities_for=self.capabilities_for,
                 silence_means_legacy=not self._stream.extra(StreamAttribute.answers_every_request, False),
                 mirror=self._mirror,
+                known_version=self._known_version,
             )
             if not self._named:
                 session.rename(agreement.server_info.name)
@@ -313,16 +361,36 @@ class ClientConnection:
 
     # --- routing what the server sends ------------------------------------------
 
+    def _facts(self) -> dict[str, Any]:
+        """What every MCP span of this connection says of it (:func:`telemetry.facts`)."""
+        session_id = self._stream.extra(StreamAttribute.session_id, None)
+        return telemetry.facts(self.protocol_version, self._network, session_id)
+
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return self._serving.answer(request)
+        call = self._telemetry.server_call(request.method, request.params, request.id, self._facts())
+        try:
+            with call.active():
+                answer = self._serving.answer(request)
+        except BaseException as exc:
+            call.end(exc)
+            raise
+        if isinstance(answer, dict):
+            call.end()
+            return answer
+        return call.answered(answer)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/tasks/status" and self._task_news.deliver(params):
+            return  # about a task this connection follows
+        if method == "notifications/tools/list_changed":
+            self._tools = None
         await self._serving.handle_notification(method, params)
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
+        call = self._telemetry.server_call(method, params, None, self._facts())
         try:
-            return await self._serving.fulfil(method, params)
+            return await call.answered(self._serving.fulfil(method, params))
         except RpcError:
             raise
         except Exception:
@@ -412,21 +480,44 @@ class ClientConnection:
         :class:`BadResult`. A -32022 (the server no longer takes the agreed
         version: there is no other modern version to switch to) is an
         :class:`UnsupportedProtocolVersion`, a -32021 a :class:`MissingCapability`.
+        The request is a CLIENT span (:mod:`host_receiver.telemetry`) whose context
+        travels in ``_meta``.
         """
+        with self._telemetry.client_call(method, params, self._facts()) as call:
+            result = await self._sent(method, call.params, timeout, on_progress)
+            call.result(result)
+        return result
+
+    async def _sent(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
         stamped = self._stamped(params)
         headers = self._mirror.headers(method, stamped) if self._mirror is not None else None
-        try:
-            result = await self._session.request(
-                method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
-            )
-        except RpcError as exc:
-            if exc.code == UNSUPPORTED_VERSION:
-                raise version_refused(self.name, method, self.protocol_version, exc) from None
-            if exc.code == MISSING_CAPABILITY:
-                raise missing_capability(self.name, method, exc) from None
-            raise
+        version, again = self.protocol_version, False
+        while True:
+            try:
+                result = await self._session.request(
+                    method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
+                )
+                break
+            except RpcError as exc:
+                if exc.code == UNSUPPORTED_VERSION:
+                    if not again and lists_refused_version(version, exc):
+                        logger.info(
+                            "%s refused %s in %s, which it lists: once more", self.name, method, version
+                        )
+                        again = True
+                        continue
+                    raise version_refused(self.name, method, version, exc, again=again) from None
+                if exc.code == MISSING_CAPABILITY:
+                    raise missing_capability(self.name, method, exc) from None
+                raise
         if method not in _ROUND_METHODS and result.get("resultType") == "input_required":
             raise BadResult(
                 f"{self.name} answered {method} with input_required, which only "
@@ -481,10 +572,25 @@ class ClientConnection:
             tools.extend(parse_tools(accepted, server=self.name))
             cursor = page.get("nextCursor")
             if cursor is None:
+                self._tools = {tool.name: tool for tool in tools}
                 return tools
             if not isinstance(cursor, str) or cursor in seen:
                 raise ProtocolError(f"tools/list returned a bad or repeated cursor: {safe_id(cursor)}")
             seen.add(cursor)
+
+    async def tool_definition(self, name: str, *, timeout: float | None = None) -> ListedTool | None:
+        """The tool ``name`` as the server lists it (None if it lists no such tool).
+
+        The tools are listed (every page) when no full list is known yet, or
+        the server said it changed (``notifications/tools/list_changed``);
+        otherwise the last list answers. A server without the ``tools``
+        capability lists none.
+        """
+        if self._tools is None:
+            if "tools" not in self.server_capabilities:
+                return None
+            await self.list_tools(timeout=timeout)
+        return self._tools.get(name) if self._tools is not None else None
 
     async def call_tool(
         self,
@@ -494,6 +600,8 @@ class ClientConnection:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_task: TaskObserver | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
     ) -> CallToolResult:
         """Call a tool and return its final :class:`CallToolResult`.
 
@@ -501,12 +609,30 @@ class ClientConnection:
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
         ``on_task`` is told every state of that task. ``timeout`` applies to
-        each request sent. A result that breaks the schema is a
-        :class:`BadResult` naming the field.
+        each request sent (but ``tasks/result``, which waits for the task's
+        end). A result that breaks the schema is a :class:`BadResult` naming
+        the field.
+
+        ``task`` is for 2025-11-25 servers (a 2026-07-28 server decides
+        itself): True sends the call task-augmented (with ``task_ttl_ms`` as
+        the ttl asked for, if given), False never, None (the default) when the
+        tool's ``execution.taskSupport`` is ``"required"`` (the tools are
+        listed first if the definition is not known). The task is followed to
+        its end as above. Asking for a task a server or tool does not offer is
+        a :class:`ProtocolError` saying which.
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if self.era is Era.LEGACY:
+            augment = await self._task_member(name, task, task_ttl_ms, timeout)
+            if augment is not None:
+                params["task"] = augment
+                result = await self._legacy_task_call(params, timeout, on_progress, on_task)
+                return parse_result(CallToolResult, "tools/call", result, server=self.name)
+        elif self._mirror is not None:  # its x-mcp-header annotations are mirrored: know them first
+            await self.tool_definition(name, timeout=timeout)
+            self._mirror.check_callable(name, self.name)
         try:
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
@@ -514,8 +640,58 @@ class ClientConnection:
                 raise
             logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
             await self.list_tools(timeout=timeout)
+            if self._mirror is not None:
+                self._mirror.check_callable(name, self.name)
             result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
         return parse_result(CallToolResult, "tools/call", result, server=self.name)
+
+    async def _task_member(
+        self, name: str, task: bool | None, ttl_ms: int | None, timeout: float | None
+    ) -> dict[str, Any] | None:
+        """The ``task`` of a 2025-11-25 ``tools/call`` of ``name``, or None to call it plainly."""
+        if task is False:
+            return None
+        offered = self.server_capabilities.get("tasks")
+        requests = offered.get("requests") if isinstance(offered, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not (isinstance(tools, dict) and isinstance(tools.get("call"), dict)):
+            if task:
+                raise ProtocolError(
+                    f"{self.name} does not run tool calls as tasks "
+                    "(its capabilities have no tasks.requests.tools.call)"
+                )
+            return None
+        tool = await self.tool_definition(name, timeout=timeout)
+        execution = (tool.model_extra or {}).get("execution") if tool is not None else None
+        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        if task is None and support != "required":
+            return None
+        if task and tool is not None and support not in ("optional", "required"):
+            shown = "absent" if support is None else repr(safe_text(str(support), 40))
+            raise ProtocolError(
+                f"tool {safe_text(name, 80)!r} of {self.name} does not run as a task "
+                f"(its execution.taskSupport is {shown})"
+            )
+        return {} if ttl_ms is None else {"ttl": ttl_ms}
+
+    async def _legacy_task_call(
+        self,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        """A task-augmented 2025-11-25 ``tools/call``, followed to its result."""
+
+        async def send_task_request(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
+            waits = None if method == "tasks/result" else timeout
+            return await self._session.request(method, task_params, timeout=waits)
+
+        result = await self._session.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        created = result.get("task")
+        if "content" in result or not isinstance(created, dict):
+            return result  # the server ran it as a plain call
+        return await follow_legacy_task(created, send_task_request, self._task_news, observer=on_task)
 
     @asynccontextmanager
     async def watch_tool(
@@ -525,6 +701,8 @@ class ClientConnection:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
     ) -> AsyncIterator[TaskHandle]:
         """Call a tool as :meth:`call_tool` does, and yield a :class:`TaskHandle` to watch it.
 
@@ -538,7 +716,15 @@ class ClientConnection:
         """
 
         def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
-            return self.call_tool(name, arguments, timeout=timeout, on_progress=on_progress, on_task=observer)
+            return self.call_tool(
+                name,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                on_task=observer,
+                task=task,
+                task_ttl_ms=task_ttl_ms,
+            )
 
         handle = TaskHandle()
         async with anyio.create_task_group() as group:
@@ -581,14 +767,23 @@ class ClientConnection:
             return await self.request(task_method, task_params, timeout=timeout)
 
         assert method in _ROUND_METHODS
-        result = await with_input_rounds(
-            method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
-        )
-        if result_type(result) != "task":
-            return result
-        if method != "tools/call" or not self._options.tasks_extension:
-            raise BadResult(f"{self.name} answered {method} with a task, which this request did not allow")
-        return await follow_task(result, send_task_request, self._fulfil, observer=on_task)
+        with self._telemetry.logical_call(method, params, self._facts()) as call:
+            result = await with_input_rounds(
+                method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+            )
+            if result_type(result) != "task":
+                return result
+            if method != "tools/call" or not self._options.tasks_extension:
+                raise BadResult(
+                    f"{self.name} answered {method} with a task, which this request did not allow"
+                )
+
+            async def observe(task: RemoteTask) -> None:
+                call.status(task.status, task.status_message)
+                if on_task is not None:
+                    await on_task(task)
+
+            return await follow_task(result, send_task_request, self._fulfil, observer=observe)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""

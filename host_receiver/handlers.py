@@ -41,14 +41,16 @@ from typing import Any, Protocol
 
 import anyio
 
-from host_receiver import _audit
+from host_receiver import _audit, telemetry
 from host_receiver.approval import (
+    Approve,
     ElicitationUI,
     FormView,
     Refuse,
     SamplingApprover,
     SamplingRequestView,
     SamplingResultView,
+    Send,
     UrlView,
     url_warnings,
 )
@@ -166,7 +168,9 @@ class SamplingService:
         await context.set_status_message(
             f"Waiting for the user to approve the request (model {plan.model.id})"
         )
-        decision = await self.approver.review_request(view)
+        with telemetry.current().person("approval") as wait:
+            decision = await self.approver.review_request(view)
+            wait.chose(_decided(decision))
         if isinstance(decision, Refuse):
             raise RpcError(USER_REJECTED, decision.reason)
         edits: dict[str, object] = {}
@@ -220,9 +224,11 @@ class SamplingService:
                 observer.generation_ended(generation)
 
         await context.set_status_message("Waiting for the user to review the result")
-        verdict = await self.approver.review_result(
-            SamplingResultView(server=server, task_id=context.task_id, params=params, result=result)
-        )
+        with telemetry.current().person("review") as wait:
+            verdict = await self.approver.review_result(
+                SamplingResultView(server=server, task_id=context.task_id, params=params, result=result)
+            )
+            wait.chose(_decided(verdict))
         if isinstance(verdict, Refuse):
             raise RpcError(USER_REJECTED, verdict.reason)
         return verdict.result if verdict.result is not None else result
@@ -254,6 +260,21 @@ class _ChoosingRouter:
 
     def allowed_models(self, server: str) -> Sequence[str]:
         return tuple(self._inner.allowed_models(server))
+
+
+#: A person's answer to a form or a URL, as the outcome of their span.
+_ANSWERED = {"accept": "approved", "decline": "declined", "cancel": "cancelled"}
+
+
+def _decided(decision: Approve | Send | Refuse) -> str:
+    """The outcome of a review: refused, edited (anything changed) or approved."""
+    if isinstance(decision, Refuse):
+        return "refused"
+    if isinstance(decision, Send):
+        edits: tuple[object, ...] = (decision.result,)
+    else:
+        edits = (decision.messages, decision.system_prompt, decision.model, decision.max_tokens)
+    return "edited" if any(edit is not None for edit in edits) else "approved"
 
 
 def open_in_browser(url: str) -> bool:
@@ -291,7 +312,9 @@ class ElicitationService:
             warnings=url_warnings(params.url, params.message),
         )
         await context.set_status_message("Waiting for the user to consent to opening a URL")
-        answer = await self.ui.consent_url(view)
+        with telemetry.current().person("url_consent") as wait:
+            answer = await self.ui.consent_url(view)
+            wait.chose(_ANSWERED.get(answer, answer))
         if answer == "accept":
             await anyio.to_thread.run_sync(self.opener, params.url)
         return ElicitResult(action=answer)
@@ -310,7 +333,9 @@ class ElicitationService:
                 values=values,
                 problems=problems,
             )
-            answer = await self.ui.fill_form(view)
+            with telemetry.current().person("form") as wait:
+                answer = await self.ui.fill_form(view)
+                wait.chose(_ANSWERED.get(answer.action, answer.action))
             if answer.action != "accept":
                 return ElicitResult(action=answer.action)
             content = dict(answer.content or {})

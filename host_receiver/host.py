@@ -26,6 +26,16 @@ Rules:
   tasks are cancelled, so every ``tasks/result`` waiting on one is answered,
   and every request still in flight is answered -32603 before the server's
   input closes (:meth:`ClientConnection.wind_down`).
+- The era is cached per HTTP origin (scheme, host, port): a connection to an
+  origin that agreed on a legacy version before skips the ``server/discover``
+  probe (``auto`` mode; it probes afresh if the handshake fails).
+- A Streamable HTTP connection whose handshake gets HTTP 400, 404 or 405
+  without a modern JSON-RPC error (its server predates Streamable HTTP)
+  falls back to the HTTP+SSE transport of 2024-11-05 at the same URL, with
+  the same headers and auth, and the ``initialize`` handshake (unless the
+  protocol is pinned to 2026-07-28); a server that serves neither fails with
+  both answers named (2026-07-28 streamable-http.mdx, "Backward
+  Compatibility").
 """
 
 from __future__ import annotations
@@ -42,11 +52,14 @@ import anyio.abc
 import httpx
 
 from host_receiver.connection import ClientConnection, ServesServers
-from host_receiver.options import ConnectionOptions, options_from_keywords
+from host_receiver.errors import HttpStatusError, TransportError
+from host_receiver.options import AUTO, ConnectionOptions, options_from_keywords
+from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
+from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
@@ -75,6 +88,7 @@ class ServerConnection(ClientConnection):
         receiver: ServesServers,
         options: ConnectionOptions,
         name: str,
+        known_version: str | None = None,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Connect, hand the connection to ``task_status``, and serve until it ends.
@@ -85,7 +99,7 @@ class ServerConnection(ClientConnection):
         """
         server: ServerConnection | None = None
         try:
-            async with cls._connected(transport, receiver, options, name) as server:
+            async with cls._connected(transport, receiver, options, name, known_version) as server:
                 task_status.started(server)
                 await server._serve()
         except Exception as exc:
@@ -146,6 +160,7 @@ class Host:
         self.receiver = receiver
         self._options = options_from_keywords(options, deprecated, "Host")
         self.servers: dict[str, ServerConnection] = {}
+        self._versions: dict[str, str] = {}  # the version each HTTP origin agreed on (auto mode)
         self._lifetime = AsyncExitStack()
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -214,10 +229,61 @@ class Host:
             raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
         if name in self.servers and not self.servers[name].closed:
             raise ValueError(f"a server named {name!r} is already connected")
-        run = partial(ServerConnection.run, transport, receiver=self.receiver, options=options, name=name)
-        server: ServerConnection = await self._group.start(run)
+        origin = _origin(transport)
+        known = self._versions.get(origin) if origin is not None else None
+        try:
+            server = await self._start(name, transport, options, known)
+        except HttpStatusError as exc:
+            legacy_allowed = options.protocol == AUTO or options.protocol in LEGACY_VERSIONS
+            if not (isinstance(transport, HttpTransport) and exc.status in _OLD_SERVER and legacy_allowed):
+                raise
+            server = await self._fall_back_to_sse(name, transport, options, exc)
         self.servers[name] = server
+        if origin is not None:
+            self._versions[origin] = server.protocol_version
         return server
+
+    async def _start(
+        self, name: str, transport: Transport, options: ConnectionOptions, known_version: str | None
+    ) -> ServerConnection:
+        assert self._group is not None
+        run = partial(
+            ServerConnection.run,
+            transport,
+            receiver=self.receiver,
+            options=options,
+            name=name,
+            known_version=known_version,
+        )
+        server: ServerConnection = await self._group.start(run)
+        return server
+
+    async def _fall_back_to_sse(
+        self, name: str, http: HttpTransport, options: ConnectionOptions, refused: HttpStatusError
+    ) -> ServerConnection:
+        """The same URL over the HTTP+SSE transport, with ``initialize`` (rules above)."""
+        logger.info("%s: Streamable HTTP got HTTP %d; trying the HTTP+SSE transport", name, refused.status)
+        sse = SseTransport(
+            http.url, headers=http.headers, auth=http.auth, max_message_size=http.max_message_size
+        )
+        try:
+            return await self._start(name, sse, options, LATEST_LEGACY_VERSION)
+        except TransportError as exc:
+            raise HttpStatusError(
+                f"{refused}; nor does it serve the HTTP+SSE transport: {exc}", refused.status
+            ) from None
+
+
+#: The statuses of a Streamable HTTP POST that may mean a server of the HTTP+SSE transport.
+_OLD_SERVER = frozenset({400, 404, 405})
+
+
+def _origin(transport: Transport) -> str | None:
+    """The origin (scheme, host, port) of an HTTP transport's URL; None for any other transport."""
+    if not isinstance(transport, HttpTransport):
+        return None
+    url = httpx.URL(transport.url)
+    return f"{url.scheme}://{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
 
 
 def tune_gc_for_serving() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from host_receiver.protocol.types import Implementation
 from host_receiver.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
+from host_receiver.telemetry import Telemetry
 
 __all__ = [
     "AUTO",
@@ -66,6 +67,8 @@ class ConnectionOptions:
     extension on modern requests. ``discover_timeout`` is how long a silent
     server may take on ``server/discover`` before it is taken for a legacy
     one; ``init_timeout`` bounds the whole agreement (None: no bound).
+    ``telemetry`` records traces and metrics through the tracer and meter
+    providers it was given (None: the global ones; docs/observability.md).
     """
 
     protocol: str = AUTO
@@ -74,6 +77,7 @@ class ConnectionOptions:
     tasks_extension: bool = True
     discover_timeout: float | None = DEFAULT_DISCOVER_TIMEOUT
     init_timeout: float | None = DEFAULT_INIT_TIMEOUT
+    telemetry: Telemetry | None = None
 
     def __post_init__(self) -> None:
         if self.protocol != AUTO and self.protocol not in (*LEGACY_VERSIONS, *MODERN_VERSIONS):

@@ -87,6 +87,7 @@ from host_receiver.protocol.jsonrpc import (
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.sanitize import bounded, safe_id, safe_logger, safe_text
+from host_receiver.telemetry import note_request_id
 from host_receiver.transports.base import MessageStream, StreamAttribute
 
 __all__ = [
@@ -273,6 +274,7 @@ class Session:
         """
         self._check_open()
         request_id = next(self._ids)
+        note_request_id(request_id)
         progress_out: MemoryObjectReceiveStream[_Progress] | None = None
         progress_in: MemoryObjectSendStream[_Progress] | None = None
         if on_progress is not None:

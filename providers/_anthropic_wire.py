@@ -55,6 +55,7 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
+from host_receiver.telemetry import report_reply
 
 from ._openai_wire import ToolCallBuffer
 
@@ -198,8 +199,19 @@ class MessageReply:
     stop_reason: str | None = None
 
 
+def _report(message: object, usage: object) -> None:
+    """The message's id, model and token usage, for the call's trace."""
+    report_reply(
+        response_id=_get(message, "id"),
+        response_model=_get(message, "model"),
+        input_tokens=_get(usage, "input_tokens"),
+        output_tokens=_get(usage, "output_tokens"),
+    )
+
+
 def message_reply(data: object) -> MessageReply:
     """The :class:`MessageReply` of a non-streamed Messages API reply (its parsed JSON)."""
+    _report(data, _get(data, "usage"))
     content = _get(data, "content")
     if not isinstance(content, list):
         raise ProviderError("the backend returned no message content")
@@ -234,6 +246,8 @@ class MessageFold:
         index = _get(event, "index")
         if kind == "message_start":
             self.started = True
+            message = _get(event, "message")
+            _report(message, _get(message, "usage"))
         elif kind == "content_block_start" and isinstance(index, int):
             block = _get(event, "content_block")
             if _get(block, "type") == "text":
@@ -261,6 +275,7 @@ class MessageFold:
             tokens = _get(_get(event, "usage"), "output_tokens")
             if isinstance(tokens, int):
                 self.usage = tokens
+                report_reply(output_tokens=tokens)
         elif kind == "message_stop":
             self.stopped = True
         return False

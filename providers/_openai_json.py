@@ -9,7 +9,8 @@ Rules:
 
 * Only the fields the provider uses are read: the first choice's text (or
   refusal), its tool calls, its finish reason and vLLM's ``stop_reason``; in
-  a stream, also ``usage.completion_tokens``.
+  a stream, also ``usage.completion_tokens``. The id, model and token usage
+  go to the call's trace (:func:`host_receiver.telemetry.report_reply`).
 * Reading is as lenient as the models' construction: a field that is missing,
   ``null`` or of another type reads as absent. A tool call without a ``type``
   is taken as a function call; one of another type (``custom``) is skipped.
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from host_receiver.errors import ProviderError
+from host_receiver.telemetry import report_reply
 
 from ._openai_wire import Reply, ToolCallBuffer
 
@@ -36,6 +38,7 @@ __all__ = ["StreamFold", "completion_reply"]
 
 def completion_reply(data: object) -> Reply:
     """The :class:`Reply` of a non-streamed completion (its parsed JSON)."""
+    _report(data)
     choices = _list(_get(data, "choices"))
     if not choices:
         raise ProviderError("the backend returned no choices")
@@ -53,6 +56,17 @@ def completion_reply(data: object) -> Reply:
         calls=calls,
         finish_reason=_optional_str(_get(choice, "finish_reason")),
         matched_stop=_get(choice, "stop_reason"),
+    )
+
+
+def _report(data: object) -> None:
+    """The reply's id, model and token usage, for the call's trace."""
+    usage = _get(data, "usage")
+    report_reply(
+        response_id=_get(data, "id"),
+        response_model=_get(data, "model"),
+        input_tokens=_get(usage, "prompt_tokens"),
+        output_tokens=_get(usage, "completion_tokens"),
     )
 
 
@@ -74,6 +88,7 @@ class StreamFold:
         usage = _get(_get(chunk, "usage"), "completion_tokens")
         if isinstance(usage, int):
             self.usage = usage
+            _report(chunk)
         grew = False
         for choice in _list(_get(chunk, "choices")):
             if _get(choice, "index") != 0:

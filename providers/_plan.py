@@ -26,8 +26,10 @@ Rules:
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -41,6 +43,7 @@ from host_receiver.protocol.types import (
     ToolUseContent,
 )
 from host_receiver.sanitize import safe_logger
+from host_receiver.telemetry import ChatCall, current
 
 from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress
 from ._limits import SamplingLimits
@@ -90,8 +93,9 @@ class SamplingPlan:
         who = f"provider {self.provider.name!r}, model {self.model.id!r}"
         token = _CALL_LIMITS.set(limits)
         try:
-            with anyio.fail_after(limits.deadline):
+            with self._traced() as call, anyio.fail_after(limits.deadline):
                 result = await self.provider.sample(self.params, self.model, sink)
+                call.result(result)
         except TimeoutError:
             raise ProviderError(
                 f"{who}: no complete reply within {limits.deadline:g} s "
@@ -107,6 +111,18 @@ class SamplingPlan:
         if reply_size(result) > limits.max_reply_chars:
             raise ProviderError(f"{who}: {ReplyTooLong(limits.max_reply_chars)}")
         return result
+
+    def _traced(self) -> AbstractContextManager[ChatCall]:
+        """The call's GenAI span: the provider's convention name and endpoint, the request's settings."""
+        provider = self.provider
+        address = urlsplit(getattr(provider, "base_url", None) or "")
+        return current().chat(
+            vendor=getattr(provider, "vendor", None),
+            model=self.model.id,
+            request=self.params,
+            address=address.hostname,
+            port=address.port,
+        )
 
 
 def _capped(progress: ProgressSink, limit: int) -> ProgressSink:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,3 +37,35 @@ def cli_env(tmp: Path) -> dict[str, str]:
         "HOST_RECEIVER_DECISIONS": str(tmp / "decisions.json"),
         "PEER_WAIT_S": "20",
     }
+
+
+def interrupted(env: Mapping[str, str], marker: str, *args: str) -> tuple[int, str, str]:
+    """``host-receiver *args`` sent Ctrl-C (SIGINT) once ``marker`` shows on stderr (failing the
+    test if it never does); its exit code, stdout and stderr."""
+    proc = subprocess.Popen(
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(LIMIT_S, proc.kill)  # a hung command fails instead of hanging
+    watchdog.start()
+    seen = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line)
+            if marker in line:
+                break
+        else:
+            raise AssertionError(f"never saw {marker!r}: {''.join(seen)}")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=LIMIT_S)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stdout, "".join(seen) + stderr

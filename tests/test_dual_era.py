@@ -310,6 +310,57 @@ async def test_a_version_refused_after_the_agreement_is_a_clear_error_naming_bot
     assert len(server.requests_of("tools/call")) == 1
 
 
+SELF_CONTRADICTING = RpcError(
+    -32022, "Unsupported protocol version", {"supported": [MODERN], "requested": MODERN}
+)
+
+
+async def test_a_32022_listing_the_version_it_refused_is_retried_once_and_the_retry_answers() -> None:
+    """The conformance runner's request-metadata scenario: the first request of a version is refused
+    with an error that lists that very version; one retry of the same request passes."""
+    refusals = [SELF_CONTRADICTING]
+
+    async def flaky(request: Request) -> dict[str, Any]:
+        if refusals:
+            raise refusals.pop()
+        return server.discover_result()
+
+    async def also_flaky(call: ToolCall) -> str:
+        if not call_refused:
+            call_refused.append(True)
+            raise SELF_CONTRADICTING
+        return "done"
+
+    call_refused: list[bool] = []
+    server = FakeServer(
+        protocol_version=MODERN, tools={"once": also_flaky}, methods={"server/discover": flaky}
+    )
+    async with connected(server) as connection:
+        assert connection.protocol_version == MODERN
+        assert (await connection.call_tool("once")).text == "done"
+    assert [r.method for r in server.requests] == ["server/discover"] * 2 + ["tools/call"] * 2
+
+
+@pytest.mark.parametrize("where", ["server/discover", "tools/call"])
+async def test_a_32022_listing_the_version_it_refused_twice_says_exactly_that(where: str) -> None:
+    async def refuse(request: Request) -> dict[str, Any]:
+        raise SELF_CONTRADICTING
+
+    async def refuse_call(call: ToolCall) -> str:
+        raise SELF_CONTRADICTING
+
+    methods = {"server/discover": refuse} if where == "server/discover" else {}
+    server = FakeServer(protocol_version=MODERN, tools={"refused": refuse_call}, methods=methods)
+    async with server, Host(receiver()) as host:
+        with pytest.raises(UnsupportedProtocolVersion) as raised:
+            connection = await host.connect("fake", server.transport)
+            await connection.call_tool("refused")
+    assert f"refused {where} in MCP 2026-07-28 twice with -32022" in str(raised.value)
+    assert "although the error lists 2026-07-28 as supported" in str(raised.value)
+    assert "share no MCP protocol version" not in str(raised.value)
+    assert len(server.requests_of(where)) == 2
+
+
 async def test_a_missing_capability_names_what_is_missing() -> None:
     async def needs_url(call: ToolCall) -> str:
         raise RpcError(
@@ -1003,3 +1054,77 @@ async def test_a_servers_version_list_is_quoted_escaped_and_cut() -> None:
         with pytest.raises(UnsupportedProtocolVersion) as raised:
             await host.connect("fake", server.transport)
     shown_safely(str(raised.value))
+
+
+# --- task-augmented tools/call to a 2025-11-25 server (the tasks chapter, requestor side) -----
+
+TOOL_TASKS: dict[str, Any] = {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+
+
+def legacy_task(task_id: str, status: str, **more: Any) -> dict[str, Any]:
+    stamp = "2026-12-04T10:00:00Z"
+    return {"taskId": task_id, "status": status, "createdAt": stamp, "lastUpdatedAt": stamp, **more}
+
+
+def legacy_task_server(gets: list[dict[str, Any]], result: RpcError | dict[str, Any]) -> FakeServer:
+    """A 2025-11-25 server whose tool ``long`` requires tasks: ``tasks/get`` answers ``gets`` in
+    turn (the last one again and again), ``tasks/result`` answers ``result``."""
+
+    async def tools(request: Request) -> dict[str, Any]:
+        schema = {"type": "object"}
+        return {"tools": [{"name": "long", "inputSchema": schema, "execution": {"taskSupport": "required"}}]}
+
+    async def call(request: Request) -> dict[str, Any]:
+        return {"task": gets[0]}
+
+    async def get(request: Request) -> dict[str, Any]:
+        return gets.pop(0) if len(gets) > 1 else gets[0]
+
+    async def outcome(request: Request) -> dict[str, Any]:
+        if isinstance(result, RpcError):
+            raise result
+        return result
+
+    async def cancel(request: Request) -> dict[str, Any]:
+        return legacy_task(gets[0]["taskId"], "cancelled")
+
+    methods = {"tools/list": tools, "tools/call": call, "tasks/get": get, "tasks/result": outcome}
+    return FakeServer(capabilities=TOOL_TASKS, methods={**methods, "tasks/cancel": cancel})
+
+
+async def test_a_legacy_task_past_its_ttl_is_given_up_and_cancelled() -> None:
+    server = legacy_task_server([legacy_task("L1", "working", ttl=300, pollInterval=20)], {"content": []})
+    async with connected(server) as connection:
+        with (
+            anyio.fail_after(10),
+            pytest.raises(RemoteTaskLost, match="did not finish within its ttl of 300 ms"),
+        ):
+            await connection.call_tool("long")
+    assert server.requests_of("tools/call")[0]["task"] == {}
+    assert [c["taskId"] for c in server.requests_of("tasks/cancel")] == ["L1"]
+    assert server.requests_of("tasks/result") == []  # never input_required nor terminal
+
+
+async def test_a_failed_legacy_task_raises_the_error_tasks_result_gives_and_is_not_cancelled() -> None:
+    gets = [legacy_task("L2", "working", pollInterval=10), legacy_task("L2", "failed", pollInterval=10)]
+    server = legacy_task_server(gets, RpcError(-32603, "the tool broke"))
+    async with connected(server) as connection:
+        with anyio.fail_after(10), pytest.raises(RpcError, match="the tool broke"):
+            await connection.call_tool("long")
+    assert server.requests_of("tasks/result") == [{"taskId": "L2"}]
+    assert server.requests_of("tasks/cancel") == []
+
+
+async def test_a_server_without_tool_tasks_is_never_asked_for_one() -> None:
+    async def plain(call: ToolCall) -> str:
+        return "plain"
+
+    server = FakeServer(tools={"plain": plain})
+    async with connected(server) as connection:
+        with pytest.raises(
+            ProtocolError, match=r"does not run tool calls as tasks .*tasks\.requests\.tools\.call"
+        ):
+            await connection.call_tool("plain", task=True)
+        assert (await connection.call_tool("plain")).text == "plain"
+    assert server.requests_of("tools/list") == []  # without the capability no definition is needed
+    assert [p.get("task") for p in server.requests_of("tools/call")] == [None]

@@ -21,6 +21,7 @@ from host_receiver.session import IncomingRequest, Session
 from host_receiver.transports.memory import MemoryTransport
 from tests.receiver_harness import sampling_params, sampling_script
 from tests.schema import validate, validate_notification
+from tests.servers.http_server import StreamableHttpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -207,3 +208,17 @@ def test_tune_gc_for_serving_freezes_start_up_objects_and_collects_less_often() 
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+async def test_an_http_origin_found_legacy_is_not_probed_again_by_the_same_host() -> None:
+    receiver = Receiver()
+    with StreamableHttpServer() as http, StreamableHttpServer() as other:
+        async with Host(receiver) as host:
+            first = await host.connect_url("first", http.url)
+            again = await host.connect_url("again", http.url.replace("127.0.0.1", "localhost"))
+            same = await host.connect_url("same", http.url)
+            elsewhere = await host.connect_url("elsewhere", other.url)
+            assert {s.protocol_version for s in (first, again, same, elsewhere)} == {"2025-11-25"}
+        probes = [r.rpc_method for r in http.requests if r.rpc_method in ("server/discover", "initialize")]
+        assert probes == ["server/discover", "initialize"] * 2 + ["initialize"]  # localhost: another origin
+        assert [r.rpc_method for r in other.requests][:2] == ["server/discover", "initialize"]

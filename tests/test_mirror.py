@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 
 from host_receiver._mirror import (
@@ -217,3 +218,43 @@ async def test_the_http_stream_sends_the_headers_a_request_carries(http_server: 
             await stream.send(Request(1, "server/discover", {}, headers))
     assert http_server.requests[0].headers["mcp-method"] == "anything/at-all"
     assert http_server.requests[0].headers["mcp-param-x"] == "1"
+
+
+async def test_a_tool_not_listed_yet_is_listed_once_before_its_call_so_its_headers_go_with_it() -> None:
+    server = FakeServer(protocol_version=MODERN, tools={"deploy": deploy}, methods={"tools/list": tools_list})
+    transport = _Recording(server.transport, mirrors=True)
+    changed = anyio.Event()
+
+    async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    connected = ClientConnection.connect(transport, capabilities={}, notification_handler=on_notification)
+    async with server, connected as connection:
+        await connection.call_tool("deploy", {"region": "eu-west", "n": 3})
+        await connection.call_tool("deploy", {"region": "us-east"})  # known now: no second list
+        await server.notify("notifications/tools/list_changed")
+        await changed.wait()
+        await connection.call_tool("deploy", {"region": "ap-south"})  # listed again: it may have changed
+    sent = [method for method, _ in transport.sent]
+    assert sent == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/list", "tools/call"]
+    regions = [h["mcp-param-region"] for m, h in transport.sent if m == "tools/call" and h is not None]
+    assert regions == ["eu-west", "us-east", "ap-south"]
+
+
+async def test_a_tool_with_invalid_header_annotations_is_refused_naming_the_annotation() -> None:
+    server = FakeServer(protocol_version=MODERN, tools={"deploy": deploy}, methods={"tools/list": tools_list})
+    transport = _Recording(server.transport, mirrors=True)
+    async with server, ClientConnection.connect(transport, capabilities={}) as connection:
+        refused = r"tool 'bad' .* is not called: .*x-mcp-header on a needs a string, integer or boolean"
+        with pytest.raises(InvalidToolHeaders, match=refused):
+            await connection.call_tool("bad", {"a": 1.5})
+    assert [method for method, _ in transport.sent] == ["server/discover", "tools/list"]  # no call went
+
+
+async def test_on_stdio_a_call_needs_no_list_first() -> None:
+    server = FakeServer(protocol_version=MODERN, tools={"deploy": deploy}, methods={"tools/list": tools_list})
+    transport = _Recording(server.transport, mirrors=False)
+    async with server, ClientConnection.connect(transport, capabilities={}) as connection:
+        assert (await connection.call_tool("deploy", {"region": "eu-west"})).text == "ok"
+    assert server.requests_of("tools/list") == []

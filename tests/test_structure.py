@@ -33,6 +33,7 @@ import host_receiver.receiver
 import host_receiver.sanitize
 import host_receiver.session
 import host_receiver.tasks
+import host_receiver.telemetry
 import host_receiver.testing
 import host_receiver.transports
 import providers
@@ -47,6 +48,7 @@ DOORS = (
     host_receiver,
     host_receiver.errors,
     host_receiver.sanitize,
+    host_receiver.telemetry,
     host_receiver.paths,
     host_receiver.protocol.types,
     host_receiver.protocol.versions,
@@ -134,6 +136,7 @@ BASE = {
     "host_receiver._moved",
     "host_receiver.errors",
     "host_receiver.sanitize",
+    "host_receiver.telemetry",
     "host_receiver.paths",
     "host_receiver.protocol",
     "host_receiver.protocol.types",

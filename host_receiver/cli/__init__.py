@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -36,6 +37,7 @@ from host_receiver.cli._hooks import (
 )
 from host_receiver.cli._run import add_run_command, run_command
 from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_name
+from host_receiver.cli._telemetry import exporting
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
 from host_receiver.sanitize import SafeRecords
@@ -122,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             logging.getLogger(chatty).setLevel(logging.WARNING)
     tune_gc_for_serving()
     try:
-        code = args.func(args)
+        with exporting(os.environ):
+            code = args.func(args)
     except KeyboardInterrupt:
         code = EXIT_OK
     raise SystemExit(code)

@@ -35,8 +35,14 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error, safe_json
-from host_receiver.cli._run import add_connection_options, json_object, prepare, serve, usage_error
-from host_receiver.cli._show import call_and_print, readable_content
+from host_receiver.cli._run import (
+    add_connection_options,
+    json_object,
+    prepare,
+    serve,
+    usage_error,
+)
+from host_receiver.cli._show import add_task_option, call_and_print, readable_content
 from host_receiver.host import ServerConnection
 from host_receiver.sanitize import safe_text
 
@@ -85,6 +91,7 @@ def add_discovery_commands(commands: Any) -> None:
         help="an argument: its value is JSON when it parses as JSON (42, true, [1,2], {...}), else a string",
     )
     call.add_argument("--args", metavar="JSON", help="arguments as a JSON object (key=value ones win)")
+    add_task_option(call)
     call.set_defaults(func=_call)
 
 
@@ -292,4 +299,5 @@ def _call(args: argparse.Namespace) -> int:
     target = prepare(args)
     if isinstance(target, int):
         return target
-    return anyio.run(serve, args, target, partial(call_and_print, args.tool, arguments, as_json=as_json))
+    call = partial(call_and_print, args.tool, arguments, as_json=as_json, task=args.task or None)
+    return anyio.run(serve, args, target, call)

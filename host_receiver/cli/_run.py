@@ -1,5 +1,8 @@
 """``host-receiver run``: connect to one MCP server and serve its requests.
 
+(About 420 lines, one idea: the options every command that talks to a server
+shares, and the one way they become a connection that serves it.)
+
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 A stdio server gets a minimal environment plus what ``--env`` names
@@ -60,7 +63,7 @@ from host_receiver.cli._servers import (
     server_environment,
     server_name,
 )
-from host_receiver.cli._show import call_and_print, connected_line, print_stderr_tail
+from host_receiver.cli._show import add_task_option, call_and_print, connected_line, print_stderr_tail
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
 from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
@@ -100,13 +103,14 @@ def add_run_command(commands: Any) -> None:
     add_connection_options(run)
     run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
     run.add_argument("--args", metavar="JSON", help="arguments for --call, as a JSON object")
+    add_task_option(run)
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
 
 
 def add_connection_options(run: argparse.ArgumentParser) -> None:
     """What every command that talks to one server takes: the server, the protocol, the hooks."""
-    run.add_argument("--url", help="the Streamable HTTP endpoint of the server")
+    run.add_argument("--url", help="the server's URL: its Streamable HTTP (or 2024-11-05 HTTP+SSE) endpoint")
     add_servers_options(run)
     run.add_argument(
         "--header",
@@ -227,11 +231,14 @@ def run_command(args: argparse.Namespace) -> int:
         if isinstance(parsed, str):
             return usage_error(args, parsed)
         arguments = parsed
+    if args.task and args.call is None:
+        return usage_error(args, "--task goes with --call")
     target = prepare(args)
     if isinstance(target, int):
         return target
     if args.call is not None:
-        return anyio.run(serve, args, target, partial(call_and_print, args.call, arguments, as_json=True))
+        call = partial(call_and_print, args.call, arguments, as_json=True, task=args.task or None)
+        return anyio.run(serve, args, target, call)
     return anyio.run(serve, args, target, None)
 
 

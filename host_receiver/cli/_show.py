@@ -1,5 +1,6 @@
-"""What the commands print about a server: a tool's result (JSON or readably), the tools a server
-has when it lacks one, whom ``run`` serves, a failed server's last stderr lines.
+"""What the commands print about a server: a tool's result (JSON or readably) and its task's states
+(with ``--task``, the option of calling a tool), the tools a server has when it lacks one, whom
+``run`` serves, a failed server's last stderr lines.
 
 Readably (``call`` on a terminal): text as text, structured content as
 indented JSON, other content named by its type. Everything a server wrote is
@@ -8,7 +9,9 @@ shown through :func:`~host_receiver.sanitize.safe_text`.
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
 import sys
 from typing import Any
 
@@ -16,11 +19,14 @@ import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
 from host_receiver.host import ServerConnection
+from host_receiver.protocol.modern import RemoteTask
+from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_text
 from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport
 
 __all__ = [
+    "add_task_option",
     "call_and_print",
     "connected_line",
     "own_name",
@@ -30,6 +36,17 @@ __all__ = [
 ]
 
 
+def add_task_option(parser: argparse.ArgumentParser) -> None:
+    """``--task``: call the tool as a task (2025-11-25 servers)."""
+    parser.add_argument(
+        "--task",
+        action="store_true",
+        help="call the tool as a task (a 2025-11-25 server that offers task-augmented tool calls; a tool "
+        "whose execution.taskSupport is 'required' is called so without it): its states are shown on "
+        "stderr, Ctrl-C cancels it",
+    )
+
+
 def own_name(server: ServerConnection) -> str:
     """The name the server gives itself (serverInfo title, else name), safe to print."""
     info = server.server_info
@@ -37,17 +54,37 @@ def own_name(server: ServerConnection) -> str:
 
 
 async def call_and_print(
-    tool: str, arguments: dict[str, Any], server: ServerConnection, *, as_json: bool
+    tool: str, arguments: dict[str, Any], server: ServerConnection, *, as_json: bool, task: bool | None = None
 ) -> int:
     """Call ``tool``; print its result (JSON, or readably); exit 0, 1 when ``isError``, 2 on failure.
 
-    When the call fails or the tool reports an error and the server has no such
-    tool, stderr names the tools it has.
+    ``task``: as :meth:`ClientConnection.call_tool` (True: ``--task``). Each
+    new state of a server's task is one line on stderr. Ctrl-C cancels the
+    call (a server's task gets ``tasks/cancel``) and exits 2. When the call
+    fails or the tool reports an error and the server has no such tool,
+    stderr names the tools it has.
     """
-    try:
-        result = await server.call_tool(tool, arguments)
-    except Exception as exc:
-        print(f"host-receiver: {tool} failed: {describe_error(exc)}", file=sys.stderr)
+    outcome: list[CallToolResult | Exception] = []
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_ctrl_c() -> None:
+                async for _ in signals:
+                    group.cancel_scope.cancel()
+                    return
+
+            group.start_soon(stop_on_ctrl_c)
+            try:
+                outcome.append(await server.call_tool(tool, arguments, task=task, on_task=_TaskLines()))
+            except Exception as exc:
+                outcome.append(exc)
+            group.cancel_scope.cancel()
+    if not outcome:
+        print(f"host-receiver: {tool} interrupted: the call was cancelled", file=sys.stderr)
+        return EXIT_FAILURE
+    (result,) = outcome
+    if isinstance(result, Exception):
+        print(f"host-receiver: {tool} failed: {describe_error(result)}", file=sys.stderr)
         await _name_the_tools(server, tool)
         return EXIT_FAILURE
     dumped = result.model_dump()
@@ -56,6 +93,20 @@ async def call_and_print(
         await _name_the_tools(server, tool)
         return EXIT_TOOL_ERROR
     return EXIT_OK
+
+
+class _TaskLines:
+    """A task observer: one stderr line per new state of the server's task (its words made safe)."""
+
+    def __init__(self) -> None:
+        self._shown: tuple[str, str | None] | None = None
+
+    async def __call__(self, task: RemoteTask) -> None:
+        state = (task.status, task.status_message)
+        if state != self._shown:
+            self._shown = state
+            words = f": {safe_text(task.status_message, 200)}" if task.status_message else ""
+            print(f"host-receiver: task {safe_text(task.task_id, 80)} {task.status}{words}", file=sys.stderr)
 
 
 async def _name_the_tools(server: ServerConnection, tool: str) -> None:

@@ -135,7 +135,8 @@ def input_requests(raw: object, *, required: bool) -> dict[str, tuple[str, dict[
 
 @dataclass(frozen=True, slots=True)
 class RemoteTask:
-    """A task of the tasks extension, as the server last described it."""
+    """A server's task (of the tasks extension, or of a 2025-11-25 task-augmented ``tools/call``),
+    as the server last described it."""
 
     task_id: str
     status: str
@@ -153,27 +154,37 @@ class RemoteTask:
         return self.status in TERMINAL_STATUSES
 
 
-def remote_task(raw: dict[str, Any]) -> RemoteTask:
-    """A :class:`RemoteTask` from a ``CreateTaskResult`` or a ``tasks/get`` result."""
+def remote_task(raw: dict[str, Any], *, legacy: bool = False) -> RemoteTask:
+    """A :class:`RemoteTask` from a ``CreateTaskResult`` or a ``tasks/get`` result.
+
+    ``legacy``: a 2025-11-25 ``Task`` (``ttl`` and ``pollInterval``, no
+    result, error or input requests: those come through ``tasks/result``).
+    """
     task_id = raw.get("taskId")
     if type(task_id) is not str or not task_id:
         raise BadResult(f"a task needs a string taskId, not {_kind(task_id)}")
     status = raw.get("status")
     if status not in _TASK_STATUSES:
         raise BadResult(f"task status {_shown(status)} is not one of {', '.join(sorted(_TASK_STATUSES))}")
-    ttl, poll = raw.get("ttlMs"), raw.get("pollIntervalMs")
-    for name, value in (("ttlMs", ttl), ("pollIntervalMs", poll)):
+    names = ("ttl", "pollInterval") if legacy else ("ttlMs", "pollIntervalMs")
+    ttl, poll = raw.get(names[0]), raw.get(names[1])
+    for name, value in zip(names, (ttl, poll), strict=True):
         if value is not None and (type(value) is not int or value < 0):
             raise BadResult(f"task {name} must be a non-negative integer, not {_kind(value)}")
     message = raw.get("statusMessage")
     result, error = raw.get("result"), raw.get("error")
-    if status == "completed" and type(result) is not dict:
-        raise BadResult("a completed task needs a result object")
-    if status == "failed" and (
-        type(error) is not dict or type(error.get("code")) is not int or type(error.get("message")) is not str
-    ):
-        raise BadResult("a failed task needs an error object with an integer code and a string message")
-    requests = input_requests(raw.get("inputRequests"), required=status == "input_required")
+    if legacy:  # a 2025-11-25 task's outcome comes through tasks/result
+        result, error, requests = None, None, {}
+    else:
+        if status == "completed" and type(result) is not dict:
+            raise BadResult("a completed task needs a result object")
+        if status == "failed" and (
+            type(error) is not dict
+            or type(error.get("code")) is not int
+            or type(error.get("message")) is not str
+        ):
+            raise BadResult("a failed task needs an error object with an integer code and a string message")
+        requests = input_requests(raw.get("inputRequests"), required=status == "input_required")
     return RemoteTask(
         task_id=task_id,
         status=str(status),

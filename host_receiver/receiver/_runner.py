@@ -52,6 +52,7 @@ from host_receiver.sanitize import safe_logger
 from host_receiver.tasks.record import TaskRecord, new_task_id
 from host_receiver.tasks.state import TaskStatus
 from host_receiver.tasks.store import TaskStore
+from host_receiver.telemetry import TaskTrace, current
 from host_receiver.work import WorkContext
 
 __all__ = ["TaskRunner", "Work"]
@@ -70,6 +71,7 @@ class _Start:
     method: str
     params: RequestParams
     work: Work
+    trace: TaskTrace
 
 
 class TaskRunner:
@@ -98,6 +100,7 @@ class TaskRunner:
         self._starts: deque[_Start] = deque()
         self._starts_waiting = anyio.Event()
         self._waiters: dict[str, anyio.Event] = {}
+        self._traces: dict[str, TaskTrace] = {}  # live tasks' traces, by task id
 
     async def run(self) -> None:
         """The requestor's background jobs: starting work and expiring tasks (cancel to stop)."""
@@ -142,7 +145,8 @@ class TaskRunner:
         _audit.task_created(self.peer.name, record.task_id, method, ttl)
         if deadline is not None:
             self.expiry.schedule(deadline, record.task_id)
-        self._starts.append(_Start(record.task_id, method, params, work))
+        trace = self._traces[record.task_id] = current().task(method, record.task_id)
+        self._starts.append(_Start(record.task_id, method, params, work, trace))
         self._starts_waiting.set()
         return {"task": record.to_wire()}
 
@@ -188,21 +192,22 @@ class TaskRunner:
         result: dict[str, Any] | None = None
         error: RpcError | None = None
         try:
-            with scope:
-                try:
-                    result = dump(await start.work(self.context(task_id, start.params)))
-                except RpcError as exc:
-                    error = exc
-                except Exception:
-                    logger.exception("%s task %s of %s crashed", method, task_id, self.peer.name)
-                    error = RpcError(INTERNAL_ERROR, f"Internal error while serving {method}")
-            if scope.cancel_called:
-                return
-            if error is not None:
-                message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
-                self.finish(task_id, TaskStatus.FAILED, message=message, error=error)
-            else:
-                self.finish(task_id, TaskStatus.COMPLETED, result=result)
+            with start.trace.running():  # the work's span holds its status changes
+                with scope:
+                    try:
+                        result = dump(await start.work(self.context(task_id, start.params)))
+                    except RpcError as exc:
+                        error = exc
+                    except Exception:
+                        logger.exception("%s task %s of %s crashed", method, task_id, self.peer.name)
+                        error = RpcError(INTERNAL_ERROR, f"Internal error while serving {method}")
+                if scope.cancel_called:
+                    return
+                if error is not None:
+                    message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
+                    self.finish(task_id, TaskStatus.FAILED, message=message, error=error)
+                else:
+                    self.finish(task_id, TaskStatus.COMPLETED, result=result)
         finally:
             self._running.pop(task_id, None)
 
@@ -224,6 +229,10 @@ class TaskRunner:
         record = record.moved_to(status, self.clock(), message=message, result=result, error=error)
         self.store.replace(record)
         _audit.task_finished(self.peer.name, task_id, status.value)
+        trace = self._traces.pop(task_id, None)
+        if trace is not None:
+            trace.status(status.value, message)
+            trace.telemetry.task_finished(record.method, status.value)
         self._wake(task_id)
         self.peer.notify_soon("notifications/tasks/status", record.to_wire())
         return record
@@ -260,6 +269,9 @@ class TaskRunner:
             scope.cancel()
         record = self.store.delete(task_id)
         self._wake(task_id)
+        trace = self._traces.pop(task_id, None)
+        if trace is not None and record is not None:
+            trace.telemetry.task_finished(record.method, "expired")
         if record is not None:
             _audit.task_expired(self.peer.name, task_id, record.status.value)
 
@@ -276,6 +288,7 @@ class TaskRunner:
         """Delete every task of this requestor and wake every waiter (the requestor left)."""
         for task_id in self.store.ids_of(self.key):
             self.store.delete(task_id)
+        self._traces.clear()
         for waiter in self._waiters.values():
             waiter.set()
         self._waiters.clear()

@@ -2,9 +2,10 @@
 
 Each transport is a recipe (:class:`Transport`) whose ``connect()`` yields a
 :class:`MessageStream`; see :mod:`host_receiver.transports.base` for the rules
-they all follow. Shipped: stdio (a child process), Streamable HTTP, and an
-in-memory pair for tests. What only one binding has is reached through
-:class:`StreamAttribute` (``stream.extra(StreamAttribute.binding, None)``).
+they all follow. Shipped: stdio (a child process), Streamable HTTP, the
+deprecated HTTP+SSE transport of 2024-11-05 (the fallback of a URL whose
+server predates Streamable HTTP), and an in-memory pair for tests. What only
+one binding has is reached through :class:`StreamAttribute` (``stream.extra(StreamAttribute.binding, None)``).
 """
 
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from host_receiver._moved import moved_names
 from host_receiver.transports.base import Binding, MessageStream, StreamAttribute, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.memory import MemoryStream, MemoryTransport, create_memory_pair
+from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport, safe_environment
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "MemoryStream",
     "MemoryTransport",
     "MessageStream",
+    "SseTransport",
     "StdioTransport",
     "StreamAttribute",
     "Transport",

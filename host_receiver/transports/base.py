@@ -121,6 +121,13 @@ class StreamAttribute(TypedAttributeSet):
     #: take (HTTP: with an error status), so a silent peer is not taken for a
     #: legacy one (absent: False).
     answers_every_request: bool = typed_attribute()
+    #: How the messages travel, in OpenTelemetry's words (``network.transport``): ``pipe``
+    #: for stdio, ``tcp`` for HTTP (absent: not known).
+    network_transport: str = typed_attribute()
+    #: The server's URL, for a network transport (absent: none).
+    url: str = typed_attribute()
+    #: The session the server opened (the legacy HTTP binding's ``Mcp-Session-Id``; None: none yet).
+    session_id: str | None = typed_attribute()
 
 
 class MessageStream(TypedAttributeProvider, ABC):

@@ -189,6 +189,9 @@ class _HttpStream(MessageStream):
         return {
             StreamAttribute.binding: lambda: self._binding,
             StreamAttribute.answers_every_request: lambda: True,
+            StreamAttribute.network_transport: lambda: "tcp",
+            StreamAttribute.url: lambda: self._config.url,
+            StreamAttribute.session_id: lambda: self._exchange.session_id,
         }
 
     async def send(self, message: Message) -> None:

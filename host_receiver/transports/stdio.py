@@ -37,9 +37,10 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -56,7 +57,7 @@ from host_receiver.transports._process import (
     start_process,
     stop_process,
 )
-from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, Transport
+from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, StreamAttribute, Transport
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "STDERR_TAIL_LINES", "StdioTransport", "safe_environment"]
 
@@ -232,6 +233,10 @@ class _PipeWriter:
 
 class _StdioStream(MessageStream):
     """Messages over a child's stdout (read here) and a write queue to its stdin."""
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {StreamAttribute.network_transport: lambda: "pipe"}
 
     def __init__(
         self,

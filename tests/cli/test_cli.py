@@ -15,11 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +28,7 @@ import pytest
 from host_receiver.cli import build_parser
 from host_receiver.errors import USER_REJECTED
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
-from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.cli_command import interrupted, run_cli
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, ErrorReply, FakeOpenAI, ToolCall
@@ -437,32 +435,9 @@ def test_serve_exits_0_when_the_server_leaves(env: dict[str, str], tmp_path: Pat
 def test_serve_exits_0_on_sigint(env: dict[str, str], py_peer: list[str]) -> None:
     """Ctrl-C while serving. (Not SIGTERM: the command's handler for it is installed only
     after the handshake, and nothing observable marks that moment.)"""
-    proc = subprocess.Popen(
-        [*CLI, "--log-level", "INFO", "run", "--", *py_peer],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    code, stdout, stderr = interrupted(
+        env, "connected to py-peer", "--log-level", "INFO", "run", "--", *py_peer
     )
-    watchdog = threading.Timer(LIMIT_S, proc.kill)  # a hung command fails instead of hanging
-    watchdog.start()
-    try:
-        assert proc.stderr is not None
-        seen = []
-        for line in proc.stderr:  # serving once the handshake is logged
-            seen.append(line)
-            if "connected to py-peer" in line:
-                break
-        else:
-            pytest.fail(f"never connected: {''.join(seen)}")
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=LIMIT_S)
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, "".join(seen) + stderr
+    assert code == 0, stderr
     assert stdout == ""
     assert "Traceback" not in stderr

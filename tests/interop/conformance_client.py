@@ -26,15 +26,26 @@ would type them, and runs the CLI in this process:
   named ``auth/client-credentials-*`` ->
   ``--auth-grant client-credentials`` (their context has the same shape as
   pre-registration's, which uses the code grant).
+
+The next runner's client scenarios that are not ``auth/*``
+(tests/interop/test_conformance_next.py) name the tools to call in the
+context's ``toolCalls`` (``[{name, arguments}]``): each is one ``run --call``
+in turn; without ``toolCalls`` the client calls every tool ``tools --json``
+lists, with no arguments, as a user trying a server would. The exit code is
+the worst of the calls'.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
+from typing import Any
 
 #: The client metadata document URL the runner's CIMD scenario expects (it is never fetched).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -42,7 +53,14 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 CIMD_SCENARIOS = frozenset({"auth/basic-cimd"})
 
 
-def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: Path) -> list[str]:
+def arguments(
+    server_url: str,
+    scenario: str,
+    context: dict[str, Any],
+    workdir: Path,
+    tool: str = "test-tool",
+    tool_arguments: dict[str, Any] | None = None,
+) -> list[str]:
     """The ``host-receiver`` argv for one scenario; secrets go to the environment, not here."""
     argv = [
         "--log-level",
@@ -51,7 +69,9 @@ def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: 
         "--url",
         server_url,
         "--call",
-        "test-tool",
+        tool,
+        "--args",
+        json.dumps(tool_arguments or {}),
         "--auth-browser",
         "none",
         "--auth-token-file",
@@ -86,13 +106,41 @@ def arguments(server_url: str, scenario: str, context: dict[str, str], workdir: 
     return argv
 
 
-def main() -> None:
+def exit_code(argv: Sequence[str]) -> int:
+    """Run the CLI in this process with ``argv``; its exit code."""
     from host_receiver.cli import main as cli_main
 
+    try:
+        cli_main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def tool_calls(server_url: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The context's ``toolCalls``, or every tool the server lists (no arguments)."""
+    asked = context.get("toolCalls")
+    if isinstance(asked, list):
+        return [(str(call["name"]), dict(call.get("arguments") or {})) for call in asked]
+    listing = io.StringIO()
+    with redirect_stdout(listing):
+        exit_code(["tools", "--json", "--url", server_url])
+    tools = json.loads(listing.getvalue() or '{"tools": []}')["tools"]
+    return [(str(tool["name"]), {}) for tool in tools]
+
+
+def main() -> None:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    server_url = sys.argv[-1]
     with tempfile.TemporaryDirectory(prefix="conformance-client-") as workdir:
-        cli_main(arguments(sys.argv[-1], scenario, context, Path(workdir)))
+        if scenario.startswith("auth/"):
+            raise SystemExit(exit_code(arguments(server_url, scenario, context, Path(workdir))))
+        codes = [
+            exit_code(arguments(server_url, scenario, context, Path(workdir), name, args))
+            for name, args in tool_calls(server_url, context)
+        ]
+        raise SystemExit(max(codes, default=0))
 
 
 if __name__ == "__main__":

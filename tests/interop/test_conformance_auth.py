@@ -1,8 +1,7 @@
 """Every ``auth/*`` client scenario of the official conformance runner, through the CLI.
 
-Two runners (``.ci/install-conformance``: @modelcontextprotocol/conformance
-with its own Node 22): the current release in ``.peers/conformance`` and the
-next one, a pre-release, in ``.peers/conformance-next``. Each starts its authorization and
+The runner (``.ci/install-conformance``: @modelcontextprotocol/conformance with
+its own Node 22, in ``.peers/conformance``) starts its authorization and
 resource servers and runs ``tests/interop/conformance_client.py SERVER_URL``,
 which calls ``host-receiver run --url SERVER_URL --call test-tool`` with the
 ``--auth-*`` options the scenario's context implies. The scenarios are listed
@@ -34,8 +33,9 @@ import pytest
 
 from tests.interop import PEERS_DIR, ROOT, _missing
 
-#: Each runner's version and where it is installed.
-RUNNERS = {"0.1.16": PEERS_DIR / "conformance", "0.2.0-alpha.12": PEERS_DIR / "conformance-next"}
+CONFORMANCE_DIR = PEERS_DIR / "conformance" / "node_modules"
+NODE = CONFORMANCE_DIR / ".bin" / "node"
+RUNNER = CONFORMANCE_DIR / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 CLIENT = Path(__file__).resolve().parent / "conformance_client.py"
 #: Per scenario, in milliseconds (the runner's default); the slowest takes about 2 s here.
 TIMEOUT_MS = 30000
@@ -51,36 +51,25 @@ INFORMATIONAL = {
 LOG_CHECKS = {"incoming-request", "outgoing-response", "incoming-auth-request", "outgoing-auth-response"}
 
 
-def _node(version: str) -> Path:
-    return RUNNERS[version] / "node_modules" / ".bin" / "node"
+NOT_INSTALLED = f"the conformance runner is not installed ({RUNNER} is missing; run .ci/install-conformance)"
 
 
-def _runner(version: str) -> Path:
-    return RUNNERS[version] / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+def _runner_installed() -> bool:
+    return NODE.exists() and RUNNER.exists()
 
 
-def _require_runner(version: str) -> None:
-    if not (_node(version).exists() and _runner(version).exists()):
-        _missing(f"the conformance runner {version} is not installed (run .ci/install-conformance)")
-
-
-def _list_scenarios(version: str) -> list[str]:
-    if not (_node(version).exists() and _runner(version).exists()):
+def _list_scenarios() -> list[str]:
+    if not _runner_installed():
         return []
     listing = subprocess.run(
-        [str(_node(version)), str(_runner(version)), "list", "--client"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+        [str(NODE), str(RUNNER), "list", "--client"], capture_output=True, text=True, timeout=60, check=True
     )
     names = [line.split()[1] for line in listing.stdout.splitlines() if line.strip().startswith("- auth/")]
-    assert names, f"the runner {version} lists no auth scenario:\n{listing.stdout}"
+    assert names, f"the runner lists no auth scenario:\n{listing.stdout}"
     return names
 
 
-#: (runner version, scenario) for every auth scenario of every installed runner.
-SCENARIOS = [(version, name) for version in RUNNERS for name in _list_scenarios(version)]
+SCENARIOS = _list_scenarios()
 
 
 @dataclass
@@ -91,18 +80,11 @@ class Outcome:
     checks: list[dict[str, Any]]
 
 
-def _run(version: str, scenario: str, outdir: Path) -> Outcome:
+def run_scenario(scenario: str, outdir: Path, runner: Path = RUNNER, *options: str) -> Outcome:
+    """Run one client scenario of ``runner`` against the CLI (``conformance_client.py``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = f"{sys.executable} {CLIENT}"
-    argv = [
-        str(_node(version)),
-        str(_runner(version)),
-        "client",
-        "--command",
-        command,
-        "--scenario",
-        scenario,
-    ]
+    argv = [str(NODE), str(runner), "client", "--command", command, "--scenario", scenario, *options]
     result = subprocess.run(
         [*argv, "--timeout", str(TIMEOUT_MS), "-o", str(outdir)],
         capture_output=True,
@@ -116,32 +98,25 @@ def _run(version: str, scenario: str, outdir: Path) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], Outcome]]:
-    for version in RUNNERS:
-        _require_runner(version)
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcome]]:
+    if not _runner_installed():
+        _missing(NOT_INSTALLED)
     base = tmp_path_factory.mktemp("conformance")
-
-    def run(job: tuple[str, str]) -> tuple[tuple[str, str], Outcome]:
-        version, scenario = job
-        return job, _run(version, scenario, base / f"{version}_{scenario.replace('/', '_')}")
-
     with ThreadPoolExecutor(PARALLEL) as pool:
-        yield dict(pool.map(run, SCENARIOS))
+        runs = pool.map(lambda s: run_scenario(s, base / s.replace("/", "_")), SCENARIOS)
+        done = {o.scenario: o for o in runs}
+    yield done
 
 
-@pytest.mark.parametrize(("version", "at_least"), [("0.1.16", 22), ("0.2.0-alpha.12", 33)])
-def test_each_runner_lists_its_auth_scenarios(version: str, at_least: int) -> None:
-    _require_runner(version)
-    assert len(_list_scenarios(version)) >= at_least
+def test_the_runner_lists_auth_scenarios() -> None:
+    if not _runner_installed():
+        _missing(NOT_INSTALLED)
+    assert len(SCENARIOS) >= 22, SCENARIOS
 
 
-@pytest.mark.parametrize(
-    ("version", "scenario"),
-    SCENARIOS or [("-", "(runner not installed)")],
-    ids=[f"{v}-{s}" for v, s in SCENARIOS] or None,
-)
-def test_scenario(version: str, scenario: str, outcomes: dict[tuple[str, str], Outcome]) -> None:
-    outcome = outcomes[(version, scenario)]
+@pytest.mark.parametrize("scenario", SCENARIOS or ["(runner not installed)"])
+def test_scenario(scenario: str, outcomes: dict[str, Outcome]) -> None:
+    outcome = outcomes[scenario]
     allowed_info = INFORMATIONAL.get(scenario, set()) | LOG_CHECKS
     verdicts = [c for c in outcome.checks if c["id"] not in LOG_CHECKS]
     bad = [
