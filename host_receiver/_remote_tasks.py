@@ -25,8 +25,11 @@ the extension's specification and extension-tasks-overview.mdx):
   created (by our clock, from the creation answer) is given up.
 - A :class:`TaskHandle` is the same call seen from a host that shows its
   progress (``ClientConnection.watch_tool``): the latest state, its changes
-  as they come, ``cancel()``, and the final result. Task ids are kept in
-  memory only: a host that restarts does not resume polling.
+  as they come, ``cancel()``, and the final result.
+- Task ids are kept in memory, and in the connection's task store when it has
+  one (:mod:`host_receiver.remote_task_store`): a restarted host resumes a
+  kept task with ``ClientConnection.resume_task``, which starts from its
+  ``tasks/get`` answer and follows it as above.
 
 Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
 :func:`follow_legacy_task`):
@@ -68,7 +71,7 @@ from host_receiver.protocol.modern import RemoteTask, remote_task
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = ["TaskHandle", "TaskNews", "TaskObserver", "follow_legacy_task", "follow_task"]
+__all__ = ["TaskHandle", "TaskNews", "TaskObserver", "current_task", "follow_legacy_task", "follow_task"]
 
 logger = safe_logger("host_receiver.connection")
 
@@ -124,6 +127,12 @@ async def follow_task(
 
 
 async def _poll(request: Request, task_id: str, *, legacy: bool = False) -> RemoteTask:
+    return remote_task(await current_task(request, task_id, legacy=legacy), legacy=legacy)
+
+
+async def current_task(request: Request, task_id: str, *, legacy: bool = False) -> dict[str, Any]:
+    """The ``tasks/get`` answer about ``task_id`` (:class:`RemoteTaskLost` when the server denies
+    knowing it, or answers about another task)."""
     try:
         raw = await request("tasks/get", {"taskId": task_id})
     except RpcError as exc:
@@ -132,12 +141,10 @@ async def _poll(request: Request, task_id: str, *, legacy: bool = False) -> Remo
                 f"the server no longer knows task {safe_id(task_id)}: {safe_text(exc.message, 300)}"
             ) from None
         raise
-    task = remote_task(raw, legacy=legacy)
-    if task.task_id != task_id:
-        raise RemoteTaskLost(
-            f"tasks/get for task {safe_id(task_id)} answered about task {safe_id(task.task_id)}"
-        )
-    return task
+    told = remote_task(raw, legacy=legacy).task_id
+    if told != task_id:
+        raise RemoteTaskLost(f"tasks/get for task {safe_id(task_id)} answered about task {safe_id(told)}")
+    return raw
 
 
 class TaskNews:

@@ -89,12 +89,21 @@ from host_receiver._negotiation import (
     missing_capability,
     version_refused,
 )
-from host_receiver._remote_tasks import TaskHandle, TaskNews, TaskObserver, follow_legacy_task, follow_task
+from host_receiver._remote_tasks import (
+    TaskHandle,
+    TaskNews,
+    TaskObserver,
+    current_task,
+    follow_legacy_task,
+    follow_task,
+)
 from host_receiver.errors import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     BadResult,
     ProtocolError,
+    RemoteTaskLost,
     RpcError,
     method_not_found,
 )
@@ -107,6 +116,7 @@ from host_receiver.protocol.modern import (
     UNSUPPORTED_VERSION,
     RemoteTask,
     envelope,
+    remote_task,
     result_type,
 )
 from host_receiver.protocol.results import (
@@ -119,6 +129,7 @@ from host_receiver.protocol.results import (
 )
 from host_receiver.protocol.types import Implementation, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
+from host_receiver.remote_task_store import StoredTask, server_address
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.session import (
     IncomingRequest,
@@ -246,6 +257,7 @@ class ClientConnection:
         self._agreement: Agreement | None = None
         self._tools: dict[str, ListedTool] | None = None  # the last full tools/list, until it changes
         self._task_news = TaskNews()
+        self._address: dict[str, Any] | None = None  # how to reach the server again (the task store's)
         self._session = Session(
             stream,
             request_handler=self._on_request,
@@ -299,6 +311,7 @@ class ClientConnection:
             connection = cls(
                 stream, receiver=receiver, options=options, name=name, known_version=known_version
             )
+            connection._address = server_address(transport)
             async with connection._opened():
                 yield connection
 
@@ -682,16 +695,95 @@ class ClientConnection:
         on_task: TaskObserver | None,
     ) -> dict[str, Any]:
         """A task-augmented 2025-11-25 ``tools/call``, followed to its result."""
-
-        async def send_task_request(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
-            waits = None if method == "tasks/result" else timeout
-            return await self._session.request(method, task_params, timeout=waits)
-
         result = await self._session.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         created = result.get("task")
         if "content" in result or not isinstance(created, dict):
             return result  # the server ran it as a plain call
-        return await follow_legacy_task(created, send_task_request, self._task_news, observer=on_task)
+        return await self._follow(created, params, timeout, on_task)
+
+    async def _follow(
+        self,
+        created: dict[str, Any],
+        params: dict[str, Any],
+        timeout: float | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        """Follow the server's task ``created`` describes (a ``tools/call`` of ``params``) to its end,
+        kept in the task store while it runs when the options name one."""
+        legacy = self.era is Era.LEGACY
+
+        async def send_task_request(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
+            if legacy:
+                waits = None if method == "tasks/result" else timeout
+                return await self._session.request(method, task_params, timeout=waits)
+            return await self.request(method, task_params, timeout=timeout)
+
+        async def follow() -> dict[str, Any]:
+            if legacy:
+                return await follow_legacy_task(created, send_task_request, self._task_news, observer=on_task)
+            return await follow_task(created, send_task_request, self._fulfil, observer=on_task)
+
+        store = self._options.task_store
+        if store is None or self._address is None:
+            return await follow()
+        task = remote_task(created, legacy=legacy)
+        kept = StoredTask.new(
+            self._address,
+            self.protocol_version,
+            task.task_id,
+            params["name"],
+            params.get("arguments"),
+            task.ttl_ms,
+        )
+        return await store.keeping(kept, follow)
+
+    async def resume_task(
+        self,
+        task_id: str,
+        tool: str,
+        *,
+        arguments: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        on_task: TaskObserver | None = None,
+    ) -> CallToolResult:
+        """Follow the server's task ``task_id``, created for a ``tools/call`` of ``tool`` (maybe by a
+        process that has since ended), to its end: its final :class:`CallToolResult`.
+
+        It starts from the task's ``tasks/get`` answer and goes on as
+        :meth:`call_tool` does (kept in the task store meanwhile, when the
+        options name one). A task the server does not know is a
+        :class:`RemoteTaskLost`.
+        """
+        legacy = self.era is Era.LEGACY
+
+        async def get(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
+            return await self.request(method, task_params, timeout=timeout)
+
+        try:
+            created = await current_task(get, task_id, legacy=legacy)
+        except RemoteTaskLost:
+            store = self._options.task_store
+            if store is not None and self._address is not None:
+                await store.forget(self._address, task_id)
+            raise
+        params: dict[str, Any] = (
+            {"name": tool} if arguments is None else {"name": tool, "arguments": arguments}
+        )
+        result = await self._follow(created, params, timeout, on_task)
+        return parse_result(CallToolResult, "tools/call", result, server=self.name)
+
+    async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:
+        """Send ``tasks/cancel`` for the server's task ``task_id`` (cancellation is cooperative: the
+        answer is an ack). A task the server does not know, or will not cancel (it has ended), is a
+        :class:`RemoteTaskLost`."""
+        try:
+            await self.request("tasks/cancel", {"taskId": task_id}, timeout=timeout)
+        except RpcError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            raise RemoteTaskLost(
+                f"the server does not cancel task {safe_id(task_id)}: {safe_text(exc.message, 300)}"
+            ) from None
 
     @asynccontextmanager
     async def watch_tool(
@@ -763,9 +855,6 @@ class ClientConnection:
         async def send(attempt: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, attempt, timeout=timeout, on_progress=on_progress)
 
-        async def send_task_request(task_method: str, task_params: dict[str, Any]) -> dict[str, Any]:
-            return await self.request(task_method, task_params, timeout=timeout)
-
         assert method in _ROUND_METHODS
         with self._telemetry.logical_call(method, params, self._facts()) as call:
             result = await with_input_rounds(
@@ -783,7 +872,7 @@ class ClientConnection:
                 if on_task is not None:
                     await on_task(task)
 
-            return await follow_task(result, send_task_request, self._fulfil, observer=observe)
+            return await self._follow(result, params, timeout, observe)
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended (for instance, the server exited)."""

@@ -21,11 +21,14 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, fields, replace
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from host_receiver.protocol.types import Implementation
 from host_receiver.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from host_receiver.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from host_receiver.remote_task_store import RemoteTaskStore
 
 __all__ = [
     "AUTO",
@@ -69,6 +72,9 @@ class ConnectionOptions:
     one; ``init_timeout`` bounds the whole agreement (None: no bound).
     ``telemetry`` records traces and metrics through the tracer and meter
     providers it was given (None: the global ones; docs/observability.md).
+    ``task_store`` keeps the servers' tasks the connection follows until they
+    end, so that they can be resumed after a restart (None: in memory only;
+    :mod:`host_receiver.remote_task_store`).
     """
 
     protocol: str = AUTO
@@ -78,6 +84,7 @@ class ConnectionOptions:
     discover_timeout: float | None = DEFAULT_DISCOVER_TIMEOUT
     init_timeout: float | None = DEFAULT_INIT_TIMEOUT
     telemetry: Telemetry | None = None
+    task_store: RemoteTaskStore | None = None
 
     def __post_init__(self) -> None:
         if self.protocol != AUTO and self.protocol not in (*LEGACY_VERSIONS, *MODERN_VERSIONS):

@@ -37,6 +37,7 @@ from host_receiver.cli._hooks import (
 )
 from host_receiver.cli._run import add_run_command, run_command
 from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_name
+from host_receiver.cli._tasks import add_tasks_command
 from host_receiver.cli._telemetry import exporting
 from host_receiver.cli.demo import add_demo_command
 from host_receiver.host import tune_gc_for_serving
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_command(commands)
     add_discovery_commands(commands)
     add_decisions_command(commands)
+    add_tasks_command(commands)
     add_servers_command(commands)
     add_providers_command(commands)
     add_auth_command(commands)

@@ -63,7 +63,13 @@ from host_receiver.cli._servers import (
     server_environment,
     server_name,
 )
-from host_receiver.cli._show import add_task_option, call_and_print, connected_line, print_stderr_tail
+from host_receiver.cli._show import (
+    add_task_option,
+    call_and_print,
+    connected_line,
+    print_stderr_tail,
+    remote_task_store,
+)
 from host_receiver.errors import ProviderError
 from host_receiver.host import Host, ServerConnection
 from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
@@ -251,13 +257,20 @@ def json_object(text: str) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else "--args must be a JSON object"
 
 
-def prepare(args: argparse.Namespace) -> Target | int:
-    """The server the options name, with the hooks resolved; or the exit code of a usage error."""
+def prepare(args: argparse.Namespace, stored: ServerEntry | None = None) -> Target | int:
+    """The server the options name (or ``stored`` names, as ``--server`` would), with the hooks
+    resolved; or the exit code of a usage error."""
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
     url, entry = args.url, ServerEntry()
-    if args.server is not None:
+    if stored is not None:
+        if command or url or args.server is not None:
+            return usage_error(
+                args, "the server is the task's: give no --server, '-- COMMAND' or '--url URL'"
+            )
+        entry, command, url = stored, list(stored.command), stored.url
+    elif args.server is not None:
         if command or url:
             return usage_error(args, "give --server NAME, '-- COMMAND [ARG...]' or '--url URL' (one of them)")
         found = find_server(args)
@@ -340,6 +353,7 @@ async def serve(
                     protocol=args.protocol,
                     max_input_rounds=args.max_input_rounds,
                     tasks_extension=args.tasks_extension,
+                    task_store=remote_task_store(args),
                 ),
             )
         )

@@ -11,33 +11,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
+from host_receiver._remote_tasks import TaskObserver
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
 from host_receiver.host import ServerConnection
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.results import CallToolResult
+from host_receiver.remote_task_store import RemoteTaskStore
 from host_receiver.sanitize import safe_text
 from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport
 
 __all__ = [
+    "TASK_STORE_ENV",
     "add_task_option",
+    "add_task_store_option",
     "call_and_print",
     "connected_line",
     "own_name",
     "print_stderr_tail",
     "readable_content",
     "readable_result",
+    "remote_task_store",
+    "run_and_print",
 ]
+
+#: The task store of the commands that call tools, when ``--task-store`` gives none.
+TASK_STORE_ENV = "HOST_RECEIVER_TASK_STORE"
 
 
 def add_task_option(parser: argparse.ArgumentParser) -> None:
-    """``--task``: call the tool as a task (2025-11-25 servers)."""
+    """``--task``: call the tool as a task (2025-11-25 servers); ``--task-store``: keep its task."""
     parser.add_argument(
         "--task",
         action="store_true",
@@ -45,6 +56,24 @@ def add_task_option(parser: argparse.ArgumentParser) -> None:
         "whose execution.taskSupport is 'required' is called so without it): its states are shown on "
         "stderr, Ctrl-C cancels it",
     )
+    add_task_store_option(parser)
+
+
+def add_task_store_option(parser: argparse.ArgumentParser) -> None:
+    """``--task-store PATH`` (default ``$HOST_RECEIVER_TASK_STORE``)."""
+    parser.add_argument(
+        "--task-store",
+        metavar="PATH",
+        default=argparse.SUPPRESS,  # given before or after a subcommand's action, either is kept
+        help="an SQLite file keeping the server's task until it ends, so that 'host-receiver tasks resume' "
+        f"can follow it after this process is gone (default: ${TASK_STORE_ENV}; none: memory only)",
+    )
+
+
+def remote_task_store(args: argparse.Namespace) -> RemoteTaskStore | None:
+    """The task store ``--task-store`` or ``$HOST_RECEIVER_TASK_STORE`` names (None: none)."""
+    path = getattr(args, "task_store", None) or os.environ.get(TASK_STORE_ENV)
+    return RemoteTaskStore(path) if path else None
 
 
 def own_name(server: ServerConnection) -> str:
@@ -64,6 +93,21 @@ async def call_and_print(
     fails or the tool reports an error and the server has no such tool,
     stderr names the tools it has.
     """
+
+    def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
+        return server.call_tool(tool, arguments, task=task, on_task=observer)
+
+    return await run_and_print(tool, server, call, as_json=as_json)
+
+
+async def run_and_print(
+    tool: str,
+    server: ServerConnection,
+    call: Callable[[TaskObserver], Awaitable[CallToolResult]],
+    *,
+    as_json: bool,
+) -> int:
+    """Run ``call`` (of ``tool``, told an observer of its task) and print as :func:`call_and_print` does."""
     outcome: list[CallToolResult | Exception] = []
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async with anyio.create_task_group() as group:
@@ -75,7 +119,7 @@ async def call_and_print(
 
             group.start_soon(stop_on_ctrl_c)
             try:
-                outcome.append(await server.call_tool(tool, arguments, task=task, on_task=_TaskLines()))
+                outcome.append(await call(_TaskLines()))
             except Exception as exc:
                 outcome.append(exc)
             group.cancel_scope.cancel()
