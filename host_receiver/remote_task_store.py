@@ -12,10 +12,12 @@ Rules:
 - A record holds the server's identity (:func:`~host_receiver.policies.stdio_identity`
   or :func:`~host_receiver.policies.http_identity`), how to reach it again
   (a stdio server's command line, working directory and the *names* of the
-  environment variables it was given; an HTTP server's URL: never an
-  environment value, a header or a credential), the protocol version spoken,
-  the task id, the call (tool name and arguments), the task's ttl and when it
-  was created (wall clock).
+  environment variables it was given; an HTTP server's URL without its user
+  info: never an environment value, a header or a credential; a command's
+  arguments are kept as given, as the consent identity keeps them), the
+  protocol version spoken, the task id, the call (tool name and arguments),
+  the task's ttl and when it was created (wall clock). The file is made
+  readable by its owner only.
 - The record is removed when following the task ended with its result, the
   task's error, its cancellation (by the server, or by this host, which sent
   ``tasks/cancel``), or a lost task (unknown to the server, or past its ttl).
@@ -36,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import anyio.to_thread
@@ -75,7 +78,9 @@ def server_address(transport: Transport) -> dict[str, Any] | None:
             "env": sorted(transport.env),
         }
     if isinstance(transport, HttpTransport | SseTransport):
-        return {"url": transport.url}
+        parts = urlsplit(transport.url)
+        netloc = parts.netloc.rpartition("@")[2]  # no user info
+        return {"url": urlunsplit(parts._replace(netloc=netloc))}
     return None
 
 
@@ -145,6 +150,7 @@ class RemoteTaskStore:
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> Awaitable[T]:
         def in_thread() -> T:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))  # owner-only when new
             connection = sqlite3.connect(self.path, timeout=10)
             try:
                 with connection:

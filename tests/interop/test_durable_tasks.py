@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -165,5 +166,6 @@ async def test_a_followed_task_is_kept_while_it_runs_without_secrets_and_forgott
     assert kept.address["env"] == ["PEER_TOKEN"]  # the name, to take from the environment on resume
     assert result.text == "waited"
     assert await store.tasks() == []
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600  # the tool's arguments: the owner's only
     with sqlite3.connect(store.path) as db:
         assert "s3cret-value" not in json.dumps(db.execute("SELECT * FROM remote_tasks").fetchall())
