@@ -55,7 +55,8 @@ Fixed caps (docs/limits.md): ``_QUOTED``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +90,7 @@ from host_receiver.protocol.versions import (
 )
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.session import Session
+from host_receiver.telemetry import ClientCall
 
 __all__ = [
     "Agreement",
@@ -133,9 +135,11 @@ async def agree(
     silence_means_legacy: bool = True,
     mirror: HeaderMirror | None = None,
     known_version: str | None = None,
+    traced: Traced | None = None,
 ) -> Agreement:
     """Find the era and version to speak (rules in the module docstring), as ``options`` choose;
-    ``known_version``: what the server's origin agreed on before."""
+    ``known_version``: what the server's origin agreed on before; ``traced``: the CLIENT span of
+    each request sent (``server/discover``, ``initialize``)."""
     protocol = options.protocol
     talk = _Talk(
         session,
@@ -145,6 +149,7 @@ async def agree(
         options.init_timeout,
         silence_means_legacy,
         mirror,
+        traced or _untraced,
     )
     if protocol in LEGACY_VERSIONS:
         return await talk.initialize(protocol, auto=False)
@@ -160,6 +165,17 @@ async def agree(
     return await talk.initialize(found, auto=True)
 
 
+#: The CLIENT span of one request of the agreement: send ``call.params`` (they carry its context).
+Traced = Callable[[str, dict[str, Any]], AbstractContextManager[ClientCall]]
+
+
+@contextmanager
+def _untraced(method: str, params: dict[str, Any]) -> Iterator[ClientCall]:
+    call = ClientCall(None)
+    call.params = params
+    yield call
+
+
 @dataclass(frozen=True, slots=True)
 class _Talk:
     """The probe and the handshake of one agreement, with what they need."""
@@ -171,6 +187,7 @@ class _Talk:
     init_timeout: float | None
     silence_means_legacy: bool
     mirror: HeaderMirror | None
+    traced: Traced
 
     async def probe(self, offered: str, *, auto: bool, fallback: bool) -> Agreement | str:
         """``server/discover`` until an agreement, or (with ``fallback``) the legacy version to
@@ -199,7 +216,14 @@ class _Talk:
             try:
                 capabilities = self.capabilities_for(offered)
                 return await _discover(
-                    self.session, offered, capabilities, self.client_info, waited, ours, self.mirror
+                    self.session,
+                    offered,
+                    capabilities,
+                    self.client_info,
+                    waited,
+                    ours,
+                    self.mirror,
+                    self.traced,
                 )
             except RpcError as exc:
                 if exc.code not in MODERN_ERROR_CODES:
@@ -249,7 +273,12 @@ class _Talk:
         modern version this client speaks identifies a modern server: probed again at that version."""
         try:
             return await _initialize(
-                self.session, version, self.capabilities_for(version), self.client_info, self.init_timeout
+                self.session,
+                version,
+                self.capabilities_for(version),
+                self.client_info,
+                self.init_timeout,
+                self.traced,
             )
         except RpcError as exc:
             if exc.code != UNSUPPORTED_VERSION:
@@ -274,10 +303,13 @@ async def _discover(
     timeout: float | None,
     ours: tuple[str, ...],
     mirror: HeaderMirror | None,
+    traced: Traced,
 ) -> Agreement:
     params = {"_meta": envelope(version, dump(client_info), capabilities)}
-    headers = mirror.headers("server/discover", params) if mirror is not None else None
-    result = await session.request("server/discover", params, timeout=timeout, headers=headers)
+    with traced("server/discover", params) as call:
+        sent = call.params or params
+        headers = mirror.headers("server/discover", sent) if mirror is not None else None
+        result = await session.request("server/discover", sent, timeout=timeout, headers=headers)
     supported = _versions(result)
     if not supported:
         raise _NotDiscovered(f"{session.name} answered server/discover without supportedVersions")
@@ -309,9 +341,11 @@ async def _initialize(
     capabilities: dict[str, Any],
     client_info: Implementation,
     timeout: float | None,
+    traced: Traced,
 ) -> Agreement:
     params = {"protocolVersion": version, "capabilities": capabilities, "clientInfo": dump(client_info)}
-    result = await session.request("initialize", params, timeout=timeout)
+    with traced("initialize", params) as call:
+        result = await session.request("initialize", call.params or params, timeout=timeout)
     try:
         init = InitializeResult.model_validate(result)
     except ValidationError as exc:

@@ -42,7 +42,8 @@ Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
   the task needs (answered by the receiver like any others), and its answer is
   the call's result or JSON-RPC error. Polling goes on meanwhile, for the
   observer and the backstop. A ``cancelled`` task raises
-  :class:`RemoteTaskCancelled`.
+  :class:`RemoteTaskCancelled`. When ``tasks/result`` answers before a poll
+  saw the task end, one more ``tasks/get`` shows the observer its final state.
 - Cancelling, a lost task, and the ``ttl`` backstop as above (``ttl: null``:
   no backstop).
 
@@ -235,6 +236,9 @@ async def follow_legacy_task(
             async with anyio.create_task_group() as group:
                 group.start_soon(end_with, group, watch)
         (outcome,) = ended
+        if answered and not task.is_terminal and observer is not None:
+            task = await _final_state(request, task)  # tasks/result answered before a poll saw the end
+            await observer(task)
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -242,6 +246,15 @@ async def follow_legacy_task(
         if not (task.is_terminal or answered or isinstance(exc, _Denied)):
             await _cancel(request, task_id)
         raise
+
+
+async def _final_state(request: Request, task: RemoteTask) -> RemoteTask:
+    """The state of a task whose ``tasks/result`` came: one ``tasks/get``; ``task`` if that fails."""
+    try:
+        return await _poll(request, task.task_id, legacy=True)
+    except (RpcError, BadResult, RemoteTaskLost) as exc:
+        logger.debug("the final state of task %s is unknown: %s", safe_id(task.task_id), exc)
+        return task
 
 
 async def _next_state(request: Request, news: TaskNews, task: RemoteTask) -> RemoteTask:

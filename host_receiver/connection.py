@@ -337,6 +337,7 @@ class ClientConnection:
                 silence_means_legacy=not self._stream.extra(StreamAttribute.answers_every_request, False),
                 mirror=self._mirror,
                 known_version=self._known_version,
+                traced=lambda method, params: self._telemetry.client_call(method, params, self._facts()),
             )
             if not self._named:
                 session.rename(agreement.server_info.name)

@@ -35,7 +35,8 @@ Rules:
   the same headers and auth, and the ``initialize`` handshake (unless the
   protocol is pinned to 2026-07-28); a server that serves neither fails with
   both answers named (2026-07-28 streamable-http.mdx, "Backward
-  Compatibility").
+  Compatibility"). The host remembers such a URL: its next connection goes
+  straight to HTTP+SSE (and tries afresh if that fails).
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class Host:
         self._options = options_from_keywords(options, deprecated, "Host")
         self.servers: dict[str, ServerConnection] = {}
         self._versions: dict[str, str] = {}  # the version each HTTP origin agreed on (auto mode)
+        self._sse_urls: set[str] = set()  # URLs found to serve only the HTTP+SSE transport
         self._lifetime = AsyncExitStack()
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -231,13 +233,20 @@ class Host:
             raise ValueError(f"a server named {name!r} is already connected")
         origin = _origin(transport)
         known = self._versions.get(origin) if origin is not None else None
-        try:
-            server = await self._start(name, transport, options, known)
-        except HttpStatusError as exc:
-            legacy_allowed = options.protocol == AUTO or options.protocol in LEGACY_VERSIONS
-            if not (isinstance(transport, HttpTransport) and exc.status in _OLD_SERVER and legacy_allowed):
-                raise
-            server = await self._fall_back_to_sse(name, transport, options, exc)
+        legacy_allowed = options.protocol == AUTO or options.protocol in LEGACY_VERSIONS
+        server: ServerConnection | None = None
+        if isinstance(transport, HttpTransport) and transport.url in self._sse_urls and legacy_allowed:
+            server = await self._start_sse(name, transport, options)  # as it was found before
+        if server is None:
+            try:
+                server = await self._start(name, transport, options, known)
+            except HttpStatusError as exc:
+                if not (
+                    isinstance(transport, HttpTransport) and exc.status in _OLD_SERVER and legacy_allowed
+                ):
+                    raise
+                server = await self._fall_back_to_sse(name, transport, options, exc)
+                self._sse_urls.add(transport.url)
         self.servers[name] = server
         if origin is not None:
             self._versions[origin] = server.protocol_version
@@ -263,15 +272,30 @@ class Host:
     ) -> ServerConnection:
         """The same URL over the HTTP+SSE transport, with ``initialize`` (rules above)."""
         logger.info("%s: Streamable HTTP got HTTP %d; trying the HTTP+SSE transport", name, refused.status)
-        sse = SseTransport(
-            http.url, headers=http.headers, auth=http.auth, max_message_size=http.max_message_size
-        )
         try:
-            return await self._start(name, sse, options, LATEST_LEGACY_VERSION)
+            return await self._start(name, _as_sse(http), options, LATEST_LEGACY_VERSION)
         except TransportError as exc:
             raise HttpStatusError(
                 f"{refused}; nor does it serve the HTTP+SSE transport: {exc}", refused.status
             ) from None
+
+    async def _start_sse(
+        self, name: str, http: HttpTransport, options: ConnectionOptions
+    ) -> ServerConnection | None:
+        """A URL that served HTTP+SSE before, straight over it; None (forgotten) when that fails now."""
+        try:
+            return await self._start(name, _as_sse(http), options, LATEST_LEGACY_VERSION)
+        except TransportError as exc:
+            logger.info("%s: the HTTP+SSE transport it used before failed (%s); trying afresh", name, exc)
+            self._sse_urls.discard(http.url)
+            return None
+
+
+def _as_sse(http: HttpTransport) -> SseTransport:
+    """The HTTP+SSE transport at ``http``'s URL, with its headers, auth and size limit."""
+    return SseTransport(
+        http.url, headers=http.headers, auth=http.auth, max_message_size=http.max_message_size
+    )
 
 
 #: The statuses of a Streamable HTTP POST that may mean a server of the HTTP+SSE transport.

@@ -31,8 +31,15 @@ The next runner's client scenarios that are not ``auth/*``
 (tests/interop/test_conformance_next.py) name the tools to call in the
 context's ``toolCalls`` (``[{name, arguments}]``): each is one ``run --call``
 in turn; without ``toolCalls`` the client calls every tool ``tools --json``
-lists, with no arguments, as a user trying a server would. The exit code is
-the worst of the calls'.
+lists, each with arguments made from its schema's required properties (a
+number 1, a string "x", ...), as a user trying a server would. The exit code
+is the worst of the calls'. Three scenarios ask the driver for more, as their
+descriptions say: ``json-schema-ref-no-deref`` only lists the tools (its server
+has no ``tools/call``; the check is that listing fetches no ``$ref``);
+``json-schema-2020-12-preservation`` passes the ``inputSchema`` it listed for
+one tool back verbatim as the ``schema`` argument of the other (the one whose
+only required property is ``schema``); ``elicitation-sep1034-client-defaults``
+answers forms with ``--elicit defaults``.
 """
 
 from __future__ import annotations
@@ -51,6 +58,17 @@ from typing import Any
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 #: The scenarios that test client ID metadata documents: the only ones given CIMD_URL.
 CIMD_SCENARIOS = frozenset({"auth/basic-cimd"})
+#: Options some scenarios' descriptions ask of the client, by scenario.
+SCENARIO_OPTIONS = {"elicitation-sep1034-client-defaults": ["--elicit", "defaults"]}
+#: A value of each JSON type, for a required argument the context does not give.
+SAMPLES: dict[str, Any] = {
+    "number": 1,
+    "integer": 1,
+    "string": "x",
+    "boolean": False,
+    "object": {},
+    "array": [],
+}
 
 
 def arguments(
@@ -117,16 +135,30 @@ def exit_code(argv: Sequence[str]) -> int:
     return 0
 
 
-def tool_calls(server_url: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The context's ``toolCalls``, or every tool the server lists (no arguments)."""
+def tool_calls(server_url: str, scenario: str, context: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The context's ``toolCalls``, or a call of every tool the server lists (module docstring)."""
     asked = context.get("toolCalls")
     if isinstance(asked, list):
         return [(str(call["name"]), dict(call.get("arguments") or {})) for call in asked]
     listing = io.StringIO()
     with redirect_stdout(listing):
         exit_code(["tools", "--json", "--url", server_url])
-    tools = json.loads(listing.getvalue() or '{"tools": []}')["tools"]
-    return [(str(tool["name"]), {}) for tool in tools]
+    tools: list[dict[str, Any]] = json.loads(listing.getvalue() or '{"tools": []}')["tools"]
+    if scenario == "json-schema-ref-no-deref":
+        return []
+    if scenario == "json-schema-2020-12-preservation":
+        [echo] = [t for t in tools if t["inputSchema"].get("required") == ["schema"]]
+        [focal] = [t for t in tools if t is not echo]
+        return [(str(echo["name"]), {"schema": focal["inputSchema"]})]
+    return [(str(tool["name"]), _sample_arguments(tool["inputSchema"])) for tool in tools]
+
+
+def _sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties") or {}
+    return {
+        name: SAMPLES.get(str((properties.get(name) or {}).get("type")), "x")
+        for name in schema.get("required") or []
+    }
 
 
 def main() -> None:
@@ -136,9 +168,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="conformance-client-") as workdir:
         if scenario.startswith("auth/"):
             raise SystemExit(exit_code(arguments(server_url, scenario, context, Path(workdir))))
+        options = SCENARIO_OPTIONS.get(scenario, [])
         codes = [
-            exit_code(arguments(server_url, scenario, context, Path(workdir), name, args))
-            for name, args in tool_calls(server_url, context)
+            exit_code([*arguments(server_url, scenario, context, Path(workdir), name, args), *options])
+            for name, args in tool_calls(server_url, scenario, context)
         ]
         raise SystemExit(max(codes, default=0))
 

@@ -2,15 +2,16 @@
 0.1.16 in ``.peers/conformance``, ``.ci/install-conformance``), through the CLI.
 
 The scenarios run are every ``auth/*`` one the runner lists (DPoP and the workload-identity
-grant included) and those of a client of this kind that need no scenario-specific behaviour of
-the driver (``conformance_client.py``: the context's ``toolCalls``, else every listed tool):
-the version handshake, the 2026-07-28 request metadata and its -32022 retry, the standard and
-the ``x-mcp-header`` headers (mirrored with no prior list, invalid tools excluded),
-``requestState`` rounds and SSE retry. Each runs at the runner's default version and at
-``--spec-version 2026-07-28`` (skipped where the runner says the scenario does not apply).
+grant included) and every other one of a client of this kind (``conformance_client.py``: the
+context's ``toolCalls``, else every listed tool with arguments from its schema, and what three
+scenarios' descriptions ask of the client): the version handshake, tool calls, the 2026-07-28
+request metadata and its -32022 retry, the standard and the ``x-mcp-header`` headers (mirrored
+with no prior list, invalid tools excluded), ``requestState`` rounds, SSE retry, form defaults
+(SEP-1034), and JSON Schema 2020-12 kept intact and its network ``$ref`` never fetched. Each
+runs at the runner's default version and at ``--spec-version 2026-07-28`` (skipped where the
+runner says the scenario does not apply).
 No check may be a FAILURE or a WARNING. Not run here: the skills extension (SEP-2640, out of
-scope) and the scenarios whose driver would have to act per scenario (``tools_call``,
-``elicitation-sep1034-client-defaults``, ``json-schema-*``).
+scope).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ from tests.interop.test_conformance_auth import CONFORMANCE_DIR, LOG_CHECKS, NOD
 RUNNER = CONFORMANCE_DIR / "conformance-next" / "dist" / "index.js"
 NOT_INSTALLED = f"the next conformance runner is missing ({RUNNER}; run .ci/install-conformance)"
 MODERN = "2026-07-28"
-#: The scenarios of a client of this kind that need no per-scenario driver, besides every ``auth/*``.
+#: The scenarios of a client of this kind, besides every ``auth/*``.
 PLAIN = (
     "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
     "sse-retry",
     "request-metadata",
     "sep-2322-client-request-state",

@@ -7,6 +7,7 @@ call)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -42,6 +43,21 @@ async def test_a_url_of_an_sse_server_falls_back_and_serves_forms_and_sampling(s
             tasked = await server.call_tool("research")  # taskSupport "required": a task, over SSE
     assert plain.text == "topic: tides; summary: echo: summarise tides"
     assert tasked.text.startswith("topic: tides; summary: ")
+
+
+async def test_a_url_found_to_serve_sse_is_reached_over_sse_at_once_the_next_time(
+    sse_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="host_receiver")
+    async with running_host(ui=Answers(topic="tides")) as h:
+        first = await h.host.connect_url("first", sse_url)
+        second = await h.host.connect_url("second", sse_url)
+        with anyio.fail_after(30):
+            answer = await second.call_tool("ask")
+    assert first.era is second.era is Era.LEGACY
+    assert answer.text == "topic: tides; summary: echo: summarise tides"
+    fell_back = [r for r in caplog.records if "trying the HTTP+SSE transport" in r.getMessage()]
+    assert [r.getMessage().split(":")[0] for r in fell_back] == ["first"]  # no second failed POST
 
 
 @pytest.fixture(scope="module")

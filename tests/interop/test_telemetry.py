@@ -118,6 +118,11 @@ async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
         assert facts["server.port"] > 0
         assert ("mcp.session.id" in facts) == (protocol == "2025-11-25")  # the legacy binding's session
     assert {span.trace_id for span in [*sent, serving]} == {trace_id}
+    # The agreement's requests are CLIENT spans too, and the server's trace continues them.
+    agreed = "initialize" if protocol == "2025-11-25" else "server/discover"
+    (agreeing,) = [span for span in otlp.named(agreed) if span.kind == "CLIENT"]
+    their_agreements = [s for s in theirs if s.kind == "SERVER" and s.name == agreed]
+    assert [(s.trace_id, s.parent_id) for s in their_agreements] == [(agreeing.trace_id, agreeing.span_id)]
     # The server's own spans for our tools/call are children of our CLIENT spans.
     their_calls = [s for s in theirs if s.kind == "SERVER" and s.name == "tools/call sample"]
     assert their_calls, theirs

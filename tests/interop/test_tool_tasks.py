@@ -86,6 +86,7 @@ async def test_a_required_task_tool_runs_as_a_task_and_its_question_is_answered(
     assert [m for m in wire.sent if m.get("method") == "tools/list"]  # the definition was looked up
     task_id = states[0].task_id
     assert {"working", "input_required"} <= {t.status for t in states}
+    assert states[-1].status == call.status == "completed"  # seen even when tasks/result came first
     assert [m["params"] for m in wire.sent if m.get("method") == "tasks/result"] == [{"taskId": task_id}]
     assert [m for m in wire.sent if m.get("method") == "tasks/get"]  # polled at its pollInterval
     (asked,) = wire.requests_received("elicitation/create")

@@ -1,0 +1,47 @@
+"""Following a 2025-11-25 server's task (host_receiver/_remote_tasks.py), against a scripted server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from host_receiver._remote_tasks import TaskNews, follow_legacy_task
+from host_receiver.protocol.modern import RemoteTask
+
+pytestmark = pytest.mark.anyio
+
+
+def task(status: str) -> dict[str, Any]:
+    return {
+        "taskId": "t-1",
+        "status": status,
+        "createdAt": "2026-12-04T00:00:00Z",
+        "lastUpdatedAt": "2026-12-04T00:00:00Z",
+        "ttl": 60_000,
+        "pollInterval": 60_000,  # no poll comes before tasks/result answers
+    }
+
+
+async def test_a_task_whose_result_comes_before_a_poll_saw_it_end_is_seen_completed() -> None:
+    """tasks/result answers only once the task has ended; its final state is looked up once."""
+    sent: list[str] = []
+    states = iter([task("completed")])
+
+    async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        sent.append(method)
+        if method == "tasks/result":
+            return {"content": [{"type": "text", "text": "done"}]}
+        return next(states)
+
+    seen: list[RemoteTask] = []
+
+    async def observer(state: RemoteTask) -> None:
+        seen.append(state)
+
+    with anyio.fail_after(5):
+        result = await follow_legacy_task(task("input_required"), request, TaskNews(), observer=observer)
+    assert result["content"][0]["text"] == "done"
+    assert [state.status for state in seen] == ["input_required", "completed"]
+    assert sent == ["tasks/result", "tasks/get"]
