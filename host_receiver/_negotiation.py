@@ -1,5 +1,8 @@
 """Which protocol era and version a connection speaks: the handshake, the probe, the fallback.
 
+(About 450 lines, one idea: every way the two eras agree on a version, and
+its retries, in one place.)
+
 Rules (basic-versioning.mdx; the stdio and Streamable HTTP pages, "Backward
 Compatibility"):
 
