@@ -2,8 +2,10 @@
 
 Against real peers: fastmcp_server.py (fastmcp 4.1.4 + fastmcp-tasks, the
 2026-07-28 tasks extension, stateless Streamable HTTP: its tasks outlive a
-connection) and py_task_server.py (mcp 1.30, 2025-11-25 tools called as
-tasks: its task ids are bound to the session that made them). The host is a
+connection), py_task_server.py (mcp 1.30, 2025-11-25 tools called as
+tasks: its task ids are bound to the session that made them) and
+server-everything's ``simulate-research-query`` (stdio: its tasks end with
+its process). The host is a
 real ``host-receiver`` process, killed with SIGKILL mid-task.
 """
 
@@ -29,7 +31,7 @@ from host_receiver.policies import stdio_identity
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
 from host_receiver.transports.stdio import StdioTransport
 from tests.cli.test_terminal import HOST
-from tests.interop import FASTMCP_SERVER, http_server, peer_python
+from tests.interop import FASTMCP_SERVER, everything_command, http_server, peer_python
 from tests.interop.test_tool_tasks import task_peer_argv
 
 pytestmark = pytest.mark.slow
@@ -51,7 +53,7 @@ def host(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
 def killed_mid_task(argv: list[str], store: Path) -> str:
     """Run ``host-receiver`` with ``argv``, SIGKILL it once its task is working; its stderr until then."""
     process = subprocess.Popen(
-        [str(HOST), *argv, "--task-store", str(store)],
+        [str(HOST), argv[0], "--task-store", str(store), *argv[1:]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
@@ -124,6 +126,25 @@ def test_a_task_the_server_no_longer_knows_is_removed_with_one_line(tmp_path: Pa
     assert resumed.returncode == 2
     (line,) = [line for line in resumed.stderr.splitlines() if task_id in line]
     assert "no longer knows task" in line and line.endswith(f"removed task {task_id}")
+    assert listed_ids(store) == []
+
+
+def test_a_stdio_servers_task_is_resumed_by_starting_its_command_again(tmp_path: Path) -> None:
+    store = tmp_path / "tasks.sqlite"
+    command = everything_command()
+    argv = ["call", "--elicit", "defaults", "simulate-research-query", "topic=tides", "--", *command]
+    killed_mid_task(argv, store)  # server-everything (stdio) ends with its host
+    listing = host("tasks", store=store)
+    (line,) = listing.stdout.splitlines()
+    assert line.endswith(stdio_identity(command))  # its executable, arguments and directory
+    task_id = line.split()[0]
+
+    resumed = host("tasks", "resume", task_id, store=store)
+
+    # A new server-everything process was started from the kept command: its tasks live in memory.
+    assert resumed.returncode == 2
+    assert "no longer knows task" in resumed.stderr and "Task not found" in resumed.stderr
+    assert resumed.stderr.rstrip().endswith(f"removed task {task_id}")
     assert listed_ids(store) == []
 
 
