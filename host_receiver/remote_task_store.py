@@ -23,6 +23,10 @@ Rules:
   ``tasks/cancel``), or a lost task (unknown to the server, or past its ttl).
   It stays when the connection failed under it (the server may still hold
   the task) or the process died.
+- A kept task past its ttl (by the wall clock, from its creation) is removed
+  without connecting (``host-receiver tasks``); a resumed one gets the ttl
+  backstop of the followers again, counted from the ``tasks/get`` that
+  resumes it (the server's own ttl still bounds it).
 - Every SQLite call runs in a worker thread (``anyio.to_thread``), each on its
   own short-lived connection: the event loop never waits on the disk.
 """
