@@ -341,7 +341,7 @@ class _Connection:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         try:
             if isinstance(request.stream, httpx.ByteStream):
-                body = request.content
+                body = b"".join(request.stream)  # a redirect's request has its stream, not its content
                 data = self._frame(h11.Data(data=body), request) if body else b""
                 await self._write(b"".join((head or b"", data, self._end(request))), timeout)
                 return

@@ -24,6 +24,7 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   and queues messages the client misses, and a GET with ``Last-Event-ID``
   replays them.
 - DELETE -> 200, the session is gone.
+- POST to ``/moved`` -> 307 to ``/mcp`` (method and body kept).
 - POST ``server/discover`` (the dual-era probe): 400 without a session, as
   a legacy server answers; with ``discover_error``, 400 whose body is that
   JSON-RPC error (as a modern server answers); with ``discover_silent``, no
@@ -210,7 +211,14 @@ class _Handler(BaseHTTPRequestHandler):
     # --- verbs -------------------------------------------------------------
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/moved":  # the endpoint moved: a redirect that keeps the method and body
+            self.send_response(307)
+            self.send_header("Location", "/mcp")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = json.loads(raw)
         self.record("POST", body.get("method"))
         accept = self.headers.get("Accept", "")
         if "application/json" not in accept or "text/event-stream" not in accept:

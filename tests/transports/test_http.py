@@ -412,6 +412,14 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
 
 
+async def test_an_endpoint_that_redirects_with_307_gets_the_same_post_again(
+    server: StreamableHttpServer,
+) -> None:
+    """A server mounted at ``/mcp/`` answers ``/mcp`` with a 307: the body is sent again, on both pools."""
+    async with connect(server.url.replace("/mcp", "/moved")) as conn:
+        assert (await conn.call_tool("json")).text == "json"
+
+
 async def test_connections_of_a_burst_stay_open_for_the_next_one(
     server: StreamableHttpServer, pool: str
 ) -> None:
