@@ -271,7 +271,9 @@ async def test_a_hostile_servers_names_are_sanitised_and_bounded(
     assert all("\x1b" not in name for name in span_names)
     assert len(span_names) == DISTINCT_NAMES + 1  # the first names, and the bare method for the rest
     labels = {
-        p.attributes["gen_ai.tool.name"] for p in exported.otlp.metrics["mcp.client.operation.duration"]
+        p.attributes["gen_ai.tool.name"]
+        for p in exported.otlp.metrics["mcp.client.operation.duration"]
+        if p.attributes["mcp.method.name"] == "tools/call"  # not the agreement's requests
     }
     assert "_OTHER" in labels and len(labels) == DISTINCT_NAMES + 1
 
