@@ -42,7 +42,7 @@ import orjson
 from anthropic._constants import ANTHROPIC_API_VERSION
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
-from host_receiver.sanitize import safe_logger, safe_url
+from host_receiver.sanitize import safe_logger
 
 from ._anthropic_wire import (
     MessageFold,
@@ -52,7 +52,7 @@ from ._anthropic_wire import (
     make_result,
     message_reply,
 )
-from ._client import CallSite, check_settings, event_data
+from ._client import CallSite, SdkBackend, check_settings, event_data
 from ._config import DEFAULT_ANTHROPIC_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._httpx2 import httpx2_client
@@ -67,7 +67,7 @@ SDK_API_VERSION: str = ANTHROPIC_API_VERSION
 _PATH = "/v1/messages"
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkBackend):
     """A provider backed by the Anthropic Messages API."""
 
     #: The vendor whose models hints such as ``claude-*`` name (model choice).
@@ -103,18 +103,7 @@ class AnthropicProvider:
             default_headers={"anthropic-version": api_version} if api_version else None,
             http_client=httpx2_client(self.base_url, http_transport),
         )
-        where = f"provider {name!r} ({safe_url(self.base_url)})"
-        self._site = CallSite(anthropic, anthropic.AnthropicError, where, timeout, Redactor([api_key]))
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+        self._site = CallSite(anthropic, anthropic.AnthropicError, self.where(), timeout, Redactor([api_key]))
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -38,7 +38,7 @@ Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
@@ -52,7 +52,7 @@ from httpx_sse import EventSource, SSEError
 from host_receiver._http_body import decoded
 from host_receiver._http_pool import DEFAULT_LIMITS, lean_transport_for
 from host_receiver.errors import ProviderError, ReplyTooLong
-from host_receiver.sanitize import safe_logger
+from host_receiver.sanitize import safe_logger, safe_url
 
 from ._config import HttpTransport
 from ._contract import ModelInfo
@@ -63,6 +63,7 @@ __all__ = [
     "CALL",
     "CallSite",
     "OneReadTimeout",
+    "SdkBackend",
     "attempts_note",
     "check_settings",
     "connection_failure",
@@ -297,6 +298,28 @@ _DRAIN_SECONDS = 0.1
 
 #: How a failure of an SDK reads: ``(exc, who, timeout, redactor, requests sent)`` -> the error shown.
 Describe = Callable[[Exception, str, float, Redactor, int], ProviderError]
+
+
+class SdkBackend:
+    """What every SDK-based provider has alike: its name, its models, how it is named in messages."""
+
+    _name: str
+    _models: tuple[ModelInfo, ...]
+    base_url: str
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def models(self) -> Sequence[ModelInfo]:
+        return self._models
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+
+    def where(self) -> str:
+        """How failures name this provider: its name and base URL (no credentials)."""
+        return f"provider {self._name!r} ({safe_url(self.base_url)})"
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,11 @@ from google.genai import errors, types
 
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
-from host_receiver.sanitize import safe_logger, safe_text, safe_url
+from host_receiver.sanitize import safe_logger, safe_text
 
 from ._client import (
     CallSite,
+    SdkBackend,
     attempts_note,
     check_settings,
     connection_failure,
@@ -66,7 +67,7 @@ log = safe_logger("providers.gemini")
 DEFAULT_API_VERSION = "v1beta"
 
 
-class GeminiProvider:
+class GeminiProvider(SdkBackend):
     """A provider backed by the Gemini API."""
 
     #: The vendor whose models hints such as ``gemini-*`` name (model choice).
@@ -103,19 +104,8 @@ class GeminiProvider:
             httpx_async_client=self._http,
         )
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
-        where = f"provider {name!r} ({safe_url(self.base_url)})"
         failures = (errors.APIError, httpx.TransportError)
-        self._site = CallSite(genai, failures, where, timeout, Redactor([api_key]), gemini_failure)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def __repr__(self) -> str:
-        return f"GeminiProvider(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+        self._site = CallSite(genai, failures, self.where(), timeout, Redactor([api_key]), gemini_failure)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

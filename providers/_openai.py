@@ -63,9 +63,9 @@ import openai
 import orjson
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
-from host_receiver.sanitize import safe_logger, safe_url
+from host_receiver.sanitize import safe_logger
 
-from ._client import CallSite, check_settings, event_data, http_client
+from ._client import CallSite, SdkBackend, check_settings, event_data, http_client
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._openai_json import StreamFold, completion_reply
@@ -92,7 +92,7 @@ def default_max_tokens_param(base_url: str) -> MaxTokensParam:
     return "max_tokens"
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkBackend):
     """A provider backed by an OpenAI-compatible chat-completions endpoint."""
 
     #: The vendor whose models hints such as ``gpt-*`` name (model choice).
@@ -135,18 +135,7 @@ class OpenAIProvider:
         )
         # The client joins a relative path to its base URL on every call; this is the same URL, once.
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
-        where = f"provider {name!r} ({safe_url(self.base_url)})"
-        self._site = CallSite(openai, openai.OpenAIError, where, timeout, Redactor([api_key]))
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def models(self) -> Sequence[ModelInfo]:
-        return self._models
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(name={self._name!r}, base_url={safe_url(self.base_url)!r})"
+        self._site = CallSite(openai, openai.OpenAIError, self.where(), timeout, Redactor([api_key]))
 
     async def aclose(self) -> None:
         await self._client.close()
