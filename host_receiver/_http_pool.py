@@ -59,11 +59,12 @@ import math
 import os
 import select
 import socket
+import ssl
 import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -82,34 +83,45 @@ logger = safe_logger("host_receiver.http")
 DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0)
 
 _READ_SIZE = 64 * 1024
-_Origin = tuple[str, int]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: (scheme, host, port): an idle connection serves requests to its own origin only.
+_Origin = tuple[str, str, int]
+#: What httpx's ``verify=`` takes: True (its CA bundle or SSL_CERT_FILE / SSL_CERT_DIR), False,
+#: a CA file or directory, or an ``ssl.SSLContext``.
+Verify = ssl.SSLContext | str | bool
+_T = TypeVar("_T")
 
 
-def lean_transport_for(url: str, limits: httpx.Limits = DEFAULT_LIMITS) -> LeanTransport | None:
-    """Our pool for a plain ``http`` URL that no proxy stands in front of; None for httpx's own.
+def lean_transport_for(
+    url: str, limits: httpx.Limits = DEFAULT_LIMITS, *, verify: Verify = True
+) -> LeanTransport | None:
+    """Our pool for an ``http`` or ``https`` URL that no proxy stands in front of; None for httpx's own.
 
-    httpx honours ``HTTP_PROXY`` / ``ALL_PROXY`` (and ``NO_PROXY``) only with its own
-    transport, so a proxy that would carry requests to ``url`` means httpx's own.
+    httpx honours ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY`` (and ``NO_PROXY``) only with
+    its own transport, so a proxy that would carry requests to ``url`` means httpx's own.
+    The choice is logged at DEBUG, once per client.
     """
     parts = urlsplit(url)
-    if parts.scheme.lower() != "http" or not parts.hostname:
-        logger.debug("%s: httpx's own transport (the lean pool serves plain http only)", safe_url(url))
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        logger.debug("%s: httpx's own transport (the lean pool serves http and https only)", safe_url(url))
         return None
     proxies = urllib.request.getproxies()
-    if (proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
+    if (proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
         logger.debug("%s: httpx's own transport (a proxy from the environment carries it)", safe_url(url))
         return None
-    return LeanTransport(limits=limits)
+    checked = "" if scheme == "http" else " (certificates checked as httpx checks them)"
+    if verify is False and scheme == "https":
+        checked = " (certificates not checked: verify=False)"
+    logger.debug("%s: the lean pool%s", safe_url(url), checked)
+    return LeanTransport(limits=limits, verify=verify)
 
 
 class LeanTransport(httpx.AsyncBaseTransport):
     """An HTTP/1.1 keep-alive pool with O(1) checkout and return (rules in the module docstring)."""
 
     def __init__(
-        self,
-        *,
-        limits: httpx.Limits = DEFAULT_LIMITS,
-        fallback: Callable[[], httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
+        self, *, limits: httpx.Limits = DEFAULT_LIMITS, verify: Verify = True, trust_env: bool = True
     ) -> None:
         # httpx's None means "no limit".
         self._max_connections = math.inf if limits.max_connections is None else limits.max_connections
@@ -117,8 +129,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             math.inf if limits.max_keepalive_connections is None else limits.max_keepalive_connections
         )
         self._expiry = math.inf if limits.keepalive_expiry is None else limits.keepalive_expiry
-        self._make_fallback = fallback
-        self._fallback: httpx.AsyncBaseTransport | None = None
+        self._verify = verify
+        self._trust_env = trust_env
+        self._ssl_context: ssl.SSLContext | None = None
         self._idle: dict[_Origin, deque[_Connection]] = {}
         self._idle_count = 0
         self._open = 0
@@ -126,14 +139,15 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.scheme != "http":
-            if self._fallback is None:
-                self._fallback = self._make_fallback()
-            return await self._fallback.handle_async_request(request)
+        scheme = request.url.scheme
+        if scheme not in _DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(
+                f"Request URL has an unsupported protocol '{scheme}://'.", request=request
+            )
         if self._closed:
             raise RuntimeError("the HTTP transport is closed")
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        origin = (request.url.host, request.url.port or 80)
+        origin = (scheme, request.url.host, request.url.port or _DEFAULT_PORTS[scheme])
         connection = await self._checkout(origin, timeouts, request)
         return await connection.exchange(request, timeouts)
 
@@ -144,8 +158,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._idle_count = 0
         for connection in idle:
             await connection.close()
-        if self._fallback is not None:
-            await self._fallback.aclose()
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """httpx's own context for ``verify`` (made on the first https request), offering HTTP/1.1 only."""
+        if self._ssl_context is None:
+            context = httpx.create_ssl_context(verify=self._verify, trust_env=self._trust_env)
+            context.set_alpn_protocols(["http/1.1"])
+            self._ssl_context = context
+        return self._ssl_context
 
     # --- the pool ------------------------------------------------------------
 
@@ -177,7 +197,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         found: _Connection | None = None
         while idle:
             connection = idle.pop()
-            if connection.is_usable():
+            if await connection.is_usable():
                 found = connection
                 break
             stale.append(connection)
@@ -216,14 +236,18 @@ class LeanTransport(httpx.AsyncBaseTransport):
 
     async def _connect(self, origin: _Origin, timeout: float | None, request: httpx.Request) -> _Connection:
         self._open += 1
+        scheme, host, port = origin
         try:
-            connected = await _connect_tcp(*origin, timeout)
+            connected: socket.socket | _Stream = await _connect_tcp(host, port, timeout)
+            if scheme == "https":
+                hostname = request.extensions.get("sni_hostname") or host
+                connected = await _TlsStream.wrap(connected, self._tls_context(), hostname, timeout)
         except TimeoutError:
             self._closed_one()
             raise httpx.ConnectTimeout(
-                f"connecting to {_authority(origin)} timed out", request=request
+                f"connecting to {_authority(host, port)} timed out", request=request
             ) from None
-        except OSError as exc:
+        except (OSError, anyio.BrokenResourceError) as exc:  # ssl's errors are OSErrors
             self._closed_one()
             raise httpx.ConnectError(_describe(exc), request=request) from exc
         except BaseException:
@@ -246,12 +270,103 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._wake_one()
 
 
+class _TlsStream(anyio.abc.AsyncResource):
+    """TLS over a socket stream, through an ``ssl.SSLObject`` of our own.
+
+    anyio's ``TLSStream`` has no way to process what an idle connection received without
+    waiting for more: TLS 1.3 session tickets arrive after the handshake, make the socket
+    readable, and would otherwise pass for a server that closed the connection.
+    Like httpx (anyio's ``standard_compatible=False``), a close without ``close_notify``
+    ends the stream; HTTP's own framing says whether the response was whole.
+    """
+
+    def __init__(self, transport: anyio.abc.SocketStream, context: ssl.SSLContext, hostname: str) -> None:
+        self.transport = transport
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._ssl = context.wrap_bio(self._incoming, self._outgoing, server_hostname=hostname)
+
+    @classmethod
+    async def wrap(
+        cls, connected: socket.socket | _Stream, context: ssl.SSLContext, hostname: str, timeout: float | None
+    ) -> _TlsStream:
+        """The handshake, within ``timeout``; the certificate is checked against ``hostname``."""
+        if isinstance(connected, socket.socket):
+            sock = connected
+            try:
+                connected = await anyio.abc.SocketStream.from_socket(sock)
+            except BaseException:
+                sock.close()
+                raise
+        assert isinstance(connected, anyio.abc.SocketStream), "TLS over TLS is not asked for"
+        try:
+            tls = cls(connected, context, hostname)
+            with _deadline(timeout):
+                await tls._call(tls._ssl.do_handshake)
+        except BaseException:
+            await anyio.aclose_forcefully(connected)
+            raise
+        return tls
+
+    async def _call(self, method: Callable[..., _T], *args: Any) -> _T:
+        """Run an SSLObject method, moving records between it and the socket until it is done."""
+        while True:
+            try:
+                result = method(*args)
+            except ssl.SSLWantReadError:
+                await self._flush()
+                try:
+                    self._incoming.write(await self.transport.receive(_READ_SIZE))
+                except anyio.EndOfStream:
+                    self._incoming.write_eof()
+            else:
+                await self._flush()
+                return result
+
+    async def _flush(self) -> None:
+        if self._outgoing.pending:
+            await self.transport.send(self._outgoing.read())
+
+    async def send(self, data: bytes) -> None:
+        await self._call(self._ssl.write, data)
+
+    async def receive(self, max_bytes: int) -> bytes:
+        try:
+            return await self._call(self._ssl.read, max_bytes)
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a close without one
+            raise anyio.EndOfStream from None
+
+    async def is_idle_and_open(self) -> bool:
+        """Process what arrived while idle (session tickets, a close) without waiting for more.
+
+        True when only TLS housekeeping came; False when the server closed the connection
+        or sent application data nobody asked for.
+        """
+        while True:
+            try:
+                self._ssl.read(1)
+                return False  # data nobody asked for
+            except ssl.SSLWantReadError:
+                if not _ready(self.transport, write=False):
+                    return True
+            except ssl.SSLError:  # a close, or a broken record
+                return False
+            try:  # the socket is readable: this returns at once
+                self._incoming.write(await self.transport.receive(_READ_SIZE))
+            except (anyio.EndOfStream, OSError, anyio.BrokenResourceError):
+                return False
+
+    async def aclose(self) -> None:
+        await anyio.aclose_forcefully(self.transport)
+
+
+_Stream = anyio.abc.SocketStream | _TlsStream
+
+
 class _Connection:
     """One socket and its h11 state; serves one request at a time."""
 
-    def __init__(
-        self, pool: LeanTransport, origin: _Origin, connected: socket.socket | anyio.abc.SocketStream
-    ) -> None:
+    def __init__(self, pool: LeanTransport, origin: _Origin, connected: socket.socket | _Stream) -> None:
         self.pool = pool
         self.origin = origin
         # A fresh socket of our own stays unwrapped until the request is written: see _write.
@@ -261,24 +376,18 @@ class _Connection:
         self.idle_since = 0.0
         self.closed = False
 
-    def is_usable(self) -> bool:
-        """False when the socket is readable while idle: closed by the server, or garbage."""
-        try:
-            sock: socket.socket = self.stream.extra(anyio.abc.SocketAttribute.raw_socket)
-            fd = sock.fileno()
-        except (OSError, anyio.TypedAttributeLookupError):
-            return False
-        if fd < 0:
-            return False
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            return not poller.poll(0)
-        readable, _, _ = select.select([fd], [], [], 0)
-        return not readable
+    async def is_usable(self) -> bool:
+        """False when the idle socket has something to read: a close by the server, or garbage.
+
+        Over TLS, what arrived is processed first: session tickets make a socket readable too.
+        """
+        stream = self.stream
+        if isinstance(stream, _TlsStream):
+            return await stream.is_idle_and_open()
+        return not _ready(stream, write=False)
 
     @property
-    def stream(self) -> anyio.abc.SocketStream:
+    def stream(self) -> _Stream:
         assert self._stream is not None, "the request has not been written"
         return self._stream
 
@@ -473,13 +582,13 @@ async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.so
         try:
             sock.connect((host, port))
         except (BlockingIOError, InterruptedError):
-            if not _writable(sock):
+            if not _ready(sock, write=True):
                 with _deadline(timeout):
                     await anyio.wait_writable(sock)
             error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if error:
                 raise OSError(
-                    error, f"connecting to {_authority((host, port))}: {os.strerror(error)}"
+                    error, f"connecting to {_authority(host, port)}: {os.strerror(error)}"
                 ) from None
         return sock
     except BaseException:
@@ -487,13 +596,21 @@ async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.so
         raise
 
 
-def _writable(sock: socket.socket) -> bool:
+def _ready(of: socket.socket | anyio.abc.SocketStream, *, write: bool) -> bool:
+    """Whether the socket can be written, or read (True when it is gone: there is an end to read)."""
+    try:
+        sock = of if isinstance(of, socket.socket) else of.extra(anyio.abc.SocketAttribute.raw_socket)
+        fd = sock.fileno()
+    except (OSError, anyio.TypedAttributeLookupError):
+        return not write
+    if fd < 0:
+        return not write
     if hasattr(select, "poll"):
         poller = select.poll()
-        poller.register(sock, select.POLLOUT)
+        poller.register(fd, select.POLLOUT if write else select.POLLIN)
         return bool(poller.poll(0))
-    _, writable, _ = select.select([], [sock], [], 0)
-    return bool(writable)
+    readable, writable, _ = select.select([] if write else [fd], [fd] if write else [], [], 0)
+    return bool(writable if write else readable)
 
 
 def _describe(exc: BaseException) -> str:
@@ -506,6 +623,5 @@ def _deadline(timeout: float | None) -> AbstractContextManager[Any]:
     return anyio.fail_after(timeout) if timeout is not None else nullcontext()
 
 
-def _authority(origin: _Origin) -> str:
-    host, port = origin
+def _authority(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

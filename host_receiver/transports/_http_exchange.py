@@ -133,6 +133,11 @@ class Exchange:
         if self.failure is not None:
             raise type(self.failure)(str(self.failure))
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection was closed (its DELETE may still be on its way)."""
+        return self._closed
+
     def check_open(self) -> None:
         """Raise the failure that ended the connection, or TransportError once it was closed."""
         self.raise_failure()

@@ -8,6 +8,8 @@ Rules:
 - The stream is reopened (with ``Last-Event-ID`` when the server sent event
   ids) after the server's ``retry:``, until ``max_reconnects`` attempts in a
   row bring no new event; then a warning says server requests may not arrive.
+- It is not reopened once the connection is closing: the server ends the
+  stream when the session is deleted, and a GET after the DELETE is noise.
 - When ``max_reconnects`` attempts in a row cannot connect at all, the
   server is gone: the connection fails, instead of waiting for messages
   that cannot come.
@@ -37,6 +39,8 @@ async def listen(exchange: Exchange, *, task_status: TaskStatus[None]) -> None:
     unreachable = 0  # attempts in a row that found nobody listening
     try:
         while fruitless < config.max_reconnects:
+            if exchange.closed:
+                break
             seen = cursor.events
             try:
                 async with exchange.open("GET", last_event_id=cursor.last_event_id) as response:

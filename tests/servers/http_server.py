@@ -30,6 +30,9 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   JSON-RPC error (as a modern server answers); with ``discover_silent``, no
   answer at all until the server stops.
 
+With ``tls`` (a server-side ``ssl.SSLContext``) it serves ``https``: each
+connection's handshake happens in its own thread, on its first read.
+
 Connections are HTTP/1.1 and kept alive after every answer of known length;
 an SSE answer ends its connection. Every HTTP request is recorded in
 :attr:`requests` (method, JSON-RPC method, headers, names in lower case, and
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import threading
 import zlib
 from collections.abc import Callable
@@ -93,6 +97,7 @@ class StreamableHttpServer:
         get_stream: bool = True,
         discover_error: dict[str, Any] | None = None,
         discover_silent: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.get_stream = get_stream
         self.discover_error = discover_error
@@ -106,13 +111,18 @@ class StreamableHttpServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.app = self  # type: ignore[attr-defined]
+        self.scheme = "http" if tls is None else "https"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         # A short poll interval makes shutdown() quick; the stdlib server polls for it.
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/mcp"
+        return f"{self.scheme}://{host!s}:{port}/mcp"
 
     def __enter__(self) -> StreamableHttpServer:
         self._thread.start()

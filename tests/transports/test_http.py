@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import tracemalloc
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager
@@ -47,8 +48,8 @@ def pool(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 
 @pytest.fixture
-def server() -> Iterator[StreamableHttpServer]:
-    with StreamableHttpServer() as running:
+def server(tls: ssl.SSLContext | None) -> Iterator[StreamableHttpServer]:
+    with StreamableHttpServer(tls=tls) as running:
         yield running
 
 
@@ -139,19 +140,21 @@ MODERN_ERRORS = [
 
 @pytest.mark.parametrize(("error", "raised", "words"), MODERN_ERRORS)
 async def test_a_400_whose_body_is_a_modern_error_identifies_a_modern_server(
-    error: dict[str, Any], raised: type[Exception], words: str
+    error: dict[str, Any], raised: type[Exception], words: str, tls: ssl.SSLContext | None
 ) -> None:
     """The HTTP binding's backward compatibility: inspect a 400's body before falling back."""
-    with StreamableHttpServer(discover_error=error) as server, pytest.raises(raised, match=words):
+    with StreamableHttpServer(discover_error=error, tls=tls) as server, pytest.raises(raised, match=words):
         async with connect(server.url):
             pass
     assert [r.rpc_method for r in server.requests] == ["server/discover"]  # no initialize followed
 
 
 @pytest.mark.slow
-async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server() -> None:
+async def test_a_server_silent_on_the_probe_is_a_timeout_not_a_legacy_server(
+    tls: ssl.SSLContext | None,
+) -> None:
     """On HTTP a legacy server answers with a status: silence is no sign of one."""
-    with StreamableHttpServer(discover_silent=True) as server:
+    with StreamableHttpServer(discover_silent=True, tls=tls) as server:
         transport = HttpTransport(server.url)
         options = ConnectionOptions(discover_timeout=0.1, init_timeout=1.0)
         opened = ClientConnection.connect(transport, options, capabilities={})
@@ -227,8 +230,8 @@ async def test_an_answer_stream_that_cannot_be_resumed_fails_the_request(
         assert (await conn.call_tool("json")).text == "json"
 
 
-async def test_a_server_without_get_stream_is_fine() -> None:
-    with StreamableHttpServer(get_stream=False) as server:
+async def test_a_server_without_get_stream_is_fine(tls: ssl.SSLContext | None) -> None:
+    with StreamableHttpServer(get_stream=False, tls=tls) as server:
         async with connect(server.url) as conn:
             assert (await conn.call_tool("json")).text == "json"
         assert [r.verb for r in server.requests].count("GET") == 1
@@ -253,8 +256,8 @@ async def test_an_expired_session_is_a_clear_error_and_ends_the_connection(
     assert [r.verb for r in server.requests].count("DELETE") == 0
 
 
-async def test_an_unreachable_server_is_a_transport_error() -> None:
-    with StreamableHttpServer() as server:
+async def test_an_unreachable_server_is_a_transport_error(tls: ssl.SSLContext | None) -> None:
+    with StreamableHttpServer(tls=tls) as server:
         url = server.url
     with pytest.raises(TransportError, match="POST to"):
         async with connect(url):
@@ -438,7 +441,10 @@ async def test_connections_of_a_burst_stay_open_for_the_next_one(
 async def test_a_proxy_in_the_environment_carries_the_requests(
     server: StreamableHttpServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """httpx honours the proxy variables only with its own pool: then that one is used."""
+    """httpx honours the proxy variables only with its own pool: then that one is used.
+
+    An https request goes through the proxy's tunnel (CONNECT), which this proxy refuses.
+    """
     seen: list[bytes] = []
 
     async def proxy(client: anyio.abc.SocketStream) -> None:
@@ -450,15 +456,17 @@ async def test_a_proxy_in_the_environment_carries_the_requests(
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
-    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, proxy)
         with pytest.raises(TransportError, match="502"):
             async with connect(server.url):
                 pass
         tg.cancel_scope.cancel()
-    assert seen[0].startswith(f"POST {server.url} HTTP/1.1".encode())
+    authority = server.url.split("/")[2]
+    expected = f"POST {server.url}" if server.url.startswith("http:") else f"CONNECT {authority}"
+    assert seen[0].startswith(f"{expected} HTTP/1.1".encode())
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     monkeypatch.setenv("no_proxy", "127.0.0.1")
     async with connect(server.url) as conn:  # a host the proxy does not cover: straight to it
