@@ -1,6 +1,6 @@
-"""A lean HTTP/1.1 connection pool for plain ``http://`` peers, as an ``httpx`` transport.
+"""A lean HTTP/1.1 connection pool for ``http://`` and ``https://`` peers, as an ``httpx`` transport.
 
-(About 500 lines, one idea: the pool, its connections and their framing share
+(About 520 lines, one idea: the pool, its connections and their framing share
 one lifecycle; apart, each would have to know the others' states.)
 
 Local model backends (vLLM, Ollama, LM Studio) and MCP servers on loopback or a
@@ -13,17 +13,23 @@ once per client.
 
 Rules:
 
-* Only ``http`` URLs are served here; anything else (an ``https`` redirect
-  target) goes to a default ``httpx.AsyncHTTPTransport``, made on first use.
-  Proxies are decided before this transport is chosen
-  (:func:`lean_transport_for`): httpx ignores the proxy environment for a
-  client with a custom transport.
-* Idle connections are kept per origin in a deque; a request takes the most
-  recently used one, O(1). An idle connection whose socket is readable (the
-  server closed it, or sent something unasked) or that has been idle longer
-  than ``keepalive_expiry`` is closed instead, before any byte is sent on it,
-  and the request goes on to the next one or a fresh connection. At most
-  ``max_keepalive_connections`` stay idle.
+* ``http`` and ``https`` URLs are served here; another scheme is
+  :class:`httpx.UnsupportedProtocol`, as with httpx's own transport. Proxies
+  are decided before this transport is chosen (:func:`lean_transport_for`):
+  httpx ignores the proxy environment for a client with a custom transport.
+* ``https`` verifies certificates as httpx does: the ``ssl.SSLContext`` is
+  ``httpx.create_ssl_context(verify, trust_env=...)`` (for ``verify=True``
+  certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set; httpx
+  uses no system trust store), made on the first https request, offering
+  ALPN ``http/1.1`` only; the SNI and the name checked are the URL's host (or
+  the ``sni_hostname`` extension). The TLS layer is :mod:`host_receiver._tls`.
+* Idle connections are kept per origin (scheme, host, port) in a deque; a
+  request takes the most recently used one, O(1). An idle connection whose
+  socket has something to read (the server closed it, or sent something
+  unasked; over TLS the records are processed first, so session tickets do
+  not count) or that has been idle longer than ``keepalive_expiry`` is closed
+  instead, before any byte is sent on it, and the request goes on to the next
+  one or a fresh connection. At most ``max_keepalive_connections`` stay idle.
 * At most ``max_connections`` are open; a request waits at most the ``pool``
   timeout for one (:class:`httpx.PoolTimeout`), closing an idle connection to
   another origin when that makes room.
@@ -37,15 +43,16 @@ Rules:
   ``RemoteProtocolError`` ...), which the ``openai`` client retries as it
   would httpx's own transport's. A kept-alive connection that the server
   closes after the request was sent is such a failure ("Server disconnected
-  without sending a response."): the server may have seen the request.
+  without sending a response."): the server may have seen the request. A
+  certificate refused is ``ConnectError`` with ssl's words, as httpx says it.
 * Timeouts come from ``request.extensions["timeout"]``: ``connect`` for
-  connecting, ``write`` for a write that has to wait, ``read`` for each wait
+  connecting (and again for the TLS handshake), ``write`` for a write that has to wait, ``read`` for each wait
   for response bytes, ``pool`` for waiting for a connection.
 * The response body streams. The connection goes back to the pool once the
   body was read to the end and both sides allow keep-alive; a response closed
   before that (cancellation, an error), ending with ``Connection: close`` or
   followed by bytes nobody asked for closes it.
-* :meth:`LeanTransport.aclose` closes the idle connections and the fallback;
+* :meth:`LeanTransport.aclose` closes the idle connections;
   connections still in use close when their responses do, and new requests
   are refused.
 
@@ -57,14 +64,13 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
-import select
 import socket
 import ssl
 import urllib.request
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -72,6 +78,7 @@ import anyio.abc
 import h11
 import httpx
 
+from host_receiver._tls import TlsStream, socket_ready
 from host_receiver.sanitize import safe_logger, safe_url
 
 __all__ = ["DEFAULT_LIMITS", "LeanTransport", "lean_transport_for"]
@@ -89,7 +96,6 @@ _Origin = tuple[str, str, int]
 #: What httpx's ``verify=`` takes: True (its CA bundle or SSL_CERT_FILE / SSL_CERT_DIR), False,
 #: a CA file or directory, or an ``ssl.SSLContext``.
 Verify = ssl.SSLContext | str | bool
-_T = TypeVar("_T")
 
 
 def lean_transport_for(
@@ -194,17 +200,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
         # The oldest are on the left: drop the expired ones, take the newest from the right.
         while idle and now - idle[0].idle_since > self._expiry:
             stale.append(idle.popleft())
-        found: _Connection | None = None
-        while idle:
-            connection = idle.pop()
-            if await connection.is_usable():
-                found = connection
-                break
-            stale.append(connection)
-        self._idle_count -= len(stale) + (found is not None)
+        self._idle_count -= len(stale)
         for connection in stale:
             await connection.close()
-        return found
+        while idle:
+            connection = idle.pop()
+            self._idle_count -= 1
+            if await connection.is_usable():  # over TLS this may wait for bytes already there
+                return connection
+            await connection.close()
+        return None
 
     async def _evict_idle(self, *, keep: _Origin) -> bool:
         """Close the oldest idle connection of an origin other than ``keep``, to make room."""
@@ -238,10 +243,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._open += 1
         scheme, host, port = origin
         try:
-            connected: socket.socket | _Stream = await _connect_tcp(host, port, timeout)
+            tcp = await _connect_tcp(host, port, timeout)
+            connected: socket.socket | _Stream = tcp
             if scheme == "https":
                 hostname = request.extensions.get("sni_hostname") or host
-                connected = await _TlsStream.wrap(connected, self._tls_context(), hostname, timeout)
+                with _deadline(timeout):  # the handshake has its own connect timeout, as in httpx
+                    connected = await TlsStream.wrap(tcp, self._tls_context(), hostname, read_size=_READ_SIZE)
         except TimeoutError:
             self._closed_one()
             raise httpx.ConnectTimeout(
@@ -270,97 +277,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._wake_one()
 
 
-class _TlsStream(anyio.abc.AsyncResource):
-    """TLS over a socket stream, through an ``ssl.SSLObject`` of our own.
-
-    anyio's ``TLSStream`` has no way to process what an idle connection received without
-    waiting for more: TLS 1.3 session tickets arrive after the handshake, make the socket
-    readable, and would otherwise pass for a server that closed the connection.
-    Like httpx (anyio's ``standard_compatible=False``), a close without ``close_notify``
-    ends the stream; HTTP's own framing says whether the response was whole.
-    """
-
-    def __init__(self, transport: anyio.abc.SocketStream, context: ssl.SSLContext, hostname: str) -> None:
-        self.transport = transport
-        self._incoming = ssl.MemoryBIO()
-        self._outgoing = ssl.MemoryBIO()
-        self._ssl = context.wrap_bio(self._incoming, self._outgoing, server_hostname=hostname)
-
-    @classmethod
-    async def wrap(
-        cls, connected: socket.socket | _Stream, context: ssl.SSLContext, hostname: str, timeout: float | None
-    ) -> _TlsStream:
-        """The handshake, within ``timeout``; the certificate is checked against ``hostname``."""
-        if isinstance(connected, socket.socket):
-            sock = connected
-            try:
-                connected = await anyio.abc.SocketStream.from_socket(sock)
-            except BaseException:
-                sock.close()
-                raise
-        assert isinstance(connected, anyio.abc.SocketStream), "TLS over TLS is not asked for"
-        try:
-            tls = cls(connected, context, hostname)
-            with _deadline(timeout):
-                await tls._call(tls._ssl.do_handshake)
-        except BaseException:
-            await anyio.aclose_forcefully(connected)
-            raise
-        return tls
-
-    async def _call(self, method: Callable[..., _T], *args: Any) -> _T:
-        """Run an SSLObject method, moving records between it and the socket until it is done."""
-        while True:
-            try:
-                result = method(*args)
-            except ssl.SSLWantReadError:
-                await self._flush()
-                try:
-                    self._incoming.write(await self.transport.receive(_READ_SIZE))
-                except anyio.EndOfStream:
-                    self._incoming.write_eof()
-            else:
-                await self._flush()
-                return result
-
-    async def _flush(self) -> None:
-        if self._outgoing.pending:
-            await self.transport.send(self._outgoing.read())
-
-    async def send(self, data: bytes) -> None:
-        await self._call(self._ssl.write, data)
-
-    async def receive(self, max_bytes: int) -> bytes:
-        try:
-            return await self._call(self._ssl.read, max_bytes)
-        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a close without one
-            raise anyio.EndOfStream from None
-
-    async def is_idle_and_open(self) -> bool:
-        """Process what arrived while idle (session tickets, a close) without waiting for more.
-
-        True when only TLS housekeeping came; False when the server closed the connection
-        or sent application data nobody asked for.
-        """
-        while True:
-            try:
-                self._ssl.read(1)
-                return False  # data nobody asked for
-            except ssl.SSLWantReadError:
-                if not _ready(self.transport, write=False):
-                    return True
-            except ssl.SSLError:  # a close, or a broken record
-                return False
-            try:  # the socket is readable: this returns at once
-                self._incoming.write(await self.transport.receive(_READ_SIZE))
-            except (anyio.EndOfStream, OSError, anyio.BrokenResourceError):
-                return False
-
-    async def aclose(self) -> None:
-        await anyio.aclose_forcefully(self.transport)
-
-
-_Stream = anyio.abc.SocketStream | _TlsStream
+_Stream = anyio.abc.SocketStream | TlsStream
 
 
 class _Connection:
@@ -382,9 +299,9 @@ class _Connection:
         Over TLS, what arrived is processed first: session tickets make a socket readable too.
         """
         stream = self.stream
-        if isinstance(stream, _TlsStream):
+        if isinstance(stream, TlsStream):
             return await stream.is_idle_and_open()
-        return not _ready(stream, write=False)
+        return not socket_ready(stream, write=False)
 
     @property
     def stream(self) -> _Stream:
@@ -582,7 +499,7 @@ async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.so
         try:
             sock.connect((host, port))
         except (BlockingIOError, InterruptedError):
-            if not _ready(sock, write=True):
+            if not socket_ready(sock, write=True):
                 with _deadline(timeout):
                     await anyio.wait_writable(sock)
             error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -594,23 +511,6 @@ async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.so
     except BaseException:
         sock.close()
         raise
-
-
-def _ready(of: socket.socket | anyio.abc.SocketStream, *, write: bool) -> bool:
-    """Whether the socket can be written, or read (True when it is gone: there is an end to read)."""
-    try:
-        sock = of if isinstance(of, socket.socket) else of.extra(anyio.abc.SocketAttribute.raw_socket)
-        fd = sock.fileno()
-    except (OSError, anyio.TypedAttributeLookupError):
-        return not write
-    if fd < 0:
-        return not write
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT if write else select.POLLIN)
-        return bool(poller.poll(0))
-    readable, writable, _ = select.select([] if write else [fd], [fd] if write else [], [], 0)
-    return bool(writable if write else readable)
 
 
 def _describe(exc: BaseException) -> str:
