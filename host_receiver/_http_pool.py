@@ -18,7 +18,7 @@ Rules:
   are decided before this transport is chosen (:func:`lean_transport_for`):
   httpx ignores the proxy environment for a client with a custom transport.
 * ``https`` verifies certificates as httpx does: the ``ssl.SSLContext`` is
-  ``httpx.create_ssl_context(verify, trust_env=...)`` (for ``verify=True``
+  ``httpx.create_ssl_context(verify)`` (for ``verify=True``
   certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set; httpx
   uses no system trust store), made on the first https request, offering
   ALPN ``http/1.1`` only; the SNI and the name checked are the URL's host (or
@@ -126,9 +126,7 @@ def lean_transport_for(
 class LeanTransport(httpx.AsyncBaseTransport):
     """An HTTP/1.1 keep-alive pool with O(1) checkout and return (rules in the module docstring)."""
 
-    def __init__(
-        self, *, limits: httpx.Limits = DEFAULT_LIMITS, verify: Verify = True, trust_env: bool = True
-    ) -> None:
+    def __init__(self, *, limits: httpx.Limits = DEFAULT_LIMITS, verify: Verify = True) -> None:
         # httpx's None means "no limit".
         self._max_connections = math.inf if limits.max_connections is None else limits.max_connections
         self._max_idle = (
@@ -136,7 +134,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
         self._expiry = math.inf if limits.keepalive_expiry is None else limits.keepalive_expiry
         self._verify = verify
-        self._trust_env = trust_env
         self._ssl_context: ssl.SSLContext | None = None
         self._idle: dict[_Origin, deque[_Connection]] = {}
         self._idle_count = 0
@@ -168,7 +165,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
     def _tls_context(self) -> ssl.SSLContext:
         """httpx's own context for ``verify`` (made on the first https request), offering HTTP/1.1 only."""
         if self._ssl_context is None:
-            context = httpx.create_ssl_context(verify=self._verify, trust_env=self._trust_env)
+            context = httpx.create_ssl_context(verify=self._verify)
             context.set_alpn_protocols(["http/1.1"])
             self._ssl_context = context
         return self._ssl_context

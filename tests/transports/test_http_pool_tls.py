@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import httpx
 import pytest
@@ -246,6 +247,19 @@ async def test_tls_connections_are_kept_alive_and_offer_http_1_1_only(
     assert server.names == ["localhost"]  # SNI
 
 
+async def test_the_sni_hostname_extension_names_the_server_to_reach_and_to_check(
+    pool: str, context: ssl.SSLContext, trusted: None
+) -> None:
+    with serving(context) as server:
+        url = f"https://127.0.0.1:{server.port}/"
+        async with httpx.AsyncClient(transport=transport(pool)) as client:
+            assert (await client.get(url, extensions={"sni_hostname": "localhost"})).content == BODY
+        async with httpx.AsyncClient(transport=transport(pool)) as client:  # a new connection, another name
+            with pytest.raises(httpx.ConnectError):  # the certificate does not name it
+                await client.get(url, extensions={"sni_hostname": "other.example"})
+    assert server.names == ["localhost", "other.example"]
+
+
 @pytest.mark.parametrize("after", ["close_notify", "fin", "data"])
 async def test_an_idle_tls_connection_the_server_closed_or_spoke_on_is_not_reused(
     pool: str, context: ssl.SSLContext, trusted: None, after: str, request: pytest.FixtureRequest
@@ -293,6 +307,27 @@ async def test_a_cancelled_request_over_tls_drops_its_connection(
             await anyio.to_thread.run_sync(server.wait_for, lambda: server.requests == [1])
             tg.cancel_scope.cancel()
         await anyio.to_thread.run_sync(server.wait_for, lambda: server.ended == [1])
+
+
+async def test_a_handshake_that_never_comes_is_a_connect_timeout(pool: str, trusted: None) -> None:
+    """A server that takes the connection and says nothing: the connect timeout bounds the handshake too."""
+
+    async def mute(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await anyio.sleep_forever()
+
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(listener.serve, mute)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with httpx.AsyncClient(
+            transport=transport(pool), timeout=httpx.Timeout(5, connect=0.2)
+        ) as client:
+            with pytest.raises(httpx.ConnectTimeout):
+                await client.get(f"https://127.0.0.1:{port}/")
+        tg.cancel_scope.cancel()
 
 
 # --- the choice of pool ---------------------------------------------------------------
