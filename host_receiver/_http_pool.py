@@ -203,7 +203,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
         while idle:
             connection = idle.pop()
             self._idle_count -= 1
-            if await connection.is_usable():  # over TLS this may wait for bytes already there
+            try:
+                usable = await connection.is_usable()  # over TLS it may read what is already there
+            except BaseException:  # cancelled meanwhile
+                await connection.close()
+                raise
+            if usable:
                 return connection
             await connection.close()
         return None

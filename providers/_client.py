@@ -9,11 +9,10 @@ it is written per provider.
 
 Rules:
 
-* :func:`http_client` is the httpx client: a plain ``http://`` base URL (the
-  local backends, where a thousand calls run at once) has the connection pool
-  of :mod:`host_receiver._http_pool` unless the environment configures an http proxy
-  or ``http_transport`` is ``"httpx"``; other backends have httpx's own pool,
-  with the same limits (1,000 connections, all kept alive for 5 s).
+* :func:`http_client` is the httpx client: an ``http://`` or ``https://`` base URL
+  has the connection pool of :mod:`host_receiver._http_pool` unless the environment
+  configures a proxy for it or ``http_transport`` is ``"httpx"``; then httpx's own
+  pool, with the same limits (1,000 connections, all kept alive for 5 s).
 * A read timeout ends the whole call (:class:`OneReadTimeout` cancels the
   scope in :data:`CALL`, which the provider sets around its call): an SDK
   would retry it, and a backend that did not answer within ``timeout`` would
@@ -279,7 +278,7 @@ def check_settings(
 def http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:
     """The httpx client under the ``openai`` client; a read timeout is not retried on either.
 
-    ``lean``: our pool (:mod:`host_receiver._http_pool`) for a plain-http backend that no proxy
+    ``lean``: our pool (:mod:`host_receiver._http_pool`) for an http(s) backend that no proxy
     stands in front of, httpx's own otherwise (httpx ignores proxy variables for a client
     with a custom transport). ``httpx``: httpx's own pool always. Both have the same limits.
     """

@@ -36,7 +36,7 @@ Layout::
     stream = true                  # stream to report progress
     forward_metadata = false
     max_tokens_param = "max_completion_tokens"   # or "max_tokens"; absent: by host
-    http_transport = "lean"        # or "httpx": the HTTP pool for a plain-http base URL
+    http_transport = "lean"        # or "httpx": the HTTP pool for an http(s) base URL
 
     [[providers.openai.models]]
     id = "gpt-4o-mini"

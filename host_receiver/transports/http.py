@@ -58,7 +58,8 @@ Rules:
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit). The client made here
   sends through the lean pool of :mod:`host_receiver._http_pool` when the URL
-  is plain ``http`` with no proxy in front, through httpx's own otherwise.
+  is ``http`` or ``https`` with no proxy in front (certificates checked as
+  httpx checks them), through httpx's own otherwise.
 - Every body is read inflated in bounded pieces (:mod:`host_receiver._http_body`):
   the size limits hold per byte of a compressed answer.
 

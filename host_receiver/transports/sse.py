@@ -26,7 +26,7 @@ Rules (2024-11-05 transports.mdx, "HTTP with SSE"):
   Leaving ``connect()`` closes it. No session header, no resumption, no
   mirrored headers.
 - ``headers`` and an ``httpx.Auth`` go on every request; the client is made
-  as Streamable HTTP's is (the lean pool for plain ``http``, bodies inflated
+  as Streamable HTTP's is (the lean pool unless a proxy carries it, bodies inflated
   in bounded pieces: :mod:`host_receiver._http_body`).
 
 Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``.
