@@ -2,7 +2,9 @@
 
 The server (standard library ``ssl`` in threads) numbers its connections, so
 reuse shows in what it records; after each reply it can close the connection
-(with or without ``close_notify``) or send bytes nobody asked for.
+(with or without ``close_notify``) or send bytes nobody asked for. One test
+drives the TLS layer (``host_receiver._tls``) alone, idle right after its
+handshake with the server's session tickets unread.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 import trustme
 
 from host_receiver._http_pool import LeanTransport, lean_transport_for
+from host_receiver._tls import TlsStream, socket_ready
 from tests.transports.conftest import server_context
 
 pytestmark = pytest.mark.anyio
@@ -258,6 +261,33 @@ async def test_the_sni_hostname_extension_names_the_server_to_reach_and_to_check
             with pytest.raises(httpx.ConnectError):  # the certificate does not name it
                 await client.get(url, extensions={"sni_hostname": "other.example"})
     assert server.names == ["localhost", "other.example"]
+
+
+async def test_session_tickets_on_an_idle_tls_connection_are_read_and_it_stays_usable(
+    ca: trustme.CA, context: ssl.SSLContext
+) -> None:
+    """TLS 1.3 tickets come after the handshake and make the socket readable: not a close.
+
+    Straight after its handshake a connection is idle with the server's tickets unread,
+    where a check of the socket alone would take it for closed.
+    """
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    with serving(context) as server:
+        tcp = await anyio.connect_tcp("127.0.0.1", server.port)
+        tls = await TlsStream.wrap(tcp, trusting, "127.0.0.1", read_size=65536)
+        await anyio.to_thread.run_sync(server.wait_for, lambda: server.alpn != [])  # its handshake is done
+        try:
+            assert socket_ready(tls.transport, write=False)  # the tickets
+            assert await tls.is_idle_and_open()
+            assert not socket_ready(tls.transport, write=False)  # read and processed
+            await tls.send(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            reply = b""
+            while not reply.endswith(BODY):
+                reply += await tls.receive(65536)
+        finally:
+            await tls.aclose()
+    assert reply == REPLY
 
 
 @pytest.mark.parametrize("after", ["close_notify", "fin", "data"])
