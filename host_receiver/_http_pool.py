@@ -46,8 +46,9 @@ Rules:
   without sending a response."): the server may have seen the request. A
   certificate refused is ``ConnectError`` with ssl's words, as httpx says it.
 * Timeouts come from ``request.extensions["timeout"]``: ``connect`` for
-  connecting (and again for the TLS handshake), ``write`` for a write that has to wait, ``read`` for each wait
-  for response bytes, ``pool`` for waiting for a connection.
+  connecting (and again for the TLS handshake), ``write`` for a write that has
+  to wait, ``read`` for each wait for response bytes, ``pool`` for waiting for
+  a connection.
 * The response body streams. The connection goes back to the pool once the
   body was read to the end and both sides allow keep-alive; a response closed
   before that (cancellation, an error), ending with ``Connection: close`` or
@@ -116,9 +117,12 @@ def lean_transport_for(
     if (proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname):
         logger.debug("%s: httpx's own transport (a proxy from the environment carries it)", safe_url(url))
         return None
-    checked = "" if scheme == "http" else " (certificates checked as httpx checks them)"
-    if verify is False and scheme == "https":
+    if scheme == "http":
+        checked = ""
+    elif verify is False:
         checked = " (certificates not checked: verify=False)"
+    else:
+        checked = " (certificates checked as httpx checks them)"
     logger.debug("%s: the lean pool%s", safe_url(url), checked)
     return LeanTransport(limits=limits, verify=verify)
 
