@@ -315,6 +315,31 @@ async def test_a_chunked_reply_over_tls_is_read_and_its_connection_kept(
     assert server.requests == [1, 1]
 
 
+async def test_a_redirect_from_http_to_https_is_followed_with_the_certificate_checked(
+    pool: str, context: ssl.SSLContext, trusted: None
+) -> None:
+    """A client made for an http URL reaches https too: its context is made on the first https request."""
+
+    async def redirect(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+            location = f"https://localhost:{server.port}/"
+            await stream.send(f"HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\n\r\n".encode())
+
+    with serving(context) as server:
+        async with (
+            await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(listener.serve, redirect)
+            url = f"http://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/"
+            async with httpx.AsyncClient(transport=transport(pool), follow_redirects=True) as client:
+                response = await client.get(url)
+            tg.cancel_scope.cancel()
+    assert (response.url.scheme, response.content) == ("https", BODY)
+    assert server.names == ["localhost"]
+
+
 # --- timeouts and cancellation drop the connection -----------------------------------
 
 
