@@ -59,6 +59,10 @@ Rules:
   server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
   follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
   the server's ``notifications/tasks/status`` about it go there).
+- A modern server that advertises the tasks extension is sent
+  ``subscriptions/listen`` for each task followed (:meth:`_listen`, one
+  request held open); its acknowledgement and ``notifications/tasks`` go to
+  the connection's :class:`~host_receiver._remote_tasks.TaskNews`.
 - Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
   every request sent is a CLIENT span whose context travels in ``_meta``
   (:meth:`request`, the one place requests are sent); every request received,
@@ -635,7 +639,7 @@ class ClientConnection:
         A tool that failed is a result with ``is_error=True``, not an
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
-        ``on_task`` is told every state of that task. ``timeout`` applies to
+        ``on_task`` is told each new state of that task once. ``timeout`` applies to
         each request sent (but ``tasks/result``, which waits for the task's
         end). A result that breaks the schema is a :class:`BadResult` naming
         the field.

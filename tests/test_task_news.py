@@ -116,6 +116,27 @@ async def test_when_the_stream_drops_the_task_is_polled_and_listened_to_again(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+async def test_a_subscription_acknowledged_without_the_task_is_closed_and_the_task_polled(
+    kind: str, tmp_path: Path
+) -> None:
+    record = tmp_path / "sent.jsonl"
+    with news_server(kind, "decline", record) as transport:
+        async with connected(transport) as server:
+            with anyio.fail_after(30):
+                result = await server.call_tool("deploy")
+            messages = sent(record)
+    assert result.text == "deployed"
+    assert len(requests_of(messages, "subscriptions/listen")) == 1  # declined: never asked again
+    assert len(requests_of(messages, "tasks/get")) >= 2
+    if kind == "stdio":  # closed as soon as it was declined (HTTP: its stream was closed)
+        (cancel,) = [m["params"] for m in messages if m.get("method") == "notifications/cancelled"]
+        assert cancel["requestId"] == next(
+            m["id"] for m in messages if m.get("method") == "subscriptions/listen"
+        )
+
+
+@pytest.mark.slow
 def test_the_cli_shows_each_notified_state_on_one_line(tmp_path: Path) -> None:
     record = tmp_path / "sent.jsonl"
     with http_server([sys.executable, str(SERVER), "--record", str(record)]) as url:

@@ -1,6 +1,6 @@
 """A 2026-07-28 server of the tasks extension that sends ``notifications/tasks``, on stdio or HTTP.
 
-Usage: python task_news_server.py --record FILE [--mode notify|drop] [--port 0]
+Usage: python task_news_server.py --record FILE [--mode notify|drop|decline] [--port 0]
 
 Without ``--port`` it speaks newline-delimited JSON on stdin/stdout; with it,
 Streamable HTTP at ``http://127.0.0.1:PORT/mcp`` (it prints ``LISTENING
@@ -28,6 +28,9 @@ to ``--record`` as one JSON line, for the test to validate.
   naming the listen request, as a server tears a subscription down) and no
   notification is ever sent; the task
   completes one second after it was created, seen only by polling.
+- ``decline``: as ``drop``, but each subscription is acknowledged without
+  the task (the server sends no notifications about it) and stays open until
+  the client closes it.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ class Server:
             task_id = f"T{len(self.tasks) + 1}"
             task = self.new_task(task_id, 600_000)
             self.tasks[task_id] = task
-        if self.mode == "drop":
+        if self.mode != "notify":
             threading.Thread(target=self.finish_later, args=(task_id,), daemon=True).start()
         return dict(task)
 
@@ -133,7 +136,7 @@ class Server:
         """The acknowledgement of a new subscription, and the queue its notifications come through."""
         asked = params.get("notifications", {}).get("taskIds", [])
         with self.lock:
-            honored = [t for t in asked if t in self.tasks]
+            honored = [t for t in asked if t in self.tasks and self.mode != "decline"]
             events: queue.Queue[dict[str, Any] | None] = queue.Queue()
             self.subscriptions[request_id] = (honored, events)
         if self.mode == "notify":
@@ -268,7 +271,7 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--record", type=Path, required=True)
-    parser.add_argument("--mode", choices=("notify", "drop"), default="notify")
+    parser.add_argument("--mode", choices=("notify", "drop", "decline"), default="notify")
     parser.add_argument("--port", type=int)
     args = parser.parse_args()
     server = Server(args.mode, args.record)
