@@ -38,7 +38,9 @@ the extension's specification and extension-tasks-overview.mdx):
   acknowledgement means polling only. A stream that ends after it was
   honoured (a graceful ``SubscriptionsListenResult``, or a dropped stream)
   is followed by a poll at once, polling at the interval, and a new
-  subscription one poll interval later.
+  subscription one poll interval later. A connection holds
+  :data:`MAX_SUBSCRIPTIONS` open at once; a task followed beyond them is
+  polled only.
 - A notification is taken only when it is news (the same for 2025-11-25
   ``notifications/tasks/status``): a state equal to the one already seen (a
   notification repeated, or one that came after a poll saw that state), one
@@ -78,7 +80,8 @@ Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
 - Cancelling, a lost task, notifications taken only when news, and the
   ``ttl`` backstop as above (``ttl: null``: no backstop).
 
-Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``, ``EARLY_NEWS``.
+Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``, ``EARLY_NEWS``,
+``MAX_SUBSCRIPTIONS``.
 """
 
 from __future__ import annotations
@@ -132,6 +135,9 @@ MIN_POLL = 0.01
 CANCEL_GRACE = 5.0
 #: Tasks not followed yet whose newest status notification is kept until they are.
 EARLY_NEWS = 64
+#: ``subscriptions/listen`` requests a connection holds open at once (on HTTP each holds a
+#: connection of the pool); the tasks followed beyond them are polled.
+MAX_SUBSCRIPTIONS = 16
 
 #: Sends one request (method, params) to the server and returns its result.
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -230,7 +236,10 @@ async def _listen_once(listen: Listen, news: TaskNews, task_id: str) -> bool:
         if not subscription.honored:
             scope.cancel()
 
-    with anyio.CancelScope() as scope:
+    with news.room() as room, anyio.CancelScope() as scope:
+        if not room:
+            logger.debug("%s subscriptions are open: task %s is polled", MAX_SUBSCRIPTIONS, safe_id(task_id))
+            return False
         async with anyio.create_task_group() as group:
             group.start_soon(close_if_declined, scope)
             try:
@@ -284,6 +293,7 @@ class TaskNews:
         self._early: OrderedDict[str, dict[str, Any]] = OrderedDict()  # tasks not followed yet
         self._subscriptions: dict[RequestId, _Subscription] = {}  # by the listen request's id
         self._listening: set[str] = set()  # tasks whose notifications the server agreed to send
+        self._open = 0  # subscriptions/listen requests held open (MAX_SUBSCRIPTIONS at most)
 
     def deliver(self, params: dict[str, Any] | None) -> bool:
         """Take a notification's params; False when they are about no task being followed (the
@@ -320,6 +330,18 @@ class TaskNews:
             self._listening.add(subscription.task_id)
             self._wake(subscription.task_id)  # poll once: what changed before the subscription began
         return True
+
+    @contextmanager
+    def room(self) -> Iterator[bool]:
+        """Whether one more subscription may be held open (the block holds it while it runs)."""
+        if self._open >= MAX_SUBSCRIPTIONS:
+            yield False
+            return
+        self._open += 1
+        try:
+            yield True
+        finally:
+            self._open -= 1
 
     def subscribe(self, subscription: _Subscription, request_id: RequestId) -> None:
         """``subscription`` is the ``subscriptions/listen`` request ``request_id``."""

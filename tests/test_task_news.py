@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,13 @@ import anyio
 import pytest
 
 from host_receiver import Host, Receiver
+from host_receiver._remote_tasks import MAX_SUBSCRIPTIONS, TaskNews, follow_task
 from host_receiver.errors import RemoteTaskLost
 from host_receiver.host import ServerConnection
 from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import RemoteTask
+from host_receiver.protocol.types import RequestId
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.testing import FakeServer, ToolCall
 from host_receiver.transports.base import Transport
@@ -228,3 +230,44 @@ async def test_a_status_notification_sent_before_the_task_is_followed_is_not_los
     assert result.text == "done early"
     assert seen == ["working", "completed"]
     assert fake.requests_of("tasks/get") == []
+
+
+async def test_a_connection_holds_at_most_max_subscriptions_open_and_polls_the_other_tasks() -> None:
+    """On HTTP each subscription holds a connection of the pool: past the cap, tasks are polled."""
+    news = TaskNews()
+    opened: list[str] = []
+    polled = {f"t-{n}": anyio.Event() for n in range(MAX_SUBSCRIPTIONS + 1)}
+    release = anyio.Event()
+
+    async def listen(task_id: str, sent_as: Callable[[RequestId], None]) -> None:
+        sent_as(len(opened))
+        opened.append(task_id)
+        await anyio.sleep_forever()  # never acknowledged: the task is polled meanwhile
+
+    async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert method == "tasks/get"
+        polled[params["taskId"]].set()
+        if not release.is_set():
+            return {**modern_task("working", pollIntervalMs=10), "taskId": params["taskId"]}
+        done = {"content": [{"type": "text", "text": params["taskId"]}]}
+        return {**modern_task("completed", result=done), "taskId": params["taskId"]}
+
+    async def unused(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        raise AssertionError("no input is asked")
+
+    results: list[str] = []
+
+    async def follow(task_id: str) -> None:
+        created = {**modern_task("working", pollIntervalMs=10), "taskId": task_id}
+        result = await follow_task(created, request, unused, news, listen=listen)
+        results.append(result["content"][0]["text"])
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for task_id in polled:
+                group.start_soon(follow, task_id)
+            for event in polled.values():
+                await event.wait()
+            assert len(opened) == MAX_SUBSCRIPTIONS  # the last task was polled without one
+            release.set()
+    assert sorted(results) == sorted(polled)
