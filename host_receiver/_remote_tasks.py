@@ -1,5 +1,9 @@
 """A server's task, client side: follow it to its end, in either era.
 
+(About 600 lines, one idea: a server's task seen from the client, polled and
+told, to its end; the rules of both eras' tasks share the polling, the news
+and the backstop, so they stay together.)
+
 Rules of the tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28;
 the extension's specification and extension-tasks-overview.mdx):
 
@@ -21,8 +25,37 @@ the extension's specification and extension-tasks-overview.mdx):
 - A ``tasks/get`` for our task that the server refuses (-32602), or that
   describes another task, ends the call with :class:`RemoteTaskLost`; a
   task the server denied is not cancelled (it knows no such task).
+- Status notifications (``notifications/tasks``, extension specification,
+  "Task Status Notifications"): when the server advertises the extension in
+  its ``server/discover`` capabilities, the follower opens
+  ``subscriptions/listen`` with ``notifications.taskIds: [the task]`` beside
+  its polls. Once the acknowledgement (``_meta`` subscriptionId: the listen
+  request's id) lists the task, the task is polled once (what changed before
+  the subscription began) and then only when the subscription ends or the
+  ttl is near: each notification carries the whole task, as ``tasks/get``
+  would. An acknowledgement that leaves the task out closes the stream; an
+  error answer (-32601, -32021, ...) or a stream that ends before any
+  acknowledgement means polling only. A stream that ends after it was
+  honoured (a graceful ``SubscriptionsListenResult``, or a dropped stream)
+  is followed by a poll at once, polling at the interval, and a new
+  subscription one poll interval later. A connection holds
+  :data:`MAX_SUBSCRIPTIONS` open at once; a task followed beyond them is
+  polled only.
+- A notification is taken only when it is news (the same for 2025-11-25
+  ``notifications/tasks/status``): a state equal to the one already seen (a
+  notification repeated, or one that came after a poll saw that state), one
+  older than it (``lastUpdatedAt``), or anything after a terminal state is
+  dropped; a terminal state is always taken, so no terminal status is lost.
+  The observer is told each new state once: a poll that saw no change is not
+  told either. ``inputRequests`` keys are answered once, whether a poll or a
+  notification brought them.
+- A notification about a task before it is followed (it may come before the
+  ``tools/call`` answer that creates the task is read) is kept, the newest
+  per task for :data:`EARLY_NEWS` tasks, and taken when following begins.
 - The ``ttlMs`` is a backstop: a task not terminal ``ttlMs`` after it was
-  created (by our clock, from the creation answer) is given up.
+  created is given up. Created is now for a new task; a resumed one counts
+  from its kept record's creation, else the server's ``createdAt``
+  (``ClientConnection.resume_task``): resuming never restarts the ttl.
 - A :class:`TaskHandle` is the same call seen from a host that shows its
   progress (``ClientConnection.watch_tool``): the latest state, its changes
   as they come, ``cancel()``, and the final result.
@@ -44,21 +77,29 @@ Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
   observer and the backstop. A ``cancelled`` task raises
   :class:`RemoteTaskCancelled`. When ``tasks/result`` answers before a poll
   saw the task end, one more ``tasks/get`` shows the observer its final state.
-- Cancelling, a lost task, and the ``ttl`` backstop as above (``ttl: null``:
-  no backstop).
+- Cancelling, a lost task, notifications taken only when news, and the
+  ``ttl`` backstop as above (``ttl: null``: no backstop).
 
-Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``.
+Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``, ``EARLY_NEWS``,
+``MAX_SUBSCRIPTIONS``.
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from host_receiver._concurrency import background_task_group
 from host_receiver._input_rounds import Fulfil, fulfil_all
 from host_receiver.errors import (
     INVALID_PARAMS,
@@ -68,11 +109,21 @@ from host_receiver.errors import (
     RemoteTaskLost,
     RpcError,
 )
-from host_receiver.protocol.modern import RemoteTask, remote_task
+from host_receiver.protocol.modern import SUBSCRIPTION_ID_KEY, RemoteTask, remote_task
 from host_receiver.protocol.results import CallToolResult
+from host_receiver.protocol.types import RequestId
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
 
-__all__ = ["TaskHandle", "TaskNews", "TaskObserver", "current_task", "follow_legacy_task", "follow_task"]
+__all__ = [
+    "Listen",
+    "TaskHandle",
+    "TaskNews",
+    "TaskObserver",
+    "birth",
+    "current_task",
+    "follow_legacy_task",
+    "follow_task",
+]
 
 logger = safe_logger("host_receiver.connection")
 
@@ -82,11 +133,19 @@ DEFAULT_POLL = 1.0
 MIN_POLL = 0.01
 #: How long ``tasks/cancel`` may take when the caller cancels (seconds).
 CANCEL_GRACE = 5.0
+#: Tasks not followed yet whose newest status notification is kept until they are.
+EARLY_NEWS = 64
+#: ``subscriptions/listen`` requests a connection holds open at once (on HTTP each holds a
+#: connection of the pool); the tasks followed beyond them are polled.
+MAX_SUBSCRIPTIONS = 16
 
 #: Sends one request (method, params) to the server and returns its result.
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 #: Told every state of the task, in order, for a host that shows its progress.
 TaskObserver = Callable[[RemoteTask], Awaitable[None]]
+#: Opens ``subscriptions/listen`` for one task id, telling the given function the request's
+#: JSON-RPC id before it is sent; returns (or raises) when the subscription ends.
+Listen = Callable[[str, Callable[[RequestId], None]], Awaitable[None]]
 
 
 class _Denied(RemoteTaskLost):
@@ -94,15 +153,35 @@ class _Denied(RemoteTaskLost):
 
 
 async def follow_task(
-    created: dict[str, Any], request: Request, fulfil: Fulfil, *, observer: TaskObserver | None = None
+    created: dict[str, Any],
+    request: Request,
+    fulfil: Fulfil,
+    news: TaskNews,
+    *,
+    observer: TaskObserver | None = None,
+    listen: Listen | None = None,
+    born: float | None = None,
 ) -> dict[str, Any]:
-    """The final result of the task ``created`` describes (rules in the module docstring)."""
+    """The final result of the task ``created`` describes (rules in the module docstring).
+
+    ``listen`` opens the extension's subscription when the server offers it;
+    ``born`` is when the task was created (wall clock; None: now).
+    """
     task = remote_task(created)
-    answered: set[str] = set()
-    deadline = _deadline(task)
-    try:
+    task_id = task.task_id
+    deadline = _deadline(task, born)
+
+    def patience() -> float:
+        """How long to wait for news before polling: the poll interval, or the ttl while subscribed."""
+        wait = math.inf if news.listening(task_id) else _poll_interval(task)
+        return wait if deadline is None else min(wait, max(deadline - anyio.current_time(), 0.0))
+
+    async def states() -> dict[str, Any]:
+        nonlocal task
+        answered: set[str] = set()
+        fresh = True  # ``task`` is a state the observer has not been told
         while True:
-            if observer is not None:
+            if fresh and observer is not None:
                 await observer(task)
             if task.status == "completed":
                 assert task.result is not None
@@ -111,20 +190,66 @@ async def follow_task(
                 assert task.error is not None
                 raise RpcError.from_dict(task.error)
             if task.status == "cancelled":
-                raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task.task_id)}")
+                raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task_id)}")
             pending = {k: v for k, v in task.input_requests.items() if k not in answered}
             if pending:
                 responses = await fulfil_all(pending, fulfil)
                 answered.update(pending)
-                await request("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
+                await request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+                told: RemoteTask | None = await _poll(request, task_id)
             else:
                 _check_ttl(task, deadline)
-                await anyio.sleep(_poll_interval(task))
-            task = await _poll(request, task.task_id)
+                raw = await news.wait(task_id, patience())
+                told = await _poll(request, task_id) if raw is None else _news_of(raw, task)
+            fresh = told is not None and told != task
+            task = told or task
+
+    try:
+        with news.following(task_id):
+            async with background_task_group() as helpers:
+                if listen is not None and not task.is_terminal:
+                    helpers.start_soon(_keep_listening, listen, news, task_id, lambda: _poll_interval(task))
+                return await states()
     except BaseException as exc:
         if not task.is_terminal and not isinstance(exc, _Denied):
-            await _cancel(request, task.task_id)
+            await _cancel(request, task_id)
         raise
+
+
+async def _keep_listening(listen: Listen, news: TaskNews, task_id: str, pause: Callable[[], float]) -> None:
+    """Keep a ``subscriptions/listen`` for ``task_id`` open while the task is followed (rules in the
+    module docstring): opened again after it ends, given up when the server does not honour it."""
+    while True:
+        if not await _listen_once(listen, news, task_id):
+            logger.debug("no status notifications for task %s: polling it", safe_id(task_id))
+            return
+        await anyio.sleep(pause())
+
+
+async def _listen_once(listen: Listen, news: TaskNews, task_id: str) -> bool:
+    """One ``subscriptions/listen`` for ``task_id``, to its end: whether the server honoured it
+    (one whose acknowledgement leaves the task out is closed at once)."""
+    subscription = _Subscription(task_id)
+
+    async def close_if_declined(scope: anyio.CancelScope) -> None:
+        await subscription.acknowledged.wait()
+        if not subscription.honored:
+            scope.cancel()
+
+    with news.room() as room, anyio.CancelScope() as scope:
+        if not room:
+            logger.debug("%s subscriptions are open: task %s is polled", MAX_SUBSCRIPTIONS, safe_id(task_id))
+            return False
+        async with anyio.create_task_group() as group:
+            group.start_soon(close_if_declined, scope)
+            try:
+                await listen(task_id, partial(news.subscribe, subscription))
+            except (HostReceiverError, OSError) as exc:
+                logger.debug("the subscription to task %s ended: %s", safe_id(task_id), exc)
+            finally:
+                news.unsubscribe(subscription)
+            group.cancel_scope.cancel()
+    return subscription.honored
 
 
 async def _poll(request: Request, task_id: str, *, legacy: bool = False) -> RemoteTask:
@@ -148,27 +273,106 @@ async def current_task(request: Request, task_id: str, *, legacy: bool = False) 
     return raw
 
 
+@dataclass(eq=False)
+class _Subscription:
+    """One ``subscriptions/listen`` for one task: acknowledged or not yet, honoured or not."""
+
+    task_id: str
+    acknowledged: anyio.Event = field(default_factory=anyio.Event)
+    honored: bool = False
+
+
 class TaskNews:
-    """The ``notifications/tasks/status`` a 2025-11-25 server sends about the tasks a connection follows."""
+    """What a server says unasked about its tasks: status notifications (2025-11-25
+    ``notifications/tasks/status``, the extension's ``notifications/tasks``) and the acknowledgements
+    of the extension's subscriptions, for the tasks a connection follows."""
 
     def __init__(self) -> None:
         self._arrived: dict[str, anyio.Event] = {}  # by task id, while it is followed
         self._latest: dict[str, dict[str, Any]] = {}
+        self._early: OrderedDict[str, dict[str, Any]] = OrderedDict()  # tasks not followed yet
+        self._subscriptions: dict[RequestId, _Subscription] = {}  # by the listen request's id
+        self._listening: set[str] = set()  # tasks whose notifications the server agreed to send
+        self._open = 0  # subscriptions/listen requests held open (MAX_SUBSCRIPTIONS at most)
 
     def deliver(self, params: dict[str, Any] | None) -> bool:
-        """Take a notification's params; False when they are about no task being followed."""
+        """Take a notification's params; False when they are about no task being followed (the
+        newest about each of :data:`EARLY_NEWS` such tasks is kept until it is)."""
         task_id = params.get("taskId") if params is not None else None
-        arrived = self._arrived.get(task_id) if isinstance(task_id, str) else None
-        if params is None or arrived is None:
+        if params is None or not isinstance(task_id, str):
             return False
-        self._latest[str(task_id)] = params
+        arrived = self._arrived.get(task_id)
+        if arrived is None:
+            self._early[task_id] = params
+            self._early.move_to_end(task_id)
+            while len(self._early) > EARLY_NEWS:
+                self._early.popitem(last=False)
+            return False
+        self._latest[task_id] = params
         arrived.set()
         return True
 
+    def acknowledge(self, params: dict[str, Any] | None) -> bool:
+        """Take a ``notifications/subscriptions/acknowledged``; False when it is about no subscription
+        of this connection's, or one already acknowledged."""
+        meta = params.get("_meta") if params is not None else None
+        key = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        if params is None or isinstance(key, bool) or not isinstance(key, str | int):
+            return False
+        subscription = self._subscriptions.get(key)
+        if subscription is None or subscription.acknowledged.is_set():
+            return False
+        agreed = params.get("notifications")
+        task_ids = agreed.get("taskIds") if isinstance(agreed, dict) else None
+        subscription.honored = isinstance(task_ids, list) and subscription.task_id in task_ids
+        subscription.acknowledged.set()
+        if subscription.honored:
+            self._listening.add(subscription.task_id)
+            self._wake(subscription.task_id)  # poll once: what changed before the subscription began
+        return True
+
+    @contextmanager
+    def room(self) -> Iterator[bool]:
+        """Whether one more subscription may be held open (the block holds it while it runs)."""
+        if self._open >= MAX_SUBSCRIPTIONS:
+            yield False
+            return
+        self._open += 1
+        try:
+            yield True
+        finally:
+            self._open -= 1
+
+    def subscribe(self, subscription: _Subscription, request_id: RequestId) -> None:
+        """``subscription`` is the ``subscriptions/listen`` request ``request_id``."""
+        self._subscriptions[request_id] = subscription
+
+    def unsubscribe(self, subscription: _Subscription) -> None:
+        """``subscription`` has ended: its task is polled again (at once, to miss nothing)."""
+        for key in [k for k, v in self._subscriptions.items() if v is subscription]:
+            del self._subscriptions[key]
+        if subscription.honored:
+            self._listening.discard(subscription.task_id)
+            self._wake(subscription.task_id)
+
+    def listening(self, task_id: str) -> bool:
+        """Whether the server agreed to send status notifications about ``task_id`` (and still may)."""
+        return task_id in self._listening
+
+    def _wake(self, task_id: str) -> None:
+        arrived = self._arrived.get(task_id)
+        if arrived is not None:
+            arrived.set()
+
     @contextmanager
     def following(self, task_id: str) -> Iterator[None]:
-        """Keep the notifications about ``task_id`` while the block runs."""
-        self._arrived[task_id] = anyio.Event()
+        """Keep the notifications about ``task_id`` while the block runs (one that came before is
+        the first)."""
+        self._arrived[task_id] = arrived = anyio.Event()
+        early = self._early.pop(task_id, None)
+        if early is not None:
+            self._latest[task_id] = early
+            arrived.set()
         try:
             yield
         finally:
@@ -176,7 +380,8 @@ class TaskNews:
             self._latest.pop(task_id, None)
 
     async def wait(self, task_id: str, seconds: float) -> dict[str, Any] | None:
-        """The newest notification about ``task_id`` that arrives within ``seconds``, or None."""
+        """The newest notification about ``task_id`` that arrives within ``seconds``; None after
+        ``seconds``, or when its subscription began or ended (time to poll)."""
         arrived = self._arrived[task_id]
         with anyio.move_on_after(seconds):
             await arrived.wait()
@@ -185,14 +390,48 @@ class TaskNews:
         return self._latest.pop(task_id, None)
 
 
+def _news_of(raw: dict[str, Any], seen: RemoteTask, *, legacy: bool = False) -> RemoteTask | None:
+    """The state a status notification tells, when it is news after ``seen``: None when it is
+    malformed, about another task, the state already seen, older than it (``lastUpdatedAt``), or
+    comes after a terminal state (which never changes). A terminal state is never taken for old."""
+    try:
+        told = remote_task(raw, legacy=legacy)
+    except BadResult as exc:
+        logger.debug("ignored a malformed task status notification: %s", exc)
+        return None
+    if told.task_id != seen.task_id or seen.is_terminal or told == seen:
+        return None
+    if not told.is_terminal and _before(told.last_updated_at, seen.last_updated_at):
+        return None
+    return told
+
+
+def _before(stamp: str | None, other: str | None) -> bool:
+    """Whether ISO 8601 time ``stamp`` is strictly before ``other`` (False when either is unreadable)."""
+    try:
+        return stamp is not None and other is not None and _instant(stamp) < _instant(other)
+    except (ValueError, TypeError):
+        return False
+
+
+def _instant(stamp: str) -> float:
+    moment = datetime.fromisoformat(stamp)
+    return moment.timestamp()
+
+
 async def follow_legacy_task(
-    created: dict[str, Any], request: Request, news: TaskNews, *, observer: TaskObserver | None = None
+    created: dict[str, Any],
+    request: Request,
+    news: TaskNews,
+    *,
+    observer: TaskObserver | None = None,
+    born: float | None = None,
 ) -> dict[str, Any]:
     """The ``tasks/result`` answer for the 2025-11-25 task ``created`` describes (the ``task`` of a
-    ``CreateTaskResult``; rules in the module docstring)."""
+    ``CreateTaskResult``; rules in the module docstring; ``born`` as for :func:`follow_task`)."""
     task = remote_task(created, legacy=True)
     task_id = task.task_id
-    deadline = _deadline(task)
+    deadline = _deadline(task, born)
     ended: list[dict[str, Any] | Exception] = []  # the first outcome: tasks/result's, or the watch's error
     answered = False  # tasks/result answered: the task has ended on the server
 
@@ -217,9 +456,9 @@ async def follow_legacy_task(
 
     async def watch() -> dict[str, Any]:
         nonlocal task
-        fetching = False
+        fetching, fresh = False, True
         while True:
-            if observer is not None:
+            if fresh and observer is not None:
                 await observer(task)
             if task.status == "cancelled":
                 raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task_id)}")
@@ -229,7 +468,9 @@ async def follow_legacy_task(
             if task.is_terminal:
                 await anyio.sleep_forever()  # tasks/result ends the call
             _check_ttl(task, deadline)
-            task = await _next_state(request, news, task)
+            told = await _next_state(request, news, task)
+            fresh = told is not None and told != task
+            task = told or task
 
     try:
         with news.following(task_id):
@@ -257,22 +498,31 @@ async def _final_state(request: Request, task: RemoteTask) -> RemoteTask:
         return task
 
 
-async def _next_state(request: Request, news: TaskNews, task: RemoteTask) -> RemoteTask:
-    """The task's next state: a status notification within the poll interval, else ``tasks/get``."""
+async def _next_state(request: Request, news: TaskNews, task: RemoteTask) -> RemoteTask | None:
+    """The task's next state: a status notification within the poll interval, else ``tasks/get``;
+    None for a notification that is no news (:func:`_news_of`)."""
     raw = await news.wait(task.task_id, _poll_interval(task))
     if raw is not None:
-        try:
-            told = remote_task(raw, legacy=True)
-        except BadResult as exc:
-            logger.debug("ignored a malformed notifications/tasks/status: %s", exc)
-        else:
-            return told
+        return _news_of(raw, task, legacy=True)
     return await _poll(request, task.task_id, legacy=True)
 
 
-def _deadline(task: RemoteTask) -> float | None:
-    """When the ttl backstop gives ``task`` up (by our clock), or None without a ttl."""
-    return None if task.ttl_ms is None else anyio.current_time() + task.ttl_ms / 1000
+def _deadline(task: RemoteTask, born: float | None) -> float | None:
+    """When the ttl backstop gives ``task`` up, on anyio's clock: its ttl after its creation at
+    ``born`` (wall clock; None: now); None without a ttl."""
+    if task.ttl_ms is None:
+        return None
+    age = 0.0 if born is None else max(time.time() - born, 0.0)
+    return anyio.current_time() - age + task.ttl_ms / 1000
+
+
+def birth(raw: dict[str, Any]) -> float | None:
+    """When the server says a task was created (its ``createdAt``, wall clock), or None if unreadable."""
+    stamp = raw.get("createdAt")
+    try:
+        return _instant(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None
 
 
 def _check_ttl(task: RemoteTask, deadline: float | None) -> None:

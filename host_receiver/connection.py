@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 800 lines, one idea: the connection's own state, its agreement and
+(About 900 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 
@@ -59,6 +59,10 @@ Rules:
   server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
   follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
   the server's ``notifications/tasks/status`` about it go there).
+- A modern server that advertises the tasks extension is sent
+  ``subscriptions/listen`` for each task followed (:meth:`_listen`, one
+  request held open); its acknowledgement and ``notifications/tasks`` go to
+  the connection's :class:`~host_receiver._remote_tasks.TaskNews`.
 - Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
   every request sent is a CLIENT span whose context travels in ``_meta``
   (:meth:`request`, the one place requests are sent); every request received,
@@ -72,7 +76,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
@@ -93,6 +97,7 @@ from host_receiver._remote_tasks import (
     TaskHandle,
     TaskNews,
     TaskObserver,
+    birth,
     current_task,
     follow_legacy_task,
     follow_task,
@@ -127,7 +132,7 @@ from host_receiver.protocol.results import (
     parse_result,
     parse_tools,
 )
-from host_receiver.protocol.types import Implementation, dump
+from host_receiver.protocol.types import Implementation, RequestId, dump
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, Era, rules_of
 from host_receiver.remote_task_store import StoredTask, server_address
 from host_receiver.sanitize import safe_id, safe_logger, safe_text
@@ -154,6 +159,8 @@ logger = safe_logger(__name__)
 
 #: Requests that may be answered with ``input_required`` (basic-patterns-mrtr.mdx).
 _ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: A server's status notifications about its tasks: 2025-11-25's, and the tasks extension's.
+_TASK_NEWS = frozenset({"notifications/tasks/status", "notifications/tasks"})
 
 
 class ServerHandler(Protocol):
@@ -394,8 +401,10 @@ class ClientConnection:
         return call.answered(answer)
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
-        if method == "notifications/tasks/status" and self._task_news.deliver(params):
+        if method in _TASK_NEWS and self._task_news.deliver(params):
             return  # about a task this connection follows
+        if method == "notifications/subscriptions/acknowledged" and self._task_news.acknowledge(params):
+            return  # a subscription to a task's notifications
         if method == "notifications/tools/list_changed":
             self._tools = None
         await self._serving.handle_notification(method, params)
@@ -508,6 +517,8 @@ class ClientConnection:
         params: dict[str, Any] | None,
         timeout: float | None,
         on_progress: ProgressCallback | None,
+        sent_as: Callable[[RequestId], None] | None = None,
+        peer_ends: bool = False,
     ) -> dict[str, Any]:
         if self.era is Era.LEGACY:
             return await self._session.request(method, params, timeout=timeout, on_progress=on_progress)
@@ -517,7 +528,13 @@ class ClientConnection:
         while True:
             try:
                 result = await self._session.request(
-                    method, stamped, timeout=timeout, on_progress=on_progress, headers=headers
+                    method,
+                    stamped,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    headers=headers,
+                    sent_as=sent_as,
+                    peer_ends=peer_ends,
                 )
                 break
             except RpcError as exc:
@@ -622,7 +639,7 @@ class ClientConnection:
         A tool that failed is a result with ``is_error=True``, not an
         exception. On a modern connection the server's input rounds are
         answered and its task (tasks extension) followed to its end;
-        ``on_task`` is told every state of that task. ``timeout`` applies to
+        ``on_task`` is told each new state of that task once. ``timeout`` applies to
         each request sent (but ``tasks/result``, which waits for the task's
         end). A result that breaks the schema is a :class:`BadResult` naming
         the field.
@@ -708,9 +725,11 @@ class ClientConnection:
         params: dict[str, Any],
         timeout: float | None,
         on_task: TaskObserver | None,
+        born: float | None = None,
     ) -> dict[str, Any]:
         """Follow the server's task ``created`` describes (a ``tools/call`` of ``params``) to its end,
-        kept in the task store while it runs when the options name one."""
+        kept in the task store while it runs when the options name one. ``born``: when the task was
+        created (wall clock; None: now), whence its ttl counts."""
         legacy = self.era is Era.LEGACY
 
         async def send_task_request(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
@@ -720,9 +739,13 @@ class ClientConnection:
             return await self.request(method, task_params, timeout=timeout)
 
         async def follow() -> dict[str, Any]:
+            news = self._task_news
             if legacy:
-                return await follow_legacy_task(created, send_task_request, self._task_news, observer=on_task)
-            return await follow_task(created, send_task_request, self._fulfil, observer=on_task)
+                return await follow_legacy_task(created, send_task_request, news, observer=on_task, born=born)
+            listen = self._listen if self._sends_task_news else None
+            return await follow_task(
+                created, send_task_request, self._fulfil, news, observer=on_task, listen=listen, born=born
+            )
 
         store = self._options.task_store
         if store is None or self._address is None:
@@ -735,8 +758,27 @@ class ClientConnection:
             params["name"],
             params.get("arguments"),
             task.ttl_ms,
+            created=born,
         )
         return await store.keeping(kept, follow)
+
+    @property
+    def _sends_task_news(self) -> bool:
+        """Whether the server advertises the tasks extension, whose ``notifications/tasks`` a
+        ``subscriptions/listen`` asks for (extension-tasks-overview.mdx)."""
+        extensions = self.server_capabilities.get("extensions")
+        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+    async def _listen(self, task_id: str, sent_as: Callable[[RequestId], None]) -> None:
+        """Hold a ``subscriptions/listen`` for the status notifications of ``task_id`` until it ends
+        (the server ends it with its result or ``notifications/cancelled``, its stream drops, or the
+        caller cancels: the stream is closed)."""
+        params = {"notifications": {"taskIds": [task_id]}}
+        with self._telemetry.client_call("subscriptions/listen", params, self._facts()) as call:
+            result = await self._sent(
+                "subscriptions/listen", call.params, None, None, sent_as, peer_ends=True
+            )
+            call.result(result)
 
     async def resume_task(
         self,
@@ -752,25 +794,30 @@ class ClientConnection:
 
         It starts from the task's ``tasks/get`` answer and goes on as
         :meth:`call_tool` does (kept in the task store meanwhile, when the
-        options name one). A task the server does not know is a
-        :class:`RemoteTaskLost`.
+        options name one). The ttl backstop counts from the task's creation:
+        its record's in the task store, else the server's ``createdAt``.
+        A task the server does not know is a :class:`RemoteTaskLost`.
         """
         legacy = self.era is Era.LEGACY
 
         async def get(method: str, task_params: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, task_params, timeout=timeout)
 
+        store = self._options.task_store
+        kept = None
+        if store is not None and self._address is not None:
+            kept = await store.find(self._address, task_id)
         try:
             created = await current_task(get, task_id, legacy=legacy)
         except RemoteTaskLost:
-            store = self._options.task_store
-            if store is not None and self._address is not None:
-                await store.forget(self._address, task_id)
+            if kept is not None and store is not None:
+                await store.remove(kept.id)
             raise
         params: dict[str, Any] = (
             {"name": tool} if arguments is None else {"name": tool, "arguments": arguments}
         )
-        result = await self._follow(created, params, timeout, on_task)
+        born = kept.created if kept is not None else birth(created)
+        result = await self._follow(created, params, timeout, on_task, born)
         return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
     async def cancel_task(self, task_id: str, *, timeout: float | None = None) -> None:

@@ -24,9 +24,11 @@ Rules:
   It stays when the connection failed under it (the server may still hold
   the task) or the process died.
 - A kept task past its ttl (by the wall clock, from its creation) is removed
-  without connecting (``host-receiver tasks``); a resumed one gets the ttl
-  backstop of the followers again, counted from the ``tasks/get`` that
-  resumes it (the server's own ttl still bounds it).
+  without connecting (``host-receiver tasks``); a resumed one keeps counting
+  its ttl from that same creation (the record's, which a resume never
+  replaces; without a record, the server's ``createdAt``): the followers'
+  ttl backstop gives it up when the ttl it was created with has passed,
+  never later.
 - Every SQLite call runs in a worker thread (``anyio.to_thread``), each on its
   own short-lived connection: the event loop never waits on the disk.
 """
@@ -123,8 +125,10 @@ class StoredTask:
         tool: str,
         arguments: dict[str, Any] | None,
         ttl_ms: int | None,
+        *,
+        created: float | None = None,
     ) -> StoredTask:
-        """The record of a task created now."""
+        """The record of a task created at ``created`` (wall clock; None: now)."""
         identity = _identity(address)
         return cls(
             _short_id(identity, task_id),
@@ -135,7 +139,7 @@ class StoredTask:
             tool,
             arguments,
             ttl_ms,
-            time.time(),
+            time.time() if created is None else created,
         )
 
     def expired(self, now: float | None = None) -> bool:
@@ -206,9 +210,9 @@ class RemoteTaskStore:
             for row in rows
         ]
 
-    async def forget(self, address: dict[str, Any], task_id: str) -> None:
-        """Forget the server's task ``task_id`` of the server at ``address`` (nothing if not kept)."""
-        await self.remove(_short_id(_identity(address), task_id))
+    async def find(self, address: dict[str, Any], task_id: str) -> StoredTask | None:
+        """The kept record of the task ``task_id`` of the server at ``address``, or None."""
+        return await self.get(_short_id(_identity(address), task_id))
 
     async def get(self, task_id: str) -> StoredTask | None:
         """The kept task whose short id is ``task_id``, or None."""

@@ -22,8 +22,11 @@ Rules:
   go out through the session's :class:`~host_receiver._outbox.Outbox`, in
   order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
-  reply is then never sent. An outgoing request that times out or whose caller
-  is cancelled is abandoned: the stream's binding may tell the peer itself
+  reply is then never sent. Naming none, it ends an outgoing request sent
+  with ``peer_ends=True`` (a 2026-07-28 server ends a ``subscriptions/listen``
+  so): the request raises :class:`ConnectionClosed` saying so.
+- An outgoing request that times out or whose caller is cancelled is
+  abandoned: the stream's binding may tell the peer itself
   (the 2026-07-28 HTTP binding closes the request's stream), else the session
   sends ``notifications/cancelled`` (never for ``initialize``, which MCP
   forbids cancelling).
@@ -182,6 +185,7 @@ class Session:
         self._abandoned: dict[RequestId, None] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         self._peer_cancelled: set[RequestId] = set()
+        self._peer_ends: set[RequestId] = set()  # outgoing requests the peer may end by cancelling them
         self._finishing: str | None = None  # why the in-flight requests are being answered
         self._outbox: Outbox | None = None  # made with the session's task group
         self._closed_reason: str | None = None
@@ -263,11 +267,16 @@ class Session:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         headers: Mapping[str, str] | None = None,
+        sent_as: Callable[[RequestId], None] | None = None,
+        peer_ends: bool = False,
     ) -> dict[str, Any]:
         """Send a request and return its result.
 
         ``headers`` travel with the request to the stream, outside the message
         (:attr:`Request.headers`: the HTTP binding's mirrored headers).
+        ``sent_as`` is told the request's id before it is sent (a
+        ``subscriptions/listen`` is known by it); ``peer_ends``: the peer may
+        end it with ``notifications/cancelled``.
         Raises :class:`RpcError` for an error response, ``TimeoutError`` after
         ``timeout`` seconds, :class:`ConnectionClosed` if the session ends
         first, :class:`TransportError` if the message cannot be sent.
@@ -275,6 +284,8 @@ class Session:
         self._check_open()
         request_id = next(self._ids)
         note_request_id(request_id)
+        if sent_as is not None:
+            sent_as(request_id)
         progress_out: MemoryObjectReceiveStream[_Progress] | None = None
         progress_in: MemoryObjectSendStream[_Progress] | None = None
         if on_progress is not None:
@@ -282,6 +293,8 @@ class Session:
             progress_in, progress_out = anyio.create_memory_object_stream[_Progress](_PROGRESS_BUFFER)
         pending = _Pending(progress_in)
         self._pending[request_id] = pending
+        if peer_ends:
+            self._peer_ends.add(request_id)
         try:
             with anyio.fail_after(timeout):
                 await self._stream.send(Request(request_id, method, params, headers))
@@ -303,6 +316,7 @@ class Session:
             raise
         finally:
             del self._pending[request_id]
+            self._peer_ends.discard(request_id)
             if progress_in is not None:
                 progress_in.close()
         outcome = pending.outcome
@@ -494,12 +508,17 @@ class Session:
             logger.debug("%s sent notifications/cancelled without a usable requestId", self.name)
             return
         assert request_id is not None
+        assert params is not None
+        reason = safe_text(params.get("reason"), _REASON_LIMIT)
         scope = self._in_flight.get(request_id)
+        if scope is None and request_id in self._peer_ends:
+            self._pending[request_id].settle(
+                ConnectionClosed(f"{self.name} ended request {safe_id(request_id)}: {reason}")
+            )
+            return
         if scope is None:
             logger.debug("%s cancelled request %s, which is not running", self.name, safe_id(request_id))
             return
-        assert params is not None
-        reason = safe_text(params.get("reason"), _REASON_LIMIT)
         logger.info("%s cancelled request %s: %s", self.name, safe_id(request_id), reason)
         self._peer_cancelled.add(request_id)
         scope.cancel()

@@ -30,6 +30,7 @@ MODERN_REQUEST_OF = {
     "tools/list": "ListToolsRequest",
     "prompts/get": "GetPromptRequest",
     "resources/read": "ReadResourceRequest",
+    "subscriptions/listen": "SubscriptionsListenRequest",
 }
 #: The tasks extension's methods, and the params each needs besides ``taskId``.
 TASK_EXTENSION_PARAMS = {"tasks/get": (), "tasks/update": ("inputResponses",), "tasks/cancel": ()}
@@ -110,6 +111,9 @@ def validate_modern_request(message: dict[str, Any]) -> None:
             assert needed in params, f"{method} needs {needed}"
     else:
         raise AssertionError(f"a modern client sent {method}, which the 2026-07-28 schema has no request for")
+    if method == "subscriptions/listen":  # the tasks extension adds taskIds to the core filter
+        task_ids = params["notifications"].get("taskIds", [])
+        assert isinstance(task_ids, list) and all(isinstance(t, str) for t in task_ids), "taskIds: strings"
     if "inputResponses" in params:
         validate("InputResponses", params["inputResponses"], version=MODERN)
     if "requestState" in params:

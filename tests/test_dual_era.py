@@ -810,7 +810,7 @@ async def test_a_task_result_is_followed_to_its_end_answering_its_input_with_tas
     async with connected(server) as connection:
         result = await connection.call_tool("long", on_task=observe)
     assert result.model_dump() == {"content": [{"type": "text", "text": "done"}], "isError": False}
-    assert seen == ["working", "working", "input_required", "input_required", "completed"]
+    assert seen == ["working", "input_required", "completed"]  # each new state once
     (update,) = server.requests_of(
         "tasks/update"
     )  # the repeated input request (same key) was not answered twice

@@ -72,8 +72,9 @@ async def test_ids_are_short_stable_and_per_server(tmp_path: Path) -> None:
     assert first.id == again.id != other.id and len(first.id) == 10
     await store.add(first)
     await store.add(again)  # a resumed task keeps its first record
-    assert await store.get(first.id) == first
-    await store.forget(ADDRESS, "t-1")
+    assert await store.get(first.id) == first == await store.find(ADDRESS, "t-1")
+    assert await store.find({"url": "https://other.example/mcp"}, "t-1") is None
+    await store.remove(first.id)
     assert await store.get(first.id) is None
     assert first.identity == http_identity(ADDRESS["url"])
 

@@ -45,3 +45,44 @@ async def test_a_task_whose_result_comes_before_a_poll_saw_it_end_is_seen_comple
     assert result["content"][0]["text"] == "done"
     assert [state.status for state in seen] == ["input_required", "completed"]
     assert sent == ["tasks/result", "tasks/get"]
+
+
+async def test_a_status_notification_is_taken_only_when_it_is_news() -> None:
+    """An older state, a repeat, or anything after a terminal state tells nothing; a terminal state
+    is taken even when its ``lastUpdatedAt`` looks older (no terminal status is lost)."""
+
+    def state(status: str, stamp: str, message: str | None = None) -> dict[str, Any]:
+        told = {**task(status), "lastUpdatedAt": f"2026-12-04T00:00:{stamp}Z"}
+        return told if message is None else {**told, "statusMessage": message}
+
+    async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert method == "tasks/result", "no poll comes within the poll interval"
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    seen: list[tuple[str, str | None]] = []
+
+    async def observer(state: RemoteTask) -> None:
+        seen.append((state.status, state.status_message))
+
+    news = TaskNews()
+    results: list[dict[str, Any]] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+
+            async def follow() -> None:
+                results.append(
+                    await follow_legacy_task(state("working", "05"), request, news, observer=observer)
+                )
+
+            group.start_soon(follow)
+            for told in (
+                state("working", "01", "older"),
+                state("working", "06", "building"),
+                state("working", "06", "building"),  # the same notification again
+                state("completed", "02"),  # terminal: taken although stamped before the last state
+                state("working", "09", "after the end"),
+            ):
+                await anyio.wait_all_tasks_blocked()
+                news.deliver(told)
+    assert seen == [("working", None), ("working", "building"), ("completed", None)]
+    assert results[0]["content"][0]["text"] == "done"

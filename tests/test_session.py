@@ -274,6 +274,33 @@ async def test_caller_cancellation_tells_the_peer_but_initialize_is_never_cancel
         )
 
 
+async def test_a_peer_ends_only_the_outgoing_requests_it_may_end_by_cancelling_them() -> None:
+    """A 2026-07-28 server tears a subscriptions/listen down with notifications/cancelled naming it;
+    any other outgoing request stays pending (the id may be one of the peer's own requests)."""
+    ids: list[Any] = []
+    async with session_with_raw_peer() as (session, peer), anyio.create_task_group() as tg:
+
+        async def other() -> None:
+            assert await session.request("tools/list") == {"tools": []}
+
+        tg.start_soon(other)
+        plain = await receive(peer)
+        assert isinstance(plain, Request)
+        await peer.send(Notification("notifications/cancelled", {"requestId": plain.id, "reason": "no"}))
+
+        async def end_listen() -> None:
+            listen = await receive(peer)
+            assert isinstance(listen, Request) and [listen.id] == ids
+            await peer.send(
+                Notification("notifications/cancelled", {"requestId": listen.id, "reason": "bye"})
+            )
+
+        tg.start_soon(end_listen)
+        with pytest.raises(ConnectionClosed, match="test peer ended request 2: bye"):
+            await session.request("subscriptions/listen", {}, sent_as=ids.append, peer_ends=True)
+        await peer.send(Response(plain.id, {"tools": []}))  # still waited for
+
+
 async def test_progress_arrives_in_order_before_the_result() -> None:
     updates: list[tuple[float, float | None, str | None]] = []
 

@@ -40,6 +40,7 @@ __all__ = [
     "MODERN_ERROR_CODES",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY",
     "TASKS_EXTENSION",
     "TERMINAL_STATUSES",
     "UNSUPPORTED_VERSION",
@@ -55,6 +56,8 @@ PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+#: The ``_meta`` key tying a notification to the ``subscriptions/listen`` request (its id) it belongs to.
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 #: The tasks extension's identifier, in ``capabilities.extensions``.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 

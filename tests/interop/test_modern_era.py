@@ -401,6 +401,24 @@ async def test_a_task_asking_a_form_then_an_llm_is_followed_to_its_result(
         assert capabilities["extensions"] == {TASKS: {}}  # declared on every request
 
 
+@pytest.mark.parametrize("kind", ["stdio", "stateless"])
+async def test_a_server_that_refuses_subscriptions_listen_has_its_task_polled(
+    kind: str, modern_peers: ModernPeers
+) -> None:
+    """fastmcp-tasks advertises the extension but answers ``subscriptions/listen`` -32601: the
+    subscription for the task is tried once, and the task is polled to its end."""
+    async with running_host() as h:
+        server = await h.connect("fastmcp", transport("fastmcp", kind, modern_peers))
+        result = await server.call_tool("task_slow", {"seconds": 1, "tag": f"listen-{kind}"})
+    assert report_of(result)["background_task"] is True
+    wire = h.wires["fastmcp"]
+    (listen,) = [m for m in wire.sent if m.get("method") == "subscriptions/listen"]
+    polls = [m["params"]["taskId"] for m in wire.sent if m.get("method") == "tasks/get"]
+    assert polls and listen["params"]["notifications"] == {"taskIds": [polls[0]]}
+    (answer,) = [m for m in wire.received if m.get("id") == listen["id"] and "method" not in m]
+    assert answer["error"]["code"] == -32601
+
+
 async def test_a_failed_task_raises_and_a_tool_error_is_a_result(modern_peers: ModernPeers) -> None:
     async with running_host() as h:
         server = await h.connect("fastmcp", transport("fastmcp", "stdio", modern_peers))
