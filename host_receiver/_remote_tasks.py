@@ -31,9 +31,11 @@ the extension's specification and extension-tasks-overview.mdx):
   ``subscriptions/listen`` with ``notifications.taskIds: [the task]`` beside
   its polls. Once the acknowledgement (``_meta`` subscriptionId: the listen
   request's id) lists the task, the task is polled once (what changed before
-  the subscription began) and then only when the subscription ends or the
-  ttl is near: each notification carries the whole task, as ``tasks/get``
-  would. An acknowledgement that leaves the task out closes the stream; an
+  the subscription began) and then when the subscription ends, the ttl is
+  near, or :data:`SUBSCRIBED_POLL` seconds (at least the poll interval) pass
+  without news: each notification carries the whole task, as ``tasks/get``
+  would, and the slow poll is the backstop for a stream that goes quiet
+  without ending. An acknowledgement that leaves the task out closes the stream; an
   error answer (-32601, -32021, ...) or a stream that ends before any
   acknowledgement means polling only. A stream that ends after it was
   honoured (a graceful ``SubscriptionsListenResult``, or a dropped stream)
@@ -81,12 +83,11 @@ Rules of a 2025-11-25 task-augmented ``tools/call`` (the tasks chapter;
   ``ttl`` backstop as above (``ttl: null``: no backstop).
 
 Fixed caps (docs/limits.md): ``DEFAULT_POLL``, ``MIN_POLL``, ``CANCEL_GRACE``, ``EARLY_NEWS``,
-``MAX_SUBSCRIPTIONS``.
+``MAX_SUBSCRIPTIONS``, ``SUBSCRIBED_POLL``.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
@@ -138,6 +139,9 @@ EARLY_NEWS = 64
 #: ``subscriptions/listen`` requests a connection holds open at once (on HTTP each holds a
 #: connection of the pool); the tasks followed beyond them are polled.
 MAX_SUBSCRIPTIONS = 16
+#: Seconds without news after which a task whose subscription is honoured is polled all the same
+#: (or its poll interval, when longer): a stream can go quiet without ending.
+SUBSCRIBED_POLL = 30.0
 
 #: Sends one request (method, params) to the server and returns its result.
 Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -172,8 +176,9 @@ async def follow_task(
     deadline = _deadline(task, born)
 
     def patience() -> float:
-        """How long to wait for news before polling: the poll interval, or the ttl while subscribed."""
-        wait = math.inf if news.listening(task_id) else _poll_interval(task)
+        """How long to wait for news before polling: the poll interval, slower while subscribed."""
+        interval = _poll_interval(task)
+        wait = max(interval, SUBSCRIBED_POLL) if news.listening(task_id) else interval
         return wait if deadline is None else min(wait, max(deadline - anyio.current_time(), 0.0))
 
     async def states() -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver import Host, Receiver
+from host_receiver import Host, Receiver, _remote_tasks
 from host_receiver._remote_tasks import MAX_SUBSCRIPTIONS, TaskNews, follow_task
 from host_receiver.errors import RemoteTaskLost
 from host_receiver.host import ServerConnection
@@ -115,6 +115,23 @@ async def test_when_the_stream_drops_the_task_is_polled_and_listened_to_again(
     messages = sent(record)
     assert len(requests_of(messages, "subscriptions/listen")) >= 2  # reopened after each drop
     assert len(requests_of(messages, "tasks/get")) >= 2  # the completion came by polling
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+async def test_a_subscription_that_goes_quiet_is_backed_by_a_slow_poll(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_remote_tasks, "SUBSCRIBED_POLL", 0.5)  # 30 s in real use
+    record = tmp_path / "sent.jsonl"
+    with news_server(kind, "quiet", record) as transport:
+        async with connected(transport) as server:
+            with anyio.fail_after(30):  # without the backstop the call waits for the ttl (10 min)
+                result = await server.call_tool("deploy")
+            messages = sent(record)
+    assert result.text == "deployed"
+    assert len(requests_of(messages, "subscriptions/listen")) == 1  # honoured and never dropped
+    assert len(requests_of(messages, "tasks/get")) >= 2  # the subscription's first poll, then the backstop
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """A 2026-07-28 server of the tasks extension that sends ``notifications/tasks``, on stdio or HTTP.
 
-Usage: python task_news_server.py --record FILE [--mode notify|drop|decline] [--port 0]
+Usage: python task_news_server.py --record FILE [--mode notify|drop|decline|quiet] [--port 0]
 
 Without ``--port`` it speaks newline-delimited JSON on stdin/stdout; with it,
 Streamable HTTP at ``http://127.0.0.1:PORT/mcp`` (it prints ``LISTENING
@@ -31,6 +31,9 @@ to ``--record`` as one JSON line, for the test to validate.
 - ``decline``: as ``drop``, but each subscription is acknowledged without
   the task (the server sends no notifications about it) and stays open until
   the client closes it.
+- ``quiet``: as ``drop``, but each subscription is acknowledged with the task
+  and stays open, silent: the completion is never notified (a stream gone
+  quiet without ending).
 """
 
 from __future__ import annotations
@@ -271,7 +274,7 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--record", type=Path, required=True)
-    parser.add_argument("--mode", choices=("notify", "drop", "decline"), default="notify")
+    parser.add_argument("--mode", choices=("notify", "drop", "decline", "quiet"), default="notify")
     parser.add_argument("--port", type=int)
     args = parser.parse_args()
     server = Server(args.mode, args.record)
