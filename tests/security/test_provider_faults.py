@@ -44,6 +44,7 @@ from providers import (
     load_config,
     save_config,
 )
+from providers._contract import ListsModels
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, Drop, Endless, ErrorReply, FakeOpenAI, RawBody, RawStream
@@ -264,6 +265,22 @@ async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI, backend: Bac
     assert "no complete reply within 1 s (this host's deadline for one sampling call)" in message
     assert time.monotonic() - started < 3
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
+
+
+async def test_the_backend_sees_the_requests_without_the_calls_tag(fake: FakeOpenAI) -> None:
+    """Requests carry the call they belong to as a header to the shared transport, which strips it."""
+    fake.queue(Completion(text="one"), Completion(text="two"))
+    fake.wire = fake.make_wire(["gpt-test"])
+    routes = registry(fake)
+    async with routes:
+        for progress in (None, ignore):
+            await routes.plan(request(), "srv").sample(progress)
+        provider = routes.providers[0]
+        assert isinstance(provider, ListsModels)
+        assert "gpt-test" in await provider.list_models()
+    assert len(fake.requests) == 3
+    for sent in fake.requests:
+        assert "x-host-receiver-call" not in sent.headers and KEY in str(sent.headers)
 
 
 async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
