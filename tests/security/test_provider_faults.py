@@ -29,13 +29,15 @@ import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INTERNAL_ERROR, ConfigError, ProviderError
-from host_receiver.protocol.types import CreateMessageRequestParams
+from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, SamplingRequest
 from providers import (
+    ECHO_MODEL,
     AnthropicProvider,
     EchoProvider,
     GeminiProvider,
     ModelInfo,
     OpenAIProvider,
+    ProgressSink,
     Provider,
     ProviderRegistry,
     SamplingLimits,
@@ -291,6 +293,27 @@ async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
     small = ProviderRegistry([EchoProvider()], limits=SamplingLimits(max_reply_chars=3))
     with pytest.raises(ProviderError, match="longer than this host's limit of 3 characters"):
         await small.plan(request(), "srv").sample(ignore)
+
+
+async def test_a_provider_that_takes_limits_is_given_the_plans_and_others_are_called_as_before() -> None:
+    seen: list[SamplingLimits] = []
+
+    class Bounded(EchoProvider):
+        async def sample_within(
+            self,
+            params: SamplingRequest,
+            model: ModelInfo,
+            limits: SamplingLimits,
+            progress: ProgressSink | None = None,
+        ) -> CreateMessageResult:
+            seen.append(limits)
+            return await self.sample(params, model, progress)
+
+    limits = SamplingLimits(max_reply_chars=500, deadline=9)
+    for provider in (Bounded(), EchoProvider()):
+        result = await ProviderRegistry([provider], limits=limits).plan(request(), "srv").sample(None)
+        assert result.model == ECHO_MODEL.id
+    assert seen == [limits]
 
 
 # --- end to end: a failed task with the diagnostic ----------------------------------------------
