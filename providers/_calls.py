@@ -23,9 +23,9 @@ given as arguments, through the SDKs' public options only:
   decompression (:func:`host_receiver._http_body.decoded`); for an event
   stream the bound is on each event. Past it the call fails with
   :class:`~host_receiver.errors.ReplyTooLong`.
-* Every body a call opened is closed when the call ends
-  (:meth:`LiveCalls.opened`): an SDK that leaves a stream it stops reading
-  to the garbage collector does not keep the backend writing.
+* Every body a call opened is closed when the call ends (:func:`close_bodies`,
+  from :meth:`providers._client.CallSite.run`): an SDK that leaves a stream it
+  stops reading to the garbage collector does not keep the backend writing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import anyio
 import httpx
@@ -43,24 +42,26 @@ from host_receiver.errors import ReplyTooLong
 
 from ._limits import SamplingLimits
 
-__all__ = ["CALL_HEADER", "Call", "CallTransport", "LiveCalls"]
+__all__ = ["CALL_HEADER", "Call", "CallTransport", "LiveCalls", "close_bodies"]
 
 #: The request header that names the call a request belongs to (stripped before sending).
 CALL_HEADER = "x-host-receiver-call"
 _DEFAULT_LIMITS = SamplingLimits()
 
 
-@dataclass(eq=False)
 class Call:
     """One provider call as its requests see it: its limits, its scope, what it sent and opened."""
 
-    limits: SamplingLimits
-    scope: anyio.CancelScope | None
-    #: The headers that tag a request as this call's (given to the SDK per request).
-    headers: dict[str, str]
-    #: The requests sent, retries included.
-    requests: int = 0
-    bodies: list[_CappedBody] = field(default_factory=list)
+    __slots__ = ("bodies", "headers", "limits", "requests", "scope")
+
+    def __init__(self, limits: SamplingLimits, scope: anyio.CancelScope, tag: str) -> None:
+        self.limits = limits
+        self.scope = scope
+        #: The headers that tag a request as this call's (given to the SDK per request).
+        self.headers = {CALL_HEADER: tag}
+        #: The requests sent, retries included.
+        self.requests = 0
+        self.bodies: list[_CappedBody] = []
 
 
 class LiveCalls:
@@ -71,10 +72,10 @@ class LiveCalls:
         self._ids = itertools.count()
 
     @contextmanager
-    def opened(self, limits: SamplingLimits, scope: anyio.CancelScope | None) -> Iterator[Call]:
-        """A call in the table while the block runs; its bodies are closed by :meth:`close_bodies`."""
+    def opened(self, limits: SamplingLimits, scope: anyio.CancelScope) -> Iterator[Call]:
+        """A call in the table while the block runs (its bodies are closed by :func:`close_bodies`)."""
         tag = str(next(self._ids))
-        call = Call(limits, scope, {CALL_HEADER: tag})
+        call = Call(limits, scope, tag)
         self._live[tag] = call
         try:
             yield call
@@ -126,7 +127,7 @@ class CallTransport(httpx.AsyncBaseTransport):
 
 def _timed_out(call: Call | None) -> None:
     """A read timed out: the call ends here, before its SDK can retry it."""
-    if call is not None and call.scope is not None:
+    if call is not None:
         call.scope.cancel()
 
 
