@@ -9,8 +9,8 @@ Rules:
   and error classes), and the reply comes back as the raw HTTP response, read
   with orjson: the same path as the OpenAI provider, so that a reply or event
   that is not JSON is named at its byte.
-* The API version is the SDK's (:data:`anthropic._constants.ANTHROPIC_API_VERSION`)
-  unless the entry pins one (``api_version``), which is then sent as the
+* The API version is the SDK's (the ``anthropic-version`` of its client's
+  public ``default_headers``) unless the entry pins one (``api_version``), which is then sent as the
   ``anthropic-version`` header; it decides whether ``temperature`` is sent
   (:func:`providers._anthropic_wire.dropped_fields`).
 * The client's HTTP is the transport of :mod:`providers._calls` (the SDK is
@@ -40,7 +40,6 @@ from typing import Any
 import anthropic
 import httpx2
 import orjson
-from anthropic._constants import ANTHROPIC_API_VERSION
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger
@@ -61,12 +60,10 @@ from ._httpx2 import httpx2_client
 from ._limits import SamplingLimits
 from ._redact import Redactor
 
-__all__ = ["DEFAULT_ANTHROPIC_URL", "SDK_API_VERSION", "AnthropicProvider"]
+__all__ = ["DEFAULT_ANTHROPIC_URL", "AnthropicProvider"]
 
 log = safe_logger("providers.anthropic")
 
-#: The API version the installed SDK sends.
-SDK_API_VERSION: str = ANTHROPIC_API_VERSION
 _PATH = "/v1/messages"
 
 
@@ -97,7 +94,6 @@ class AnthropicProvider(SdkBackend):
         self.timeout = timeout
         self.stream = stream
         self.forward_metadata = forward_metadata
-        self.api_version = api_version or SDK_API_VERSION
         calls = LiveCalls()
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
@@ -107,6 +103,8 @@ class AnthropicProvider(SdkBackend):
             default_headers={"anthropic-version": api_version} if api_version else None,
             http_client=httpx2_client(self.base_url, http_transport, calls),
         )
+        #: The API version sent: the entry's, else the SDK's own.
+        self.api_version = str(self._client.default_headers["anthropic-version"])
         redactor = Redactor([api_key])
         self._site = CallSite(anthropic, anthropic.AnthropicError, self.where(), timeout, redactor, calls)
 
