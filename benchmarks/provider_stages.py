@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +47,7 @@ from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
 from host_receiver.host import tune_gc_for_serving
 from host_receiver.protocol.types import SamplingRequest
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
+from providers._calls import CallTransport
 from providers._openai import _CHAT_OPTIONS
 from providers._openai_json import StreamFold, completion_reply
 from providers._openai_wire import build_request, make_result
@@ -77,14 +78,24 @@ def canned_stream() -> bytes:
     return ("".join(events) + "data: [DONE]\n\n").encode()
 
 
+class Body(httpx.AsyncByteStream):
+    """A body not read yet, as a network transport gives it (``content=`` would be read at once)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._data
+
+
 def answering_at_once() -> httpx.MockTransport:
     """A transport that answers every chat completion at once, as the fake server would."""
     plain, stream = canned_json(), canned_stream()
 
     def handle(request: httpx.Request) -> httpx.Response:
         if b'"stream":true' in request.content or b'"stream": true' in request.content:
-            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream)
-        return httpx.Response(200, headers={"content-type": "application/json"}, content=plain)
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body(stream))
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=Body(plain))
 
     return httpx.MockTransport(handle)
 
@@ -136,8 +147,10 @@ def pools(text: str) -> list[Pool]:
 
 def provider_on(transport: httpx.AsyncBaseTransport | None, url: str, kind: Pool = "lean") -> OpenAIProvider:
     provider = OpenAIProvider("fake", [MODEL], api_key="k", base_url=url, max_retries=0, http_transport=kind)
-    if transport is not None:  # a measuring hook: the client's own transport replaced
-        provider._client._client._transport = transport  # type: ignore[assignment]
+    if transport is not None:  # a measuring hook: the pool under the calls' transport replaced
+        calls = provider._client._client._transport
+        assert isinstance(calls, CallTransport)
+        calls.inner = transport
     return provider
 
 

@@ -49,6 +49,7 @@ from ._contract import (
     ProgressSink,
     Provider,
     SamplingProgress,
+    TakesLimits,
 )
 from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 from ._echo import ECHO_MODEL, EchoProvider
@@ -90,6 +91,7 @@ __all__ = [
     "SamplingLimits",
     "SamplingPlan",
     "SamplingProgress",
+    "TakesLimits",
     "bound_request",
     "build_provider",
     "build_registry",

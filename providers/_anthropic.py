@@ -9,12 +9,13 @@ Rules:
   and error classes), and the reply comes back as the raw HTTP response, read
   with orjson: the same path as the OpenAI provider, so that a reply or event
   that is not JSON is named at its byte.
-* The API version is the SDK's (:data:`anthropic._constants.ANTHROPIC_API_VERSION`)
-  unless the entry pins one (``api_version``), which is then sent as the
+* The API version is the SDK's (the ``anthropic-version`` of its client's
+  public ``default_headers``) unless the entry pins one (``api_version``), which is then sent as the
   ``anthropic-version`` header; it decides whether ``temperature`` is sent
   (:func:`providers._anthropic_wire.dropped_fields`).
-* The client's HTTP is the one of :mod:`providers._client` (the SDK is on
-  ``httpx2``: through :mod:`providers._httpx2`): the pool,
+* The client's HTTP is the transport of :mod:`providers._calls` (the SDK is
+  on ``httpx2``: through :mod:`providers._httpx2`), each request tagged as its
+  call's (``options={"headers": ...}``, ``extra_headers``): the pool,
   the size cap per reply and per streamed event, a read timeout that ends the
   call, and the failure messages are those of every provider. Retries are the
   SDK's (``max_retries``: connection errors, 408, 409, 429, 5xx and 529
@@ -39,7 +40,6 @@ from typing import Any
 import anthropic
 import httpx2
 import orjson
-from anthropic._constants import ANTHROPIC_API_VERSION
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger
@@ -52,18 +52,18 @@ from ._anthropic_wire import (
     make_result,
     message_reply,
 )
+from ._calls import Call, LiveCalls
 from ._client import CallSite, SdkBackend, check_settings, event_data
 from ._config import DEFAULT_ANTHROPIC_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._httpx2 import httpx2_client
+from ._limits import SamplingLimits
 from ._redact import Redactor
 
-__all__ = ["DEFAULT_ANTHROPIC_URL", "SDK_API_VERSION", "AnthropicProvider"]
+__all__ = ["DEFAULT_ANTHROPIC_URL", "AnthropicProvider"]
 
 log = safe_logger("providers.anthropic")
 
-#: The API version the installed SDK sends.
-SDK_API_VERSION: str = ANTHROPIC_API_VERSION
 _PATH = "/v1/messages"
 
 
@@ -94,16 +94,19 @@ class AnthropicProvider(SdkBackend):
         self.timeout = timeout
         self.stream = stream
         self.forward_metadata = forward_metadata
-        self.api_version = api_version or SDK_API_VERSION
+        calls = LiveCalls()
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=self.base_url,
             timeout=timeout,
             max_retries=max_retries,
             default_headers={"anthropic-version": api_version} if api_version else None,
-            http_client=httpx2_client(self.base_url, http_transport),
+            http_client=httpx2_client(self.base_url, http_transport, calls),
         )
-        self._site = CallSite(anthropic, anthropic.AnthropicError, self.where(), timeout, Redactor([api_key]))
+        #: The API version sent: the entry's, else the SDK's own.
+        self.api_version = str(self._client.default_headers["anthropic-version"])
+        redactor = Redactor([api_key])
+        self._site = CallSite(anthropic, anthropic.AnthropicError, self.where(), timeout, redactor, calls)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -112,10 +115,11 @@ class AnthropicProvider(SdkBackend):
         """The fields of ``params`` this provider leaves out (its API version does not take them)."""
         return dropped_fields(params, self.api_version)
 
-    async def sample(
+    async def sample_within(
         self,
         params: SamplingRequest,
         model: ModelInfo,
+        limits: SamplingLimits,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:
         body = build_request(
@@ -123,30 +127,40 @@ class AnthropicProvider(SdkBackend):
         )
         log.debug("sampling %s via %s", model.id, self)
         if self.stream and progress is not None:
-            reply = await self._site.run(self._streamed(body, progress), streamed=True)
+            sink = progress
+            reply = await self._site.run(
+                lambda call: self._streamed(body, sink, call), streamed=True, limits=limits
+            )
         else:
-            reply = await self._site.run(self._plain(body), streamed=False)
+            reply = await self._site.run(lambda call: self._plain(body, call), streamed=False, limits=limits)
         return make_result(reply, model.id)
 
     async def list_models(self) -> list[str]:
         """The ids the models API lists for this key, newest first (as the API orders them)."""
 
-        async def listing() -> list[str]:
-            return [model.id async for model in self._client.models.list(limit=1000)]
+        async def listing(call: Call) -> list[str]:
+            pages = self._client.models.list(limit=1000, extra_headers=call.headers)
+            return [model.id async for model in pages]
 
-        return await self._site.run(listing(), streamed=False)
+        return await self._site.run(listing, streamed=False)
 
     # --- calls -------------------------------------------------------------
 
-    async def _plain(self, body: dict[str, Any]) -> MessageReply:
-        response = await self._client.post(_PATH, body=body, cast_to=httpx2.Response)
+    async def _plain(self, body: dict[str, Any], call: Call) -> MessageReply:
+        response = await self._client.post(
+            _PATH, body=body, cast_to=httpx2.Response, options={"headers": call.headers}
+        )
         return message_reply(orjson.loads(response.content))
 
-    async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> MessageReply:
+    async def _streamed(self, body: dict[str, Any], progress: ProgressSink, call: Call) -> MessageReply:
         fold = MessageFold()
         pieces = 0
         response = await self._client.post(
-            _PATH, body={**body, "stream": True}, cast_to=httpx2.Response, stream=True
+            _PATH,
+            body={**body, "stream": True},
+            cast_to=httpx2.Response,
+            options={"headers": call.headers},
+            stream=True,
         )
         try:
             async with aclosing(event_data(response, anthropic)) as events:

@@ -1,28 +1,25 @@
 """The HTTP client under every SDK-based provider: one behaviour for limits, timeouts and faults.
 
-(About 470 lines, one idea: what an SDK's HTTP client does for a provider
-call, from the request sent to the error shown.)
-
 Every backend package (``openai``, ``anthropic``, ``google-genai``) takes an
 HTTP client of ours, so what follows holds for all of them alike; nothing of
 it is written per provider.
 
 Rules:
 
-* :func:`http_client` is the httpx client: an ``http://`` or ``https://`` base URL
-  has the connection pool of :mod:`host_receiver._http_pool` unless the environment
-  configures a proxy for it or ``http_transport`` is ``"httpx"``; then httpx's own
-  pool, with the same limits (1,000 connections, all kept alive for 5 s).
-* A read timeout ends the whole call (:class:`OneReadTimeout` cancels the
-  scope in :data:`CALL`, which the provider sets around its call): an SDK
-  would retry it, and a backend that did not answer within ``timeout`` would
-  not answer the next time either.
-* Size: no body is read beyond the call's ``max_reply_bytes``
-  (:func:`providers._plan.call_limits`), counted after decompression; for an
-  event stream the bound is on each event. Past it the response is closed and
-  the call fails with :class:`~host_receiver.errors.ReplyTooLong`.
-* SDKs built on ``httpx2`` (``anthropic`` 2.x) get the same client behind
-  an ``httpx2`` one (:mod:`providers._httpx2`).
+* :func:`http_client` is the httpx client, an ordinary ``httpx.AsyncClient``
+  on :func:`call_transport`: a :class:`~providers._calls.CallTransport` (each
+  call's size cap, a read timeout that ends the call, the bodies closed when
+  it ends) around the pool. An ``http://`` or ``https://`` base URL has the
+  connection pool of :mod:`host_receiver._http_pool` unless the environment
+  configures a proxy for it or ``http_transport`` is ``"httpx"``; then httpx's
+  own pool, with the same limits (1,000 connections, all kept alive for 5 s).
+* :meth:`CallSite.run` runs one call: it opens the call in the provider's
+  :class:`~providers._calls.LiveCalls` with the limits the plan gave and the
+  scope a read timeout cancels, and the provider tags the call's requests
+  with its headers. Retries are the SDK's own, set by its public
+  ``max_retries``.
+* SDKs built on ``httpx2`` (``anthropic`` 2.x) get the same transport behind
+  an ``httpx2`` client (:mod:`providers._httpx2`).
 * :func:`sdk_failure` turns a failure of a Stainless-generated SDK (``openai``,
   ``anthropic``: the same error classes) into a :class:`ProviderError` naming
   the provider, the base URL (no credentials) and the cause: the HTTP status
@@ -37,33 +34,34 @@ Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``, ``_DRAIN_SECONDS``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from http.cookiejar import CookieJar
+import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from host_receiver._http_body import decoded
 from host_receiver._http_pool import DEFAULT_LIMITS, lean_transport_for
-from host_receiver.errors import ProviderError, ReplyTooLong
+from host_receiver.errors import ProviderError
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_url
 
+from ._calls import Call, CallTransport, LiveCalls, close_bodies
 from ._config import HttpTransport
-from ._contract import ModelInfo
-from ._plan import call_limits
+from ._contract import ModelInfo, ProgressSink
+from ._limits import SamplingLimits
 from ._redact import Redactor
 
 __all__ = [
-    "CALL",
     "CallSite",
-    "OneReadTimeout",
     "SdkBackend",
     "attempts_note",
+    "call_transport",
     "check_settings",
     "connection_failure",
     "event_data",
@@ -74,192 +72,6 @@ __all__ = [
 ]
 
 log = safe_logger("providers.client")
-
-#: The cancel scope of the call running in this task (see :class:`OneReadTimeout`).
-CALL: ContextVar[anyio.CancelScope | None] = ContextVar("providers_http_call", default=None)
-
-
-@dataclass
-class Sent:
-    """What the call running in this task sent: its requests (retries too), the responses it streamed."""
-
-    requests: int = 0
-    streams: list[httpx.Response] = field(default_factory=list)
-
-
-#: What the call running in this task sent (its streams are closed when it ends: :meth:`CallSite.run`).
-SENT: ContextVar[Sent | None] = ContextVar("providers_http_sent", default=None)
-
-
-class _Cookies(httpx.Cookies):
-    """httpx's cookie jar, which skips the jar's work for a response that sets no cookie.
-
-    httpx hands every response to the jar, which wraps it and its request in
-    ``urllib`` objects first: about 6 % of a provider call's CPU, for backends
-    that set no cookies.
-    """
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        if "set-cookie" in response.headers:
-            super().extract_cookies(response)
-
-
-class OneReadTimeout(httpx.AsyncClient):
-    """An httpx client on which a read timeout ends the whole call, no body is read past the cap,
-    and cookies cost nothing unless set.
-
-    The ``openai`` client retries every timeout from inside its own loop; this
-    cancels the scope of the call that is running (``CALL``) before the
-    timeout goes back to it, so its retry never starts and the provider says
-    the backend did not answer. Connect timeouts and other errors are left to
-    its retries. Every response's body is read through :class:`_CappedBody`
-    (the module's size rule); a body the caller did not ask to stream is read
-    here, as httpx would.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._jar = _Cookies(kwargs.get("cookies"))
-
-    def build_request(
-        self,
-        method: str,
-        url: httpx.URL | str,
-        *,
-        content: Any = None,
-        data: Any = None,
-        files: Any = None,
-        json: Any = None,
-        params: Any = None,
-        headers: Any = None,
-        cookies: Any = None,
-        timeout: Any = httpx.USE_CLIENT_DEFAULT,
-        extensions: Any = None,
-    ) -> httpx.Request:
-        """httpx's own, made without its merging when there is nothing to merge.
-
-        That is how the ``openai`` client calls it: an absolute URL, its headers as a
-        list of pairs, a body, and no query, cookies, form, files or extensions. The
-        client's default headers are merged here in one pass (a request header
-        replaces the default of the same name, as in httpx); anything else goes
-        through httpx. httpx's merging is about a fifth of the request building's CPU.
-        """
-        simple = data is None and files is None and json is None and not params and cookies is None
-        if (
-            simple
-            and extensions is None
-            and isinstance(url, str)
-            and url.startswith(("http://", "https://"))  # absolute: httpx would not join it to base_url
-            and isinstance(headers, list)
-            and not self.params
-            and not self._jar
-        ):
-            given = {name.lower().encode("latin-1") for name, _ in headers}
-            merged: list[Any] = [(key, value) for key, value in self.headers.raw if key.lower() not in given]
-            merged += headers
-            chosen = self.timeout if timeout is httpx.USE_CLIENT_DEFAULT else httpx.Timeout(timeout)
-            return httpx.Request(
-                method, url, content=content, headers=merged, extensions={"timeout": chosen.as_dict()}
-            )
-        return super().build_request(
-            method,
-            url,
-            content=content,
-            data=data,
-            files=files,
-            json=json,
-            params=params,
-            headers=headers,
-            cookies=cookies,
-            timeout=timeout,
-            extensions=extensions,
-        )
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        return self._jar
-
-    @cookies.setter
-    def cookies(
-        self, cookies: httpx.Cookies | CookieJar | dict[str, str] | list[tuple[str, str]] | None
-    ) -> None:
-        self._jar = _Cookies(cookies)
-
-    async def send(self, request: httpx.Request, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
-        sent = SENT.get()
-        if sent is not None:
-            sent.requests += 1
-        try:
-            response = _capped(await super().send(request, stream=True, **kwargs))
-            if stream and sent is not None:
-                sent.streams.append(response)
-            if not stream:
-                try:
-                    await response.aread()
-                except BaseException:
-                    await response.aclose()
-                    raise
-            return response
-        except httpx.ReadTimeout:
-            call = CALL.get()
-            if call is not None:
-                call.cancel()
-            raise
-
-
-def _capped(response: httpx.Response) -> httpx.Response:
-    """``response`` with its decoded body read through :class:`_CappedBody`."""
-    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DECODED_AWAY]
-    event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
-    return httpx.Response(
-        response.status_code,
-        headers=headers,
-        stream=_CappedBody(response, event_stream),
-        request=response.request,
-        extensions=response.extensions,
-    )
-
-
-#: Headers that describe the body as sent, not as :class:`_CappedBody` gives it (decoded).
-_DECODED_AWAY = frozenset({"content-encoding", "content-length"})
-#: What ends a server-sent event, as the ``openai`` client's decoder splits them.
-_EVENT_ENDS = (b"\r\n\r\n", b"\n\n", b"\r\r")
-
-
-class _CappedBody(httpx.AsyncByteStream):
-    """The decoded body of a response, ending the call once it passes the call's ``max_reply_bytes``.
-
-    For an event stream the bytes of each event count, from the end of the last
-    one; otherwise the whole body's. Past the cap: :class:`ReplyTooLong`.
-    Iterating again goes on where the last iteration stopped (the ``openai``
-    client drains a stream's rest after ``[DONE]``, so that its connection is
-    kept).
-    """
-
-    def __init__(self, response: httpx.Response, event_stream: bool) -> None:
-        self._response = response
-        self._chunks = decoded(response)
-        self._event_stream = event_stream
-        self._limits = call_limits()
-        self._size = 0  # of the body, or of the event being read
-        self._tail = b""  # the last bytes before this chunk: an event end may straddle two chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        cap = self._limits.max_reply_bytes
-        async for chunk in self._chunks:
-            if self._event_stream:
-                window = self._tail + chunk
-                ends = [at + len(mark) for mark in _EVENT_ENDS if (at := window.rfind(mark)) >= 0]
-                self._size = len(window) - max(ends) if ends else self._size + len(chunk)
-                self._tail = window[-3:]
-            else:
-                self._size += len(chunk)
-            if self._size > cap:
-                raise ReplyTooLong(self._limits.max_reply_chars, over_bytes=cap, event=self._event_stream)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
 
 
 def check_settings(
@@ -275,22 +87,42 @@ def check_settings(
             raise ValueError(f"model {model.id!r} belongs to provider {model.provider!r}")
 
 
-def http_client(base_url: str, transport: HttpTransport = "lean") -> httpx.AsyncClient:
-    """The httpx client under the ``openai`` client; a read timeout is not retried on either.
+def http_client(base_url: str, transport: HttpTransport, calls: LiveCalls) -> httpx.AsyncClient:
+    """The httpx client an SDK sends through: a plain one, on :func:`call_transport`."""
+    return httpx.AsyncClient(transport=call_transport(base_url, transport, calls), follow_redirects=True)
 
-    ``lean``: our pool (:mod:`host_receiver._http_pool`) for an http(s) backend that no proxy
-    stands in front of, httpx's own otherwise (httpx ignores proxy variables for a client
-    with a custom transport). ``httpx``: httpx's own pool always. Both have the same limits.
+
+def call_transport(base_url: str, transport: HttpTransport, calls: LiveCalls) -> CallTransport:
+    """The transport under a provider's SDK: its calls' rules around the pool that sends.
+
+    ``lean``: our pool (:mod:`host_receiver._http_pool`) where it serves ``base_url``, httpx's
+    own otherwise; ``httpx``: httpx's own always. Both have the same limits. A client with a
+    transport of its own ignores the proxy environment, so httpx's pool is given the proxy
+    that the environment names for ``base_url``, chosen once.
     """
-    lean = lean_transport_for(base_url) if transport == "lean" else None
-    if lean is not None:
-        return OneReadTimeout(transport=lean, follow_redirects=True)
-    return OneReadTimeout(follow_redirects=True, limits=DEFAULT_LIMITS)
+    inner = lean_transport_for(base_url) if transport == "lean" else None
+    if inner is None:
+        return CallTransport(
+            httpx.AsyncHTTPTransport(limits=DEFAULT_LIMITS, proxy=_env_proxy(base_url)), calls
+        )
+    return CallTransport(inner, calls)
+
+
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``$HTTP_PROXY``, ``$HTTPS_PROXY``, ``$ALL_PROXY``),
+    unless ``$NO_PROXY`` spares its host."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme.lower()) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
 
 
 # --- one call, its stream and its failures ------------------------------------------------
 
 _T = TypeVar("_T")
+_DEFAULT_LIMITS = SamplingLimits()
 #: How long the rest of a stream is read after ``[DONE]`` (the ``openai`` client's own drain time).
 _DRAIN_SECONDS = 0.1
 
@@ -299,8 +131,9 @@ _DRAIN_SECONDS = 0.1
 Describe = Callable[[Exception, str, float, Redactor, int], ProviderError]
 
 
-class SdkBackend:
-    """What every SDK-based provider has alike: its name, its models, how it is named in messages."""
+class SdkBackend(ABC):
+    """What every SDK-based provider has alike: its name, its models, how it is named in messages,
+    and its ``sample``: :meth:`sample_within` the default limits (a call made without a plan)."""
 
     _name: str
     _models: tuple[ModelInfo, ...]
@@ -320,13 +153,29 @@ class SdkBackend:
         """How failures name this provider: its name and base URL (no credentials)."""
         return f"provider {self._name!r} ({safe_url(self.base_url)})"
 
+    async def sample(
+        self, params: SamplingRequest, model: ModelInfo, progress: ProgressSink | None = None
+    ) -> CreateMessageResult:
+        return await self.sample_within(params, model, _DEFAULT_LIMITS, progress)
+
+    @abstractmethod
+    async def sample_within(
+        self,
+        params: SamplingRequest,
+        model: ModelInfo,
+        limits: SamplingLimits,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        """Sample one message, reading no more than ``limits.max_reply_bytes`` of a reply or event."""
+
 
 @dataclass(frozen=True)
 class CallSite:
-    """Where a provider's calls go: its SDK, its error classes, its name for messages, its key.
+    """Where a provider's calls go: its SDK, its error classes, its name for messages, its live calls.
 
     ``describe`` says how a failure of ``errors`` reads; by default :func:`sdk_failure`'s
-    words for a Stainless-generated SDK.
+    words for a Stainless-generated SDK. ``calls`` is the table the provider's
+    :class:`~providers._calls.CallTransport` finds each request's call in.
     """
 
     sdk: ModuleType
@@ -334,24 +183,31 @@ class CallSite:
     who: str  # "provider 'name' (base URL)"
     timeout: float
     redactor: Redactor
+    calls: LiveCalls
     describe: Describe | None = None
 
-    async def run(self, call: Awaitable[_T], *, streamed: bool) -> _T:
-        """Await ``call`` in the scope a read timeout cancels; every failure as a :class:`ProviderError`.
+    async def run(
+        self,
+        call: Callable[[Call], Awaitable[_T]],
+        *,
+        streamed: bool,
+        limits: SamplingLimits = _DEFAULT_LIMITS,
+    ) -> _T:
+        """Await ``call(it)``, ``it`` the call opened under ``limits`` (the defaults for a call
+        that is not sampling: listing models) in the scope a read timeout
+        cancels (``call`` tags its requests with ``it.headers``); every failure as a
+        :class:`ProviderError`.
 
-        Whatever ends the call (its result, a failure, a cancellation), the responses it
-        streamed are closed then, with their connections: an SDK that leaves a stream to
-        the garbage collector when its reader stops does not keep the backend writing.
+        Whatever ends the call (its result, a failure, a cancellation), the bodies it
+        opened are closed then, with their connections.
         """
         failure: ProviderError | None = None
-        sent = Sent()
-        with anyio.CancelScope() as scope:
-            token, sending = CALL.set(scope), SENT.set(sent)
+        with anyio.CancelScope() as scope, self.calls.opened(limits, scope) as it:
             try:
-                return await call
+                return await call(it)
             except self.errors as exc:
                 if self.describe is not None:
-                    failure = self.describe(exc, self.who, self.timeout, self.redactor, sent.requests)
+                    failure = self.describe(exc, self.who, self.timeout, self.redactor, it.requests)
                 else:
                     failure = sdk_failure(self.sdk, exc, self.who, self.timeout, self.redactor)
             except ProviderError as exc:
@@ -360,11 +216,7 @@ class CallSite:
                 what = "stream" if streamed else "reply"
                 failure = ProviderError(f"{self.who}: the backend's {what} is not JSON ({json_where(exc)})")
             finally:
-                CALL.reset(token)
-                SENT.reset(sending)
-                with anyio.CancelScope(shield=True):
-                    for response in sent.streams:
-                        await response.aclose()
+                await close_bodies(it)
         if failure is None:  # the read timed out: the call was cancelled before a retry
             failure = ProviderError(f"{self.who}: no response within {self.timeout:g} s (not retried)")
         log.debug("sampling failed: %s", failure)

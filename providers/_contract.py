@@ -26,9 +26,10 @@ Rules:
 * Time and size are bounded for every provider alike by the
   :class:`~providers.SamplingPlan` that calls it (:mod:`providers._plan`):
   a provider need not bound them itself. A provider that reads replies off
-  the network reads no more than ``call_limits().max_reply_bytes`` of one
-  reply or one streamed event (:func:`providers._plan.call_limits`), so that
-  a reply is not buffered whole before the plan can count it.
+  the network is a :class:`TakesLimits`: the plan calls its ``sample_within``
+  with the call's limits, and it reads no more than their ``max_reply_bytes``
+  of one reply or one streamed event, so that a reply is not buffered whole
+  before the plan can count it.
 
 Fixed caps (docs/limits.md): ``PROGRESS_TEXT_LIMIT``.
 """
@@ -37,9 +38,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
+
+if TYPE_CHECKING:
+    from ._limits import SamplingLimits
 
 __all__ = [
     "AUDIO_VENDORS",
@@ -49,6 +53,7 @@ __all__ = [
     "ProgressSink",
     "Provider",
     "SamplingProgress",
+    "TakesLimits",
     "listed_model",
 ]
 
@@ -184,4 +189,23 @@ class LeavesOut(Protocol):
 
     def dropped(self, params: SamplingRequest) -> tuple[str, ...]:
         """The wire names of the fields of ``params`` that will not be sent."""
+        ...
+
+
+@runtime_checkable
+class TakesLimits(Protocol):
+    """A provider that bounds what it reads off the network by the call's limits, given as an argument.
+
+    :meth:`~providers.SamplingPlan.sample` calls ``sample_within`` instead of
+    ``sample`` on such a provider.
+    """
+
+    async def sample_within(
+        self,
+        params: SamplingRequest,
+        model: ModelInfo,
+        limits: SamplingLimits,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        """:meth:`Provider.sample`, reading no more than ``limits.max_reply_bytes`` of a reply or event."""
         ...

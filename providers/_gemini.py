@@ -6,9 +6,10 @@ Rules:
   the I/O, through the SDK's public calls (``models.generate_content``,
   ``models.generate_content_stream``, ``models.list``) on the Gemini API (never
   Vertex AI), with the key sent as the SDK sends it (``x-goog-api-key``).
-* The SDK takes our HTTP client (``HttpOptions.httpx_async_client``): the
-  pool, the size cap per reply and per streamed event, a read timeout that
-  ends the call, are those of every provider (:mod:`providers._client`). The
+* The SDK takes our HTTP client (``HttpOptions.httpx_async_client``), and
+  each request is tagged as its call's (the request's ``HttpOptions.headers``):
+  the pool, the size cap per reply and per streamed event, a read timeout
+  that ends the call, are those of every provider (:mod:`providers._calls`). The
   timeout is given to the SDK too (``HttpOptions.timeout``, in milliseconds),
   which passes it to each request; without it a request would have none.
 * Retries are the SDK's (``HttpRetryOptions``: ``max_retries`` more attempts
@@ -45,6 +46,7 @@ from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_text
 
+from ._calls import Call, LiveCalls
 from ._client import (
     CallSite,
     SdkBackend,
@@ -57,6 +59,7 @@ from ._client import (
 from ._config import DEFAULT_GEMINI_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._gemini_wire import GeminiReply, build_config, build_contents, make_result, read_chunk
+from ._limits import SamplingLimits
 from ._redact import Redactor
 
 __all__ = ["DEFAULT_API_VERSION", "DEFAULT_GEMINI_URL", "GeminiProvider", "gemini_failure"]
@@ -95,7 +98,8 @@ class GeminiProvider(SdkBackend):
         self.stream = stream
         self.forward_metadata = forward_metadata  # the Gemini API has no field for it: never sent
         self.api_version = api_version or DEFAULT_API_VERSION
-        self._http = http_client(self.base_url, http_transport)
+        calls = LiveCalls()
+        self._http = http_client(self.base_url, http_transport, calls)
         options = types.HttpOptions(
             base_url=self.base_url,
             api_version=self.api_version,
@@ -105,7 +109,8 @@ class GeminiProvider(SdkBackend):
         )
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
         failures = (errors.APIError, httpx.TransportError)
-        self._site = CallSite(genai, failures, self.where(), timeout, Redactor([api_key]), gemini_failure)
+        redactor = Redactor([api_key])
+        self._site = CallSite(genai, failures, self.where(), timeout, redactor, calls, gemini_failure)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()
@@ -116,27 +121,42 @@ class GeminiProvider(SdkBackend):
         ``metadata``, when the entry forwards it (the Gemini API has no field for it)."""
         return ("metadata",) if self.forward_metadata and params.metadata else ()
 
-    async def sample(
+    async def sample_within(
         self,
         params: SamplingRequest,
         model: ModelInfo,
+        limits: SamplingLimits,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:
         contents, config = build_contents(params), build_config(params)
         log.debug("sampling %s via %s", model.id, self)
+
+        def tagged(call: Call) -> types.GenerateContentConfig:
+            return config.model_copy(update={"http_options": types.HttpOptions(headers=call.headers)})
+
         if self.stream and progress is not None:
+            sink = progress
             reply = await self._site.run(
-                _json_named(self._streamed(model.id, contents, config, progress)), streamed=True
+                lambda call: _json_named(self._streamed(model.id, contents, tagged(call), sink)),
+                streamed=True,
+                limits=limits,
             )
         else:
-            reply = await self._site.run(_json_named(self._plain(model.id, contents, config)), streamed=False)
+            reply = await self._site.run(
+                lambda call: _json_named(self._plain(model.id, contents, tagged(call))),
+                streamed=False,
+                limits=limits,
+            )
         return make_result(reply, model.id)
 
     async def list_models(self) -> list[str]:
         """The ids of the models the API lists for this key that generate content."""
 
-        async def listing() -> list[str]:
-            pager = await self._client.aio.models.list(config=types.ListModelsConfig(page_size=1000))
+        async def listing(call: Call) -> list[str]:
+            config = types.ListModelsConfig(
+                page_size=1000, http_options=types.HttpOptions(headers=call.headers)
+            )
+            pager = await self._client.aio.models.list(config=config)
             return [
                 (model.name or "").removeprefix("models/")
                 async for model in pager
@@ -144,7 +164,7 @@ class GeminiProvider(SdkBackend):
                 and (model.supported_actions is None or "generateContent" in model.supported_actions)
             ]
 
-        return await self._site.run(listing(), streamed=False)
+        return await self._site.run(listing, streamed=False)
 
     # --- calls -------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""The HTTP client of :mod:`providers._client` for an SDK built on ``httpx2`` (``anthropic`` 2.x).
+"""The transport of :mod:`providers._calls` for an SDK built on ``httpx2`` (``anthropic`` 2.x).
 
 ``httpx2`` is a fork of httpx under another name: an SDK on it takes only an
-``httpx2`` client. :func:`httpx2_client` is one whose transport,
-:class:`Httpx2Bridge`, sends every request through the httpx client of
-:func:`providers._client.http_client`, so the pool, the size cap and the
+``httpx2`` client. :func:`httpx2_client` is an ordinary one whose transport,
+:class:`Httpx2Bridge`, hands every request to the httpx transport of
+:func:`providers._client.call_transport`, so the pool, the size cap and the
 read-timeout rule are the same as for every other provider. Exceptions come
 back as ``httpx2``'s of the same name, which the SDK retries as its own.
 """
@@ -15,22 +15,24 @@ from collections.abc import AsyncIterator
 import httpx
 import httpx2
 
-from ._client import http_client
+from ._calls import LiveCalls
+from ._client import call_transport
 from ._config import HttpTransport
 
 __all__ = ["Httpx2Bridge", "httpx2_client"]
 
 
-def httpx2_client(base_url: str, transport: HttpTransport = "lean") -> httpx2.AsyncClient:
-    """An ``httpx2`` client for an SDK built on it, sending through :func:`http_client`."""
-    return httpx2.AsyncClient(transport=Httpx2Bridge(http_client(base_url, transport)), follow_redirects=True)
+def httpx2_client(base_url: str, transport: HttpTransport, calls: LiveCalls) -> httpx2.AsyncClient:
+    """An ``httpx2`` client for an SDK built on it, sending through :func:`call_transport`."""
+    bridge = Httpx2Bridge(call_transport(base_url, transport, calls))
+    return httpx2.AsyncClient(transport=bridge, follow_redirects=True)
 
 
 class Httpx2Bridge(httpx2.AsyncBaseTransport):
-    """An ``httpx2`` transport that sends every request through an httpx client of ours."""
+    """An ``httpx2`` transport that sends every request through an httpx transport of ours."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self._client = client
+    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
+        self._transport = transport
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         sent = httpx.Request(
@@ -41,7 +43,7 @@ class Httpx2Bridge(httpx2.AsyncBaseTransport):
             extensions=request.extensions,
         )
         try:
-            response = await self._client.send(sent, stream=True)
+            response = await self._transport.handle_async_request(sent)
         except httpx.HTTPError as exc:
             raise _as_httpx2(exc) from exc
         return httpx2.Response(
@@ -52,7 +54,7 @@ class Httpx2Bridge(httpx2.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._transport.aclose()
 
 
 class _Body(httpx2.AsyncByteStream):

@@ -18,9 +18,12 @@ Rules:
   and auth apply unchanged: a failure while the body is read is the client's
   ``APITimeoutError`` or ``APIConnectionError``, and an error event in a
   stream its ``APIError``, as the client's own stream would raise them.
-* The ``openai`` client gets the httpx client of :mod:`providers._client`
-  (the pool, the size cap, a read timeout that ends the call, and the mapping
-  of failures, alike for every SDK-based provider); httpx's pool walks every
+* The ``openai`` client gets an ordinary httpx client on the transport of
+  :mod:`providers._calls` (the pool, the size cap, a read timeout that ends
+  the call), each request tagged as its call's through the client's public
+  ``options={"headers": ...}`` (``extra_headers`` for the model listing), and
+  :mod:`providers._client` maps the failures, alike for every SDK-based
+  provider; httpx's pool walks every
   connection on every request, which costs milliseconds per call at a
   thousand connections (docs/performance.md, "The provider call and the HTTP
   pool"). :meth:`OpenAIProvider.aclose` closes it.
@@ -33,7 +36,7 @@ Rules:
   up to two minutes. A stream that breaks after it started is not retried,
   and neither is a read timeout: a backend that does not answer within
   ``timeout`` would not answer the next time either, so the call ends at once
-  (our httpx client cancels the call; the ``openai`` client would retry).
+  (our transport cancels the call; the ``openai`` client would retry).
   ``timeout`` bounds connecting and every read (the wait for each streamed
   chunk); the whole call is bounded by the plan's deadline (:mod:`providers._plan`).
 * A reply or a streamed event that is not JSON (whatever its content type),
@@ -42,8 +45,9 @@ Rules:
   ``data: [DONE]``, and what follows is read (for at most 0.1 s, as the client
   does) so the connection can serve the next call.
 * Size: no body (or streamed event) is read beyond the call's
-  ``max_reply_bytes`` (:mod:`providers._client`), for the plain and the
-  streamed call alike.
+  ``max_reply_bytes`` (of the limits the plan passes to
+  :meth:`OpenAIProvider.sample_within`), for the plain and the streamed call
+  alike.
 * Cancellation closes the HTTP request before it propagates (a streamed
   response is closed on the way out; cancelling a plain call aborts it).
 * Every ``openai`` failure becomes a :class:`ProviderError` whose message names
@@ -65,9 +69,11 @@ import orjson
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger
 
+from ._calls import Call, LiveCalls
 from ._client import CallSite, SdkBackend, check_settings, event_data, http_client
 from ._config import DEFAULT_BASE_URL, HttpTransport
 from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from ._limits import SamplingLimits
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
 from ._redact import Redactor
@@ -78,6 +84,13 @@ log = safe_logger("providers.openai")
 
 #: What ``chat.completions.create`` passes: the API key as a bearer token (and no admin key).
 _CHAT_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
+
+
+def _options(call: Call) -> openai.RequestOptions:
+    """The request options of a chat completion of ``call``: tagged with its headers."""
+    options = _CHAT_OPTIONS.copy()
+    options["headers"] = call.headers
+    return options
 
 
 def default_max_tokens_param(base_url: str) -> MaxTokensParam:
@@ -123,6 +136,7 @@ class OpenAIProvider(SdkBackend):
         self.forward_metadata = forward_metadata
         self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
         self.http_transport = http_transport
+        calls = LiveCalls()
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self.base_url,
@@ -131,19 +145,20 @@ class OpenAIProvider(SdkBackend):
             default_headers=dict(default_headers or {}),
             # Newer openai releases are typed for httpx2 but take an httpx client too
             # ("legacy httpx"); 1.x takes only httpx. The project depends on httpx.
-            http_client=cast(Any, http_client(self.base_url, http_transport)),
+            http_client=cast(Any, http_client(self.base_url, http_transport, calls)),
         )
         # The client joins a relative path to its base URL on every call; this is the same URL, once.
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
-        self._site = CallSite(openai, openai.OpenAIError, self.where(), timeout, Redactor([api_key]))
+        self._site = CallSite(openai, openai.OpenAIError, self.where(), timeout, Redactor([api_key]), calls)
 
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def sample(
+    async def sample_within(
         self,
         params: SamplingRequest,
         model: ModelInfo,
+        limits: SamplingLimits,
         progress: ProgressSink | None = None,
     ) -> CreateMessageResult:
         body = build_request(
@@ -154,28 +169,31 @@ class OpenAIProvider(SdkBackend):
         )
         log.debug("sampling %s via %s", model.id, self)
         if self.stream and progress is not None:
-            reply = await self._site.run(self._streamed(body, progress), streamed=True)
+            sink = progress
+            reply = await self._site.run(
+                lambda call: self._streamed(body, sink, call), streamed=True, limits=limits
+            )
         else:
-            reply = await self._site.run(self._plain(body), streamed=False)
+            reply = await self._site.run(lambda call: self._plain(body, call), streamed=False, limits=limits)
         return make_result(reply, model.id, params.stop_sequences)
 
     async def list_models(self) -> list[str]:
         """The ids the backend's models endpoint lists for this key."""
 
-        async def listing() -> list[str]:
-            return [model.id async for model in self._client.models.list()]
+        async def listing(call: Call) -> list[str]:
+            return [model.id async for model in self._client.models.list(extra_headers=call.headers)]
 
-        return await self._site.run(listing(), streamed=False)
+        return await self._site.run(listing, streamed=False)
 
     # --- calls -------------------------------------------------------------
 
-    async def _plain(self, body: dict[str, Any]) -> Reply:
+    async def _plain(self, body: dict[str, Any], call: Call) -> Reply:
         response: httpx.Response = await self._client.post(
-            self._url, body=body, cast_to=httpx.Response, options=_CHAT_OPTIONS
+            self._url, body=body, cast_to=httpx.Response, options=_options(call)
         )
         return completion_reply(orjson.loads(response.content))
 
-    async def _streamed(self, body: dict[str, Any], progress: ProgressSink) -> Reply:
+    async def _streamed(self, body: dict[str, Any], progress: ProgressSink, call: Call) -> Reply:
         fold = StreamFold()
         pieces = 0
         reported = (0, 0)
@@ -183,7 +201,7 @@ class OpenAIProvider(SdkBackend):
             self._url,
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
             cast_to=httpx.Response,
-            options=_CHAT_OPTIONS,
+            options=_options(call),
             stream=True,
         )
         try:

@@ -12,11 +12,12 @@ Rules:
   and ``max_reply_chars``: a progress update counting more characters stops
   the call at once (the sink raises into the provider, which closes its
   stream), and a result longer than that is refused too (for providers that
-  do not count, and for replies that were not streamed). While the call runs,
-  :func:`call_limits` gives the plan's limits to the provider, which reads
-  no more than their ``max_reply_bytes`` of a reply, or of one streamed
-  event, off the network (a hostile backend cannot make the host buffer
-  more) and fails with :class:`ReplyTooLong` saying so.
+  do not count, and for replies that were not streamed). A provider that
+  reads replies off the network (:class:`~providers.TakesLimits`) is called
+  with the plan's limits as an argument (``sample_within``) and reads no
+  more than their ``max_reply_bytes`` of a reply, or of one streamed event
+  (a hostile backend cannot make the host buffer more), failing with
+  :class:`ReplyTooLong` saying so.
 * Every failure is a :class:`ProviderError` whose message names the
   provider and what happened. An exception of another kind from a provider
   (a bug) is logged with its traceback and becomes a ProviderError naming its
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -45,21 +46,14 @@ from host_receiver.protocol.types import (
 from host_receiver.sanitize import safe_logger
 from host_receiver.telemetry import ChatCall, current
 
-from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress
+from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress, TakesLimits
 from ._limits import SamplingLimits
 
-__all__ = ["SamplingPlan", "call_limits", "reply_size"]
+__all__ = ["SamplingPlan", "reply_size"]
 
 log = safe_logger("providers.plan")
 
 _DEFAULT_LIMITS = SamplingLimits()
-#: The limits of the sampling call running in this context (set by :meth:`SamplingPlan.sample`).
-_CALL_LIMITS: ContextVar[SamplingLimits] = ContextVar("providers_call_limits", default=_DEFAULT_LIMITS)
-
-
-def call_limits() -> SamplingLimits:
-    """The limits of the sampling call running in this context: its plan's, or the defaults outside one."""
-    return _CALL_LIMITS.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +85,15 @@ class SamplingPlan:
         limits = self.limits
         sink = None if progress is None else _capped(progress, limits.max_reply_chars)
         who = f"provider {self.provider.name!r}, model {self.model.id!r}"
-        token = _CALL_LIMITS.set(limits)
+        provider = self.provider
         try:
             with self._traced() as call, anyio.fail_after(limits.deadline):
-                result = await self.provider.sample(self.params, self.model, sink)
+                if hasattr(provider, "sample_within"):  # a TakesLimits (isinstance costs 8 to 20 µs)
+                    result = await cast(TakesLimits, provider).sample_within(
+                        self.params, self.model, limits, sink
+                    )
+                else:
+                    result = await provider.sample(self.params, self.model, sink)
                 call.result(result)
         except TimeoutError:
             raise ProviderError(
@@ -106,8 +105,6 @@ class SamplingPlan:
         except Exception as exc:
             log.error("%s failed unexpectedly", who, exc_info=exc)
             raise ProviderError(f"{who}: the provider failed ({type(exc).__name__})") from None
-        finally:
-            _CALL_LIMITS.reset(token)
         if reply_size(result) > limits.max_reply_chars:
             raise ProviderError(f"{who}: {ReplyTooLong(limits.max_reply_chars)}")
         return result

@@ -17,7 +17,6 @@ import pytest
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INVALID_PARAMS, ProviderError
 from providers import AnthropicProvider, ModelInfo, ProviderRegistry
-from providers._anthropic import SDK_API_VERSION
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import Completion, ErrorReply, ToolCall
 from tests.providers.sampling import hinted_task, params, recorder, run, user
@@ -47,7 +46,8 @@ def provider(fake: FakeAnthropic, **kwargs: Any) -> AnthropicProvider:
 async def test_plain_request_body_headers_and_result(fake: FakeAnthropic) -> None:
     fake.queue(Completion(text="Hello there."))
     request = params(user("Hi"), systemPrompt="Be brief.", stopSequences=["END"], temperature=0.2)
-    out = await run(provider(fake), request)
+    p = provider(fake)
+    out = await run(p, request)
     assert out == {
         "role": "assistant",
         "content": {"type": "text", "text": "Hello there."},
@@ -56,7 +56,7 @@ async def test_plain_request_body_headers_and_result(fake: FakeAnthropic) -> Non
     }
     (sent,) = fake.requests
     assert sent.path == "/v1/messages"
-    assert sent.headers["anthropic-version"] == SDK_API_VERSION == "2026-10-21"
+    assert sent.headers["anthropic-version"] == p.api_version == "2026-10-21"  # the SDK's own
     assert KEY in (sent.headers.get("x-api-key", "") + sent.headers.get("authorization", ""))
     # Under 2026-10-21 the Messages API takes no temperature: it is left out, and the provider says so.
     assert sent.body == {

@@ -23,8 +23,7 @@ import pytest
 from host_receiver._http_pool import LeanTransport
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
-from providers import ModelInfo, OpenAIProvider, SamplingProgress
-from providers._client import OneReadTimeout
+from providers import ModelInfo, OpenAIProvider, ProviderRegistry, SamplingLimits, SamplingProgress
 from providers._config import HttpTransport
 from tests.fake_openai import Completion, FakeOpenAI
 
@@ -353,6 +352,22 @@ async def test_a_read_timeout_ends_the_call_and_drops_the_connection(
 # --- limits -------------------------------------------------------------------------------
 
 
+async def test_a_redirected_call_keeps_its_size_cap(transport: HttpTransport) -> None:
+    """The request httpx makes to follow a redirect belongs to the same call, under the same limits."""
+    moved = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /v2/chat/completions\r\nContent-Length: 0\r\n\r\n"
+    big = json_reply("x" * 1_200_000)  # over the byte cap of 1,000 characters (1,060,576 bytes)
+    async with raw_server(Answer(moved), Answer(big)) as server:
+        p = provider(transport, server.url, max_retries=0)
+        routes = ProviderRegistry([p], limits=SamplingLimits(max_reply_chars=1_000))
+        async with routes:
+            with pytest.raises(ProviderError, match="the reply is over this host's size cap"):
+                await routes.plan(PARAMS, "srv").sample(None)
+    assert [line for _, line in server.requests] == [
+        "POST /v1/chat/completions HTTP/1.1",
+        "POST /v2/chat/completions HTTP/1.1",
+    ]
+
+
 def pool(transport: HttpTransport, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
     return LeanTransport(limits=limits) if transport == "lean" else httpx.AsyncHTTPTransport(limits=limits)
 
@@ -406,30 +421,3 @@ async def test_an_http_proxy_from_the_environment_is_used(
         async with opened(transport, "http://backend.invalid:8000/v1", max_retries=0) as p:
             assert await sample(p) == "via the proxy"
     assert proxy.requests == [(1, "POST http://backend.invalid:8000/v1/chat/completions HTTP/1.1")]
-
-
-# --- the httpx client under the openai client ------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("url", "extra"),
-    [
-        ("http://127.0.0.1:9/v1/chat/completions", {}),  # how the openai client calls: the quick path
-        ("/v1/chat/completions", {}),
-        ("http://127.0.0.1:9/v1/x", {"params": {"a": "1"}}),
-        ("http://127.0.0.1:9/v1/x", {"extensions": {"trace": None}}),
-    ],
-)
-def test_requests_are_built_as_httpx_builds_them(url: str, extra: dict[str, Any]) -> None:
-    client = OneReadTimeout(follow_redirects=True)
-    headers = [("Accept", "application/json"), ("User-Agent", "OpenAI/Python"), ("Authorization", "Bearer k")]
-    args: dict[str, Any] = {"content": b"{}", "headers": headers, "timeout": httpx.Timeout(30.0), **extra}
-    ours = client.build_request("POST", url, **args)
-    theirs = httpx.AsyncClient.build_request(client, "POST", url, **args)
-    assert (ours.method, ours.url, ours.headers.raw, ours.content) == (
-        theirs.method,
-        theirs.url,
-        theirs.headers.raw,
-        theirs.content,
-    )
-    assert ours.extensions == theirs.extensions

@@ -29,13 +29,15 @@ import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INTERNAL_ERROR, ConfigError, ProviderError
-from host_receiver.protocol.types import CreateMessageRequestParams
+from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, SamplingRequest
 from providers import (
+    ECHO_MODEL,
     AnthropicProvider,
     EchoProvider,
     GeminiProvider,
     ModelInfo,
     OpenAIProvider,
+    ProgressSink,
     Provider,
     ProviderRegistry,
     SamplingLimits,
@@ -44,6 +46,7 @@ from providers import (
     load_config,
     save_config,
 )
+from providers._contract import ListsModels
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, Drop, Endless, ErrorReply, FakeOpenAI, RawBody, RawStream
@@ -266,6 +269,22 @@ async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI, backend: Bac
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
 
 
+async def test_the_backend_sees_the_requests_without_the_calls_tag(fake: FakeOpenAI) -> None:
+    """Requests carry the call they belong to as a header to the shared transport, which strips it."""
+    fake.queue(Completion(text="one"), Completion(text="two"))
+    fake.wire = fake.make_wire(["gpt-test"])
+    routes = registry(fake)
+    async with routes:
+        for progress in (None, ignore):
+            await routes.plan(request(), "srv").sample(progress)
+        provider = routes.providers[0]
+        assert isinstance(provider, ListsModels)
+        assert "gpt-test" in await provider.list_models()
+    assert len(fake.requests) == 3
+    for sent in fake.requests:
+        assert "x-host-receiver-call" not in sent.headers and KEY in str(sent.headers)
+
+
 async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
     """Not written per provider: the offline provider gets the same limits from the plan."""
     slow = ProviderRegistry([EchoProvider(delay=5)], limits=SamplingLimits(deadline=0.3))
@@ -274,6 +293,27 @@ async def test_the_deadline_and_the_cap_hold_for_every_provider() -> None:
     small = ProviderRegistry([EchoProvider()], limits=SamplingLimits(max_reply_chars=3))
     with pytest.raises(ProviderError, match="longer than this host's limit of 3 characters"):
         await small.plan(request(), "srv").sample(ignore)
+
+
+async def test_a_provider_that_takes_limits_is_given_the_plans_and_others_are_called_as_before() -> None:
+    seen: list[SamplingLimits] = []
+
+    class Bounded(EchoProvider):
+        async def sample_within(
+            self,
+            params: SamplingRequest,
+            model: ModelInfo,
+            limits: SamplingLimits,
+            progress: ProgressSink | None = None,
+        ) -> CreateMessageResult:
+            seen.append(limits)
+            return await self.sample(params, model, progress)
+
+    limits = SamplingLimits(max_reply_chars=500, deadline=9)
+    for provider in (Bounded(), EchoProvider()):
+        result = await ProviderRegistry([provider], limits=limits).plan(request(), "srv").sample(None)
+        assert result.model == ECHO_MODEL.id
+    assert seen == [limits]
 
 
 # --- end to end: a failed task with the diagnostic ----------------------------------------------
