@@ -1,6 +1,6 @@
 """The MCP client side of one connection, in either protocol era: agreement, then traffic.
 
-(About 800 lines, one idea: the connection's own state, its agreement and
+(About 900 lines, one idea: the connection's own state, its agreement and
 receiver, decides how every call is sent; the agreement itself, the input
 rounds and the server's tasks are their own modules.)
 

@@ -1,6 +1,6 @@
 """OpenTelemetry traces and metrics, per the semantic conventions for MCP and GenAI (docs/observability.md).
 
-(About 700 lines, one idea: every span, attribute and instrument host-receiver
+(About 840 lines, one idea: every span, attribute and instrument host-receiver
 emits, and the rules that keep them safe, in one place.)
 
 Rules:
