@@ -212,10 +212,11 @@ def _error_type(exc: BaseException) -> str:
 
 
 class _Span:
-    """One span being recorded (or nothing, without the API), and its duration for a metric."""
+    """One span being recorded (None when nothing records it: no API, no SDK, or not sampled;
+    what would be set on it is then not even made), and its duration for a metric."""
 
     def __init__(self, span: Any) -> None:
-        self.span = span
+        self.span = span if span is not None and span.is_recording() else None
         self.started = time.perf_counter()
         self.error: str | None = None
 
