@@ -259,6 +259,8 @@ class ClientConnection:
         self._network = telemetry.network(
             stream.extra(StreamAttribute.network_transport, None), stream.extra(StreamAttribute.url, None)
         )
+        self._facts_of: tuple[str, str | None, dict[str, Any]] | None = None  # _facts, as last made
+        self._answered: telemetry.ServerCall | None = None  # answered at once, not yet recorded
         self._named = name is not None
         self._handler: ServerHandler | None = None  # the receiver's scope, once attached
         self._agreement: Agreement | None = None
@@ -270,6 +272,8 @@ class ClientConnection:
             request_handler=self._on_request,
             notification_handler=self._on_notification,
             name=name or "server",
+            replied=self._replied,
+            noticed=self._noticed,
         )
 
     @classmethod
@@ -384,8 +388,11 @@ class ClientConnection:
 
     def _facts(self) -> dict[str, Any]:
         """What every MCP span of this connection says of it (:func:`telemetry.facts`)."""
-        session_id = self._stream.extra(StreamAttribute.session_id, None)
-        return telemetry.facts(self.protocol_version, self._network, session_id)
+        version, session_id = self.protocol_version, self._stream.extra(StreamAttribute.session_id, None)
+        made = self._facts_of
+        if made is None or made[0] != version or made[1] != session_id:
+            made = self._facts_of = (version, session_id, telemetry.facts(version, self._network, session_id))
+        return made[2]
 
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         call = self._telemetry.server_call(request.method, request.params, request.id, self._facts())
@@ -396,9 +403,20 @@ class ClientConnection:
             call.end(exc)
             raise
         if isinstance(answer, dict):
-            call.end()
+            call.stop()
+            self._answered = call  # its span is recorded once the answer is sent (_replied)
             return answer
         return call.answered(answer)
+
+    def _noticed(self, method: str, params: dict[str, Any] | None, sent: bool) -> dict[str, Any] | None:
+        """A notification's span (:meth:`telemetry.Telemetry.notified`)."""
+        return self._telemetry.notified(method, params, sent, self._facts)
+
+    def _replied(self) -> None:
+        """The answer given at once is sent: record its request's SERVER span now."""
+        call, self._answered = self._answered, None
+        if call is not None:
+            call.end()
 
     async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
         if method in _TASK_NEWS and self._task_news.deliver(params):

@@ -44,7 +44,11 @@ import anyio
 from host_receiver import _audit, telemetry
 from host_receiver.approval import (
     Approve,
+    AutoApprove,
+    DeclineAll,
+    DenyAll,
     ElicitationUI,
+    FillDefaults,
     FormView,
     Refuse,
     SamplingApprover,
@@ -168,7 +172,7 @@ class SamplingService:
         await context.set_status_message(
             f"Waiting for the user to approve the request (model {plan.model.id})"
         )
-        with telemetry.current().person("approval") as wait:
+        with telemetry.current().person("approval", _asks_person(self.approver)) as wait:
             decision = await self.approver.review_request(view)
             wait.chose(_decided(decision))
         if isinstance(decision, Refuse):
@@ -224,7 +228,7 @@ class SamplingService:
                 observer.generation_ended(generation)
 
         await context.set_status_message("Waiting for the user to review the result")
-        with telemetry.current().person("review") as wait:
+        with telemetry.current().person("review", _asks_person(self.approver)) as wait:
             verdict = await self.approver.review_result(
                 SamplingResultView(server=server, task_id=context.task_id, params=params, result=result)
             )
@@ -260,6 +264,21 @@ class _ChoosingRouter:
 
     def allowed_models(self, server: str) -> Sequence[str]:
         return tuple(self._inner.allowed_models(server))
+
+
+#: The ready-made policies: they decide without asking anyone.
+_AUTOMATIC = (AutoApprove, DenyAll, FillDefaults, DeclineAll)
+
+
+def _asks_person(hook: object) -> bool:
+    """Whether ``hook`` (an approver or an elicitation UI) may ask a person: not when it is one
+    of the ready-made policies, or wraps one (a policy's ``inner``, at any depth). Only a
+    person's wait is a ``person`` span (docs/observability.md)."""
+    while not isinstance(hook, _AUTOMATIC):
+        hook = getattr(hook, "inner", None)
+        if hook is None:
+            return True
+    return False
 
 
 #: A person's answer to a form or a URL, as the outcome of their span.
@@ -312,7 +331,7 @@ class ElicitationService:
             warnings=url_warnings(params.url, params.message),
         )
         await context.set_status_message("Waiting for the user to consent to opening a URL")
-        with telemetry.current().person("url_consent") as wait:
+        with telemetry.current().person("url_consent", _asks_person(self.ui)) as wait:
             answer = await self.ui.consent_url(view)
             wait.chose(_ANSWERED.get(answer, answer))
         if answer == "accept":
@@ -333,7 +352,7 @@ class ElicitationService:
                 values=values,
                 problems=problems,
             )
-            with telemetry.current().person("form") as wait:
+            with telemetry.current().person("form", _asks_person(self.ui)) as wait:
                 answer = await self.ui.fill_form(view)
                 wait.chose(_ANSWERED.get(answer.action, answer.action))
             if answer.action != "accept":

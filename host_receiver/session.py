@@ -16,7 +16,11 @@ Rules:
   never delays other traffic, and one that never waits costs no task. A
   handler's :class:`RpcError` becomes an error response; any other exception
   becomes -32603 "Internal error", logged with its traceback, its text never
-  sent to the peer.
+  sent to the peer. After an answer given at once is sent, ``replied`` is
+  called (for what need not delay the answer: the telemetry of the request).
+- Every notification sent or received is shown to ``noticed`` first (the
+  telemetry's span; what it returns is sent: ``params`` with the trace
+  context in ``_meta``).
 - The receive loop never waits on the peer: replies it makes (immediate
   answers, ping, errors for malformed frames) and :meth:`Session.notify_soon`
   go out through the session's :class:`~host_receiver._outbox.Outbox`, in
@@ -140,6 +144,19 @@ async def _ignore_notification(method: str, params: dict[str, Any] | None) -> No
     logger.debug("ignored notification %s", method)
 
 
+def _nothing() -> None:
+    """The default ``replied``."""
+
+
+#: ``noticed(method, params, sent)``: the params to send (``sent``), or None (received).
+Noticed: TypeAlias = Callable[[str, dict[str, Any] | None, bool], dict[str, Any] | None]
+
+
+def _as_is(method: str, params: dict[str, Any] | None, sent: bool) -> dict[str, Any] | None:
+    """The default ``noticed``."""
+    return params
+
+
 class _Pending:
     """An outgoing request waiting for its response."""
 
@@ -174,8 +191,12 @@ class Session:
         notification_handler: NotificationHandler | None = None,
         name: str = "peer",
         reply_grace: float = 5.0,
+        replied: Callable[[], None] | None = None,
+        noticed: Noticed | None = None,
     ) -> None:
         self._name = name
+        self._replied = replied or _nothing
+        self._noticed = noticed or _as_is
         self.reply_grace = reply_grace
         self._stream = stream
         self._request_handler = request_handler or _no_such_method
@@ -328,7 +349,7 @@ class Session:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification."""
         self._check_open()
-        await self._stream.send(Notification(method, params))
+        await self._stream.send(Notification(method, self._noticed(method, params, True)))
 
     def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification without waiting; never raises.
@@ -340,7 +361,7 @@ class Session:
         if self._closed_reason is not None:
             logger.debug("%s not sent to %s: the session is closed", method, self.name)
             return
-        self._send_soon(Notification(method, params))
+        self._send_soon(Notification(method, self._noticed(method, params, True)))
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Send ``ping`` and wait for the answer."""
@@ -359,7 +380,8 @@ class Session:
     async def _send_cancellation(self, request_id: RequestId, reason: str) -> None:
         if self._closed_reason is not None:
             return
-        notice = Notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
+        method, params = "notifications/cancelled", {"requestId": request_id, "reason": reason}
+        notice = Notification(method, self._noticed(method, params, True))
         with anyio.move_on_after(self.reply_grace, shield=True):
             try:
                 await self._stream.send(notice)
@@ -420,6 +442,7 @@ class Session:
             return
         if type(answer) is dict:
             self._send_soon(Response(request.id, answer))
+            self._replied()
             return
         scope = anyio.CancelScope()
         self._in_flight[request.id] = scope
@@ -487,6 +510,7 @@ class Session:
 
     async def _on_notification(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
+        self._noticed(method, params, False)
         if method == "notifications/cancelled":
             self._on_cancelled(params)
         elif method == "notifications/progress":

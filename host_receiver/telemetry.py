@@ -1,6 +1,6 @@
 """OpenTelemetry traces and metrics, per the semantic conventions for MCP and GenAI (docs/observability.md).
 
-(About 700 lines, one idea: every span, attribute and instrument host-receiver
+(About 840 lines, one idea: every span, attribute and instrument host-receiver
 emits, and the rules that keep them safe, in one place.)
 
 Rules:
@@ -19,11 +19,16 @@ Rules:
   host sends, with ``traceparent``/``tracestate`` injected into
   ``params._meta``; :meth:`Telemetry.server_call` the SERVER span of one it
   receives, whose parent is the context in its ``params._meta`` (absent or
-  malformed: the ambient context, never an error). :meth:`Telemetry.logical_call`
+  malformed: the ambient context, never an error), started late with its
+  arrival as its start: an answer given at once (a task created, ``tasks/get``)
+  is sent before the SDK sees the span. :meth:`Telemetry.notified` is the span
+  of a notification sent (CLIENT, context injected) or received (SERVER).
+  :meth:`Telemetry.logical_call`
   is one 2026-07-28 call across its input rounds and its task,
   :meth:`Telemetry.task` the work of a task the host runs, linked to the
   request that created it, :meth:`Telemetry.person` the wait for a person
-  (its outcome, never the content).
+  (its outcome, never the content; nothing when a policy decides alone).
+  Tasks by state are counted here and observed by the meter when it collects.
 * GenAI: :meth:`Telemetry.chat` is the CLIENT span of one provider call
   (``chat {model}``); a backend tells it what only the wire says (response
   id, model, token usage) through :func:`report_reply`. Prompt, system
@@ -82,21 +87,32 @@ NAME_LIMIT = 64
 DISTINCT_NAMES = 256
 _OTHER = "_OTHER"
 _SCOPE = "host-receiver"
-#: The methods of both eras' schemas, named as they are; any other goes through ``Telemetry.name``.
+#: The methods (requests and notifications) of both eras' schemas, named as they are; any other
+#: goes through ``Telemetry.name``.
 _METHODS = frozenset(
     {
         "initialize", "ping", "server/discover", "tools/list", "tools/call", "prompts/list", "prompts/get",
         "resources/list", "resources/templates/list", "resources/read", "resources/subscribe",
         "resources/unsubscribe", "completion/complete", "logging/setLevel", "sampling/createMessage",
         "elicitation/create", "roots/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
-        "tasks/update",
+        "tasks/update", "notifications/initialized", "notifications/cancelled", "notifications/progress",
+        "notifications/message", "notifications/tasks/status", "notifications/tools/list_changed",
+        "notifications/prompts/list_changed", "notifications/resources/list_changed",
+        "notifications/resources/updated", "notifications/roots/list_changed",
+        "notifications/elicitation/complete",
     }
 )  # fmt: skip
+#: The methods whose ``uri`` is ``mcp.resource.uri``.
+_WITH_URI = frozenset(
+    {"resources/read", "resources/subscribe", "resources/unsubscribe", "notifications/resources/updated"}
+)
 #: ``gen_ai.provider.name`` of a provider's vendor, where the conventions name it otherwise.
 _PROVIDER_NAMES = {"google": "gcp.gemini", "gemini": "gcp.gemini"}
 #: The keys of ``params._meta`` that carry the trace context (W3C Trace Context and Baggage).
 _CONTEXT_KEYS = ("traceparent", "tracestate", "baggage")
 _T = TypeVar("_T")
+#: A request received: its method, params, JSON-RPC id and the connection's :func:`facts`.
+_Request = tuple[str, "dict[str, Any] | None", object, Mapping[str, Any]]
 
 
 @cache
@@ -120,6 +136,8 @@ def _version() -> str:
 _CURRENT: ContextVar[Telemetry | None] = ContextVar("host_receiver_telemetry", default=None)
 #: The CLIENT span of the request being sent in this context (for its JSON-RPC id).
 _SENDING: ContextVar[ClientCall | None] = ContextVar("host_receiver_sending", default=None)
+#: The request being answered in this context (for the link of a task it creates).
+_SERVING: ContextVar[ServerCall | None] = ContextVar("host_receiver_serving", default=None)
 #: The GenAI call running in this context (for what the backend reports).
 _CHAT: ContextVar[ChatCall | None] = ContextVar("host_receiver_chat", default=None)
 
@@ -194,10 +212,11 @@ def _error_type(exc: BaseException) -> str:
 
 
 class _Span:
-    """One span being recorded (or nothing, without the API), and its duration for a metric."""
+    """One span being recorded (None when nothing records it: no API, no SDK, or not sampled;
+    what would be set on it is then not even made), and its duration for a metric."""
 
     def __init__(self, span: Any) -> None:
-        self.span = span
+        self.span = span if span is not None and span.is_recording() else None
         self.started = time.perf_counter()
         self.error: str | None = None
 
@@ -245,26 +264,62 @@ class ClientCall(_Span):
 
 
 class ServerCall(_Span):
-    """The SERVER span of one request the host receives: made current while it is answered."""
+    """The SERVER span of one request the host receives: made current while it is answered.
 
-    def __init__(self, span: Any, telemetry: Telemetry, done: Callable[[ServerCall], None]) -> None:
-        super().__init__(span)
+    The SDK's span is started late, with the request's arrival as its start time:
+    when the answer is awaited (:meth:`answered`), or, for an answer given at
+    once, when it has been sent (:meth:`stop` when the answer is ready, then
+    :meth:`end`), so that nothing of the span's cost delays that answer.
+    """
+
+    def __init__(self, telemetry: Telemetry, request: _Request | None) -> None:
+        super().__init__(None)
         self._telemetry = telemetry
-        self._done = done
+        self._request = request
+        self._arrived = time.time_ns()
+        self._stopped: tuple[int, float] | None = None
+        self._attributes: dict[str, Any] = {}
+
+    def open(self) -> None:
+        """Start the span now (once), from the request's arrival."""
+        if self._request is not None:
+            request, self._request = self._request, None
+            self.span, self._attributes = self._telemetry._server_span(request, self._arrived)
+
+    def context(self) -> Any:
+        """The span's context (for a link), or None when nothing is recorded."""
+        return self.span.get_span_context() if self.span is not None else None
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        """Run the block with this span current (the span stays open)."""
-        with self._telemetry._activated(self.span):
-            yield
+        """Run the block with this span current (once started; it stays open)."""
+        serving = _SERVING.set(self)
+        try:
+            with self._telemetry._activated(self.span):
+                yield
+        finally:
+            _SERVING.reset(serving)
+
+    def stop(self) -> None:
+        """The answer is ready: its end time (recorded by :meth:`end`)."""
+        if self._stopped is None:
+            self._stopped = (time.time_ns(), self.elapsed())
 
     def end(self, error: BaseException | None = None) -> None:
+        """Record the span (started now if it was not) and its duration."""
+        self.stop()
+        assert self._stopped is not None
+        ended, elapsed = self._stopped
+        self.open()
         if error is not None and not _cancelled(error):
             self.fail(error)
-        self._done(self)
+        if self.span is not None:
+            self.span.end(end_time=ended)
+            self._telemetry._mcp_server.record(elapsed, self._telemetry._labels(self._attributes, self.error))
 
     async def answered(self, answer: Awaitable[_T]) -> _T:
         """Await ``answer`` with this span current, then end it."""
+        self.open()
         with self.active():
             try:
                 result = await answer
@@ -325,7 +380,8 @@ class TaskTrace:
         """The task's work as one span (linked to its creating request), current while it runs."""
         telemetry = self.telemetry
         attributes = {"mcp.method.name": self._method, "host_receiver.task.id": self._task_id}
-        with telemetry._span(f"task {self._method}", "INTERNAL", attributes, link=self._link) as span:
+        link = self._link.context() if isinstance(self._link, ServerCall) else self._link
+        with telemetry._span(f"task {self._method}", "INTERNAL", attributes, link=link) as span:
             self._span = span
             self.status("working")
             try:
@@ -348,6 +404,10 @@ class Telemetry:
 
     def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         self._names: dict[str, None] = {}
+        #: Tasks not finished, by method, and tasks finished, by method and status: counted here,
+        #: observed by the meter when it collects (nothing per task reaches the SDK).
+        self._active: dict[str, int] = {}
+        self._finished: dict[tuple[str, str], int] = {}
         api = _api()
         self._on = api is not None
         if api is None:
@@ -371,11 +431,17 @@ class Telemetry:
         self._genai_tokens = meter.create_histogram(
             "gen_ai.client.token.usage", unit="{token}", description="Tokens per provider call"
         )
-        self._tasks_active = meter.create_up_down_counter(
-            "host_receiver.tasks.active", unit="{task}", description="Tasks the host runs, not yet finished"
+        meter.create_observable_up_down_counter(
+            "host_receiver.tasks.active",
+            [self._observe_active],
+            unit="{task}",
+            description="Tasks the host runs, not yet finished",
         )
-        self._tasks_finished = meter.create_counter(
-            "host_receiver.tasks.finished", unit="{task}", description="Tasks the host ran, by final status"
+        meter.create_observable_counter(
+            "host_receiver.tasks.finished",
+            [self._observe_finished],
+            unit="{task}",
+            description="Tasks the host ran, by final status",
         )
         self._person_wait = meter.create_histogram(
             "host_receiver.person.wait.duration", description="Time waiting for a person", **seconds
@@ -425,14 +491,27 @@ class Telemetry:
         with self._recorded(self._start(name, kind, attributes, parent, link), _Span) as span:
             yield span
 
-    def _start(self, name: str, kind: str, attributes: Mapping[str, Any], parent: Any, link: Any) -> Any:
+    def _start(
+        self,
+        name: str,
+        kind: str,
+        attributes: Mapping[str, Any],
+        parent: Any,
+        link: Any,
+        start_time: int | None = None,
+    ) -> Any:
         if not self._on:
             return None
         api = _api()
         assert api is not None
         found = [api.trace.Link(link)] if link is not None and link.is_valid else None
         return self._tracer.start_span(
-            name, context=parent, kind=getattr(api.trace.SpanKind, kind), attributes=attributes, links=found
+            name,
+            context=parent,
+            kind=getattr(api.trace.SpanKind, kind),
+            attributes=attributes,
+            links=found,
+            start_time=start_time,
         )
 
     @contextmanager
@@ -479,7 +558,7 @@ class Telemetry:
             if bounded != _OTHER:
                 name = f"{method} {bounded}"
         uri = params.get("uri") if isinstance(params, Mapping) else None
-        if method == "resources/read" and isinstance(uri, str):
+        if method in _WITH_URI and isinstance(uri, str):
             attributes["mcp.resource.uri"] = safe_text(uri, 256)
         return name, attributes
 
@@ -524,24 +603,23 @@ class Telemetry:
     def server_call(
         self, method: str, params: dict[str, Any] | None, request_id: object, facts: Mapping[str, Any]
     ) -> ServerCall:
-        """The SERVER span of one request received; end it with :meth:`ServerCall.end` or ``answered``."""
+        """The SERVER span of one request received (:class:`ServerCall`: ``answered``, or ``stop``
+        when the answer is ready and ``end`` once it is sent)."""
+        return ServerCall(self, (method, params, request_id, facts) if self._on else None)
+
+    def _server_span(self, request: _Request, arrived: int) -> tuple[Any, dict[str, Any]]:
+        """The SDK's SERVER span of ``request``, started at ``arrived``, and its attributes."""
+        method, params, request_id, facts = request
         name, attributes = self._mcp(method, params, facts)
         if request_id is not None:
-            attributes["jsonrpc.request.id"] = safe_text(request_id, NAME_LIMIT)
-        raw = None
-        if self._on:
-            api = _api()
-            assert api is not None
-            parent = self._parent(params)
-            ambient = api.trace.get_current_span().get_span_context()
-            raw = self._start(name, "SERVER", attributes, parent, ambient if parent is not None else None)
-
-        def done(call: ServerCall) -> None:
-            if raw is not None:
-                raw.end()
-                self._mcp_server.record(call.elapsed(), self._labels(attributes, call.error))
-
-        return ServerCall(raw, self, done)
+            attributes["jsonrpc.request.id"] = (
+                str(request_id) if type(request_id) is int else safe_text(request_id, NAME_LIMIT)
+            )
+        api = _api()
+        assert api is not None
+        parent = self._parent(params)
+        link = api.trace.get_current_span().get_span_context() if parent is not None else None
+        return self._start(name, "SERVER", attributes, parent, link, arrived), attributes
 
     @contextmanager
     def logical_call(
@@ -553,6 +631,38 @@ class Telemetry:
         with self._span(name, "INTERNAL", attributes) as call:
             yield call
 
+    def notified(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        sent: bool,
+        facts: Callable[[], Mapping[str, Any]],
+    ) -> dict[str, Any] | None:
+        """The span of one notification: sent, a CLIENT span whose context is injected into
+        ``params._meta`` (the params to send are returned); received, a SERVER span whose parent
+        is the context in its ``_meta``. Nothing is made unless a span records (no SDK: the
+        params as they are); ``facts`` are the connection's, asked for only then."""
+        if not self._on:
+            return params
+        api = _api()
+        assert api is not None
+        parent = None if sent else self._parent(params)
+        link = api.trace.get_current_span().get_span_context() if parent is not None else None
+        found = [api.trace.Link(link)] if link is not None and link.is_valid else None
+        kind = api.trace.SpanKind.CLIENT if sent else api.trace.SpanKind.SERVER
+        name = method if method in _METHODS else self.name(method)
+        span = self._tracer.start_span(name, context=parent, kind=kind, links=found)
+        if not span.is_recording():
+            return params
+        span.set_attributes(self._mcp(method, params, facts())[1])
+        if sent:
+            carrier: dict[str, str] = {}
+            api.propagate.inject(carrier, context=api.trace.set_span_in_context(span))
+            meta = (params or {}).get("_meta")
+            params = {**(params or {}), "_meta": {**(meta if isinstance(meta, dict) else {}), **carrier}}
+        span.end()
+        return params
+
     def session_ended(self, seconds: float, facts: Mapping[str, Any]) -> None:
         """Record one connection's life (``mcp.client.session.duration``)."""
         if self._on:
@@ -563,23 +673,48 @@ class Telemetry:
 
     def task(self, method: str, task_id: str) -> TaskTrace:
         """A task created now (linked to the request being answered in this context)."""
-        link = None
+        link: Any = None
         if self._on:
-            api = _api()
-            assert api is not None
-            link = api.trace.get_current_span().get_span_context()
-            self._tasks_active.add(1, {"mcp.method.name": method})
+            self._active[method] = self._active.get(method, 0) + 1
+            # The request's SERVER span, recorded once its answer is sent, is read when the work runs.
+            link = _SERVING.get()
+            if link is None:
+                api = _api()
+                assert api is not None
+                link = api.trace.get_current_span().get_span_context()
         return TaskTrace(self, method, task_id, link)
 
     def task_finished(self, method: str, status: str) -> None:
         """A task left the live states (``status``: its final one, or ``expired``)."""
         if self._on:
-            self._tasks_active.add(-1, {"mcp.method.name": method})
-            self._tasks_finished.add(1, {"mcp.method.name": method, "host_receiver.task.status": status})
+            self._active[method] -= 1
+            key = (method, status)
+            self._finished[key] = self._finished.get(key, 0) + 1
+
+    def _observe_active(self, options: Any) -> list[Any]:
+        """``host_receiver.tasks.active`` when the meter collects (in its own thread: copies)."""
+        api = _api()
+        assert api is not None
+        return [api.metrics.Observation(n, {"mcp.method.name": m}) for m, n in self._active.copy().items()]
+
+    def _observe_finished(self, options: Any) -> list[Any]:
+        """``host_receiver.tasks.finished`` when the meter collects."""
+        api = _api()
+        assert api is not None
+        return [
+            api.metrics.Observation(n, {"mcp.method.name": method, "host_receiver.task.status": status})
+            for (method, status), n in self._finished.copy().items()
+        ]
 
     @contextmanager
-    def person(self, step: str) -> Iterator[Person]:
-        """The wait for a person at ``step`` (approval, review, form, url_consent); set the outcome."""
+    def person(self, step: str, asked: bool) -> Iterator[Person]:
+        """The wait for a person at ``step`` (approval, review, form, url_consent); set the outcome.
+
+        When no person is ``asked`` (a policy decides), nothing is recorded.
+        """
+        if not (asked and self._on):
+            yield Person(None)
+            return
         attributes = {"host_receiver.person.step": step}
         with self._recorded(
             self._start(f"person {step}", "INTERNAL", attributes, None, None), Person

@@ -21,6 +21,8 @@ import pytest
 from host_receiver import Host, Receiver, SamplingService
 from host_receiver.approval import (
     Approve,
+    AutoApprove,
+    FillDefaults,
     FormView,
     Refuse,
     SamplingRequestView,
@@ -32,10 +34,11 @@ from host_receiver.approval import (
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService
 from host_receiver.options import ConnectionOptions
+from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.telemetry import CAPTURE_CONTENT, DISTINCT_NAMES
 from host_receiver.testing import FakeServer, ToolCall
-from providers import Config, ModelInfo, ProviderEntry, build_registry
+from providers import Config, EchoProvider, ModelInfo, ProviderEntry, ProviderRegistry, build_registry
 from tests.fake_openai import FakeOpenAI
 from tests.otlp_receiver import Exported, exported
 from tests.receiver_harness import sampling_params
@@ -247,7 +250,34 @@ async def test_a_task_is_one_span_linked_to_the_request_that_created_it(
     assert {s.name for s in otlp.spans if s.parent_id == work.span_id} >= {f"chat {MODEL}", "person approval"}
     finished = otlp.metrics["host_receiver.tasks.finished"]
     assert [(p.attributes["host_receiver.task.status"], p.value) for p in finished] == [("completed", 1)]
+    assert [p.value for p in otlp.metrics["host_receiver.tasks.active"]] == [0]
     assert otlp.one("tasks/result").parent_id == ""
+
+
+async def test_a_policy_that_asks_no_person_records_no_person_span(exported: Exported) -> None:
+    """AutoApprove and FillDefaults (as ``--approve auto --elicit defaults``), also wrapped in other
+    policies, decide alone: no ``person`` span and no wait for a person is recorded."""
+    registry = ProviderRegistry([EchoProvider()])
+    approver = ModelAllowList(RememberDecisions(AutoApprove()))
+    receiver = Receiver(
+        sampling=SamplingService(registry, approver), elicitation=ElicitationService(FillDefaults())
+    )
+    form = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
+    async with (
+        FakeServer() as server,
+        Host(receiver, ConnectionOptions(telemetry=exported.telemetry)) as host,
+    ):
+        await host.connect("fake", server.transport)
+        await server.request("sampling/createMessage", sampling_params("hi"))
+        assert (await server.request("elicitation/create", form))["action"] == "accept"
+    exported.flush()
+    otlp = exported.otlp
+    assert otlp.tree(otlp.one("sampling/createMessage")) == "\n".join(
+        ["sampling/createMessage (SERVER, host-receiver)", "    chat echo-offline (CLIENT, host-receiver)"]
+    )
+    assert otlp.named("elicitation/create")
+    assert not [span.name for span in otlp.spans if span.name.startswith("person")]
+    assert "host_receiver.person.wait.duration" not in otlp.metrics
 
 
 async def test_a_hostile_servers_names_are_sanitised_and_bounded(
@@ -318,3 +348,27 @@ anyio.run(main)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["echo:", "hi", "False", "False"]
+
+
+async def test_notifications_are_spans_carrying_the_trace_context(
+    exported: Exported, fake_openai: FakeOpenAI
+) -> None:
+    async with FakeServer() as server, host_for(exported, fake_openai) as host:
+        await host.connect("fake", server.transport)
+        await server.notify("notifications/tools/list_changed", traced({}))
+        created = await server.request("sampling/createMessage", {**sampling_params("hi"), "task": {}})
+        await server.request("tasks/result", {"taskId": created["task"]["taskId"]})
+    exported.flush()
+    otlp = exported.otlp
+    # Received: a SERVER span continuing the context in its _meta.
+    received = otlp.one("notifications/tools/list_changed")
+    assert (received.kind, received.trace_id, received.parent_id) == ("SERVER", SERVER_TRACE, SERVER_SPAN)
+    assert received.attributes["mcp.method.name"] == "notifications/tools/list_changed"
+    # Sent: a CLIENT span in the task's work, its context in the notification's _meta.
+    work = otlp.one("task sampling/createMessage")
+    sent = otlp.named("notifications/tasks/status")
+    assert sent and {(s.kind, s.parent_id) for s in sent} == {("CLIENT", work.span_id)}
+    assert all("jsonrpc.request.id" not in s.attributes for s in sent)
+    notices = server.notifications_of("notifications/tasks/status")
+    contexts = {n["_meta"]["traceparent"].rsplit("-", 1)[0] for n in notices if n}
+    assert contexts == {f"00-{s.trace_id}-{s.span_id}" for s in sent}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from host_receiver import AutoApprove, Host, Receiver, SamplingService
+from host_receiver.approval import Approve, SamplingRequestView, SamplingResultView, Send
 from host_receiver.options import ConnectionOptions
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
@@ -71,6 +72,16 @@ def children(spans: list[ExportedSpan], parent: ExportedSpan) -> list[str]:
     return sorted(span.name for span in spans if span.parent_id == parent.span_id)
 
 
+class Person:
+    """An approver that stands for a person (not a ready-made policy): approves, sends the result."""
+
+    async def review_request(self, view: SamplingRequestView) -> Approve:
+        return Approve()
+
+    async def review_result(self, view: SamplingResultView) -> Send:
+        return Send()
+
+
 @pytest.fixture
 def spans_file(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "peer-spans.jsonl"
@@ -81,9 +92,10 @@ def spans_file(tmp_path: Path) -> Iterator[Path]:
 async def serve_one_sampling(
     protocol: str, transport: Transport, exported: Exported, fake: FakeOpenAI
 ) -> None:
-    """Call the peer's ``sample`` tool; the host samples through the fake OpenAI backend."""
+    """Call the peer's ``sample`` tool; the host samples through the fake OpenAI backend, a person
+    approving the request and reviewing the result."""
     async with fake_registry(fake) as registry:
-        receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
+        receiver = Receiver(sampling=SamplingService(registry, Person()))
         options = ConnectionOptions(protocol=protocol, telemetry=exported.telemetry)
         async with Host(receiver, options) as host:
             server = await host.connect("py2", transport)
@@ -127,7 +139,7 @@ async def test_the_servers_trace_continues_into_the_hosts_spans_and_back(
     their_calls = [s for s in theirs if s.kind == "SERVER" and s.name == "tools/call sample"]
     assert their_calls, theirs
     assert {(s.trace_id, s.parent_id) for s in their_calls} <= {(trace_id, s.span_id) for s in sent}
-    # Our serving of the sampling request holds the approver's part and the model call.
+    # Our serving of the sampling request holds the person's part and the model call.
     assert children(otlp.spans, serving) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
     if protocol == "2025-11-25":
         # The server pushed it under its own CLIENT span, which our SERVER span continues.
@@ -168,7 +180,8 @@ async def test_a_task_augmented_sampling_request_of_mcp_1_30_is_one_span_linked_
     work = otlp.one("task sampling/createMessage")
     assert work.links == [(creating.trace_id, creating.span_id)]
     assert [event[1]["host_receiver.task.status"] for event in work.events] == ["working", "completed"]
-    assert children(otlp.spans, work) == [f"chat {FAKE_MODEL}", "person approval", "person review"]
+    # AutoApprove asks no person; the completed status was sent from the work
+    assert children(otlp.spans, work) == [f"chat {FAKE_MODEL}", "notifications/tasks/status"]
     polled = {span.name for span in otlp.spans if span.kind == "SERVER"}
     assert {"tasks/get", "tasks/result"} <= polled
 
