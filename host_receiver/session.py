@@ -1,6 +1,6 @@
 """A JSON-RPC session: one peer, one message stream, traffic both ways.
 
-(About 570 lines, one idea: both directions share the id space, the closing
+(About 640 lines, one idea: both directions share the id space, the closing
 and the stream, and splitting them would put the closing rules in two
 places. Sending without waiting is its own module, :mod:`host_receiver._outbox`.)
 
