@@ -12,7 +12,8 @@ its rounds. Receivers:
   --max-stored-tasks 250000 --provider P -- requestor``;
 - ``embedded``: :mod:`benchmarks.embedded` (the ``Host``/``Receiver`` API, limits raised);
 - ``echo``: :mod:`benchmarks.echo_limit`, the transport limit;
-- ``ts``: the TypeScript SDK's ``Client`` (``benchmarks/peers/ts_receiver.mjs``);
+- ``ts``: the TypeScript SDK's ``Client`` (``benchmarks/peers/ts_receiver.mjs``; in the
+  ``mrtr`` scenario the SDK v2's, ``benchmarks/peers/ts2_mrtr_client.mjs``);
 - ``py``: the Python SDK's ``ClientSession`` (``benchmarks/peers/py_receiver.py``).
 
 The slow scenarios give host-receiver an OpenAI-compatible provider entry (a
@@ -55,6 +56,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from benchmarks.mrtr import TRANSPORTS as MRTR_TRANSPORTS
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
 from benchmarks.requestor import SIZES
@@ -110,8 +112,8 @@ def scenarios(smoke: bool) -> list[Scenario]:
         Scenario("slow", delay=1.0, deadline=180),  # httpx's pool takes about a minute (cli+httpx)
         Scenario("blocked", delay=3.0 if smoke else 25.0, deadline=120),
         *http_scenarios(),
-        # Multi-round-trip input against the mcp 2.3.0 Client: its own server and clients
-        # (benchmarks/mrtr.py), not the requestor.
+        # Multi-round-trip input against the mcp 2.3.0 and TypeScript SDK v2 Clients: its own
+        # servers and clients (benchmarks/mrtr.py), not the requestor.
         Scenario("mrtr", repeated=True),
     ]
 
@@ -497,7 +499,9 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         for scenario in chosen:
             if scenario.name == "mrtr":
                 size = "smoke" if args.smoke else "full"
-                rounds = await run_mrtr(args.receivers, size, workdir, args.rounds, concurrently=args.smoke)
+                rounds = await run_mrtr(
+                    args.receivers, args.mrtr_transports, size, workdir, args.rounds, concurrently=args.smoke
+                )
                 results["mrtr"] = medians(rounds)
                 continue
             fake, fake_url = None, ""
@@ -596,6 +600,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--receivers", type=lambda s: s.split(","), default=list(RECEIVERS), help="comma list"
     )
+    parser.add_argument(
+        "--mrtr-transports",
+        type=lambda s: s.split(","),
+        default=list(MRTR_TRANSPORTS),
+        help="comma list: the mrtr scenario's servers and transports (stdio, http: the mcp 2.3.0 server; "
+        "ts2-sse, ts2-json: the TypeScript SDK v2 server answering SSE or JSON)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
     parser.add_argument(
@@ -612,6 +623,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = set(args.receivers) - set(RECEIVERS)
     if unknown:
         parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
+    unknown = set(args.mrtr_transports) - set(MRTR_TRANSPORTS)
+    if unknown:
+        parser.error(f"unknown mrtr transports: {', '.join(sorted(unknown))}")
     if not args.no_setup and {"ts", "py"} & set(args.receivers):
         install_peers()
     started = time.perf_counter()

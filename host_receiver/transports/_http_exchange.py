@@ -6,11 +6,12 @@ The posting (:mod:`host_receiver.transports.http`), the legacy resumption
 events and deliver messages through one :class:`Exchange`. The rules are
 :mod:`host_receiver.transports.http`'s.
 
-Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``.
+Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``, ``_END_AFTER_ANSWER``.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +25,7 @@ from host_receiver.errors import HttpStatusError, InvalidMessage, RpcError, Sess
 from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Response, decode_message, oversized
 from host_receiver.protocol.types import RequestId
 from host_receiver.sanitize import safe_logger, safe_text
-from host_receiver.transports._sse import read_events
+from host_receiver.transports._sse import Event, read_events
 
 __all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings"]
 
@@ -38,6 +39,9 @@ _INCOMING_BUFFER = 64
 #: The most of an error status's body read for its JSON-RPC error.
 #: The most of an error status's body quoted in :class:`HttpStatusError`.
 _STATUS_DETAIL = 500
+#: Seconds an SSE answer is read on after the answer for its end, so that its connection goes
+#: back to the pool (a stream closed before its end closes its connection).
+_END_AFTER_ANSWER = 0.5
 
 
 class HttpSettings(Protocol):
@@ -104,11 +108,18 @@ class Exchange:
     async def read_events(
         self, response: httpx.Response, cursor: Cursor, *, answer_to: RequestId | None
     ) -> bool:
-        """Deliver the messages of an SSE stream; True once ``answer_to`` is answered."""
+        """Deliver the messages of an SSE stream; True once ``answer_to`` is answered.
+
+        After the answer the stream is read on to its end for at most
+        ``_END_AFTER_ANSWER`` seconds (the server should end it there), and
+        what else comes is dropped: a stream read to its end leaves its
+        connection to the next request, where one closed unread would close it.
+        """
         if content_type(response) != SSE:
             raise TransportError(f"expected an event stream from {self.config.url}")
         limit = self.config.max_message_size
-        async for event in read_events(decoded(response), limit):
+        events = read_events(decoded(response), limit)
+        async for event in events:
             cursor.events += 1
             if event.id:
                 cursor.last_event_id = event.id
@@ -120,6 +131,7 @@ class Exchange:
             message = decode(data) if data is not None else oversized_answer(event.head, limit, answer_to)
             await self.deliver(message)
             if answer_to is not None and answers(message, answer_to):
+                await _read_to_end(events)
                 return True
         return False
 
@@ -205,6 +217,18 @@ class Exchange:
                     logger.debug("DELETE of the session answered %d", response.status_code)
             except httpx.HTTPError as exc:
                 logger.debug("DELETE of the session failed: %s", exc)
+
+
+async def _read_to_end(events: AsyncIterator[Event]) -> None:
+    """The rest of an answered stream, dropped, for at most ``_END_AFTER_ANSWER`` seconds."""
+    dropped = 0
+    with anyio.move_on_after(_END_AFTER_ANSWER) as scope:
+        async for event in events:
+            dropped += event.event == "message" and event.data != ""
+    if dropped:
+        logger.debug("dropped %d messages that followed the answer on its stream", dropped)
+    if scope.cancelled_caught:
+        logger.debug("an answered stream did not end within %s s: closed", _END_AFTER_ANSWER)
 
 
 def content_type(response: httpx.Response) -> str:

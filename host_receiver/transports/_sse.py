@@ -54,6 +54,7 @@ async def read_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncIterator
     cut = "\0" + secrets.token_hex(16)  # the data line put where an event over the limit was cut
     bounded = _Bounded(chunks, limit, cut.encode())
     body = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=bounded)
+    body.encoding = "utf-8"  # the format is UTF-8 whatever a header says (and nothing to parse)
     async for sse in EventSource(body).aiter_sse():
         data = sse.data
         if data == cut or data.endswith("\n" + cut):

@@ -24,9 +24,12 @@ Rules:
   notifications before the response); notifications and responses get 202.
 - ``send`` of a request returns once the server accepted it (a JSON answer is
   already delivered by then); an SSE answer is read by a task of the
-  connection. An HTTP failure raises :class:`TransportError` from ``send``;
-  one that happens after acceptance (the stream broke and could not be
-  resumed) is delivered as an error response (-32000) to the waiting request.
+  connection. After the response the stream is read on to its end for at
+  most ``_END_AFTER_ANSWER`` seconds (what follows the response is dropped),
+  so that its connection goes back to the pool; one still open then is
+  closed. An HTTP failure raises :class:`TransportError` from ``send``; one
+  that happens after acceptance (the stream broke and could not be resumed)
+  is delivered as an error response (-32000) to the waiting request.
 - The ``Mcp-Session-Id`` the server sets (on the initialize response) is sent
   on every later request; ``MCP-Protocol-Version`` is sent once the MCP layer
   has told the binding the agreed version (``Binding.agree``).

@@ -76,3 +76,36 @@ def test_the_table_compares_host_receiver_with_the_mcp2_client_per_transport_and
     assert rows[auto.format("stateless HTTP")][2] == "n/a (http: killed)"
     cli = rows["MRTR, one form round, stdio: one `host-receiver run --call` process (ms)"]
     assert cli[1:3] == ["3,000", "-"]
+
+
+def test_on_the_typescript_v2_server_host_receiver_is_held_to_the_typescript_client() -> None:
+    runs: dict[str, Run] = {
+        "embedded": {"results": {"http": client(2000.0, 1.3), "ts2-sse": client(1200.0, 1.5)}},
+        "py": {"results": {"http": client(1800.0, 1.0)}},
+        "ts": {"results": {"ts2-sse": client(1000.0, 1.1)}},
+    }
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in render({"mrtr": runs}).splitlines()
+    }
+
+    over = "MRTR, one form elicitation round, stateless HTTP, TS SDK v2 server answering SSE: {}"
+    sse = rows[over.format("time per call p50 (µs)")]
+    # embedded 1,200 against the TS Client's 1,000: the ratio is in the ÷ TS column, no Py SDK cell.
+    assert sse[2] == "1,200" and sse[4] == "1,000" and sse[5] == "-"
+    assert sse[7] == "- / 1.20" and sse[8] == "- / -"
+    assert sse[9] == "<= 1.0x TS SDK v2 Client (TS SDK)" and sse[-1].rstrip(" |") == "- / NO"
+    burst = rows[over.format("50 concurrent calls, wall (ms)")]
+    assert burst[7] == "- / 1.00"
+    # The 1.2 burst target is the mcp 2.3.0 server's; no protocol-auto or CLI line for this server.
+    ratio = rows[
+        over.format("50 concurrent wall ÷ (one call + server's own work: its process CPU time over the 50)")
+    ]
+    assert ratio[2] == "1.50" and ratio[-1].rstrip(" |") == "-"
+    assert not any(
+        "TS SDK v2 server" in title and ("auto" in title or "process (ms)" in title) for title in rows
+    )
+    # On the mcp 2.3.0 server the TS column is empty, and the JSON-answering server was not run.
+    http = rows["MRTR, one form elicitation round, stateless HTTP: time per call p50 (µs)"]
+    assert http[4] == "-" and http[8] == "- / 1.11"
+    json_row = rows[over.replace("SSE", "JSON").format("time per call p50 (µs)")]
+    assert json_row[2].startswith("n/a") and json_row[4].startswith("n/a")

@@ -103,6 +103,16 @@ def peer_command(sdk: Sdk) -> PeerCommand:
     return PeerCommand(sdk, (node, str(TS_SERVER)), {**env, "PEERS_NODE_DIR": str(PEERS_DIR / "node")})
 
 
+def ts2_mrtr_server_command(framing: Literal["sse", "json"]) -> list[str]:
+    """The MRTR benchmark's TypeScript SDK v2 server (benchmarks/peers/ts2_mrtr_server.mjs) over
+    stateless HTTP answering in ``framing``; skips (or fails on CI) without the v2 SDK."""
+    node = shutil.which("node")
+    server = PEERS_DIR / "node" / "node_modules" / "@modelcontextprotocol" / "server"
+    if node is None or not server.is_dir():
+        _missing(f"the TypeScript SDK v2 server is not installed ({server})")
+    return [node, str(ROOT / "benchmarks" / "peers" / "ts2_mrtr_server.mjs"), "--framing", framing]
+
+
 def everything_command() -> list[str]:
     """The command that starts the reference server-everything (TS SDK, 2025-11-25) over stdio."""
     script = (

@@ -18,7 +18,11 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   until the client hangs up); ``huge-sse`` -> SSE: a server request
   ``srv-big`` of ``size`` bytes, then (once the client answered it) the
   result; ``huge-error`` -> the same JSON body with HTTP 500; ``gzip-json``
-  -> ``huge-json``'s body of ``size`` bytes, sent gzip-compressed.
+  -> ``huge-json``'s body of ``size`` bytes, sent gzip-compressed;
+  ``sse-kept`` -> an SSE answer on a kept-alive connection (chunked), the
+  result and the stream's end written at once; ``sse-linger`` -> the same,
+  but after the result the stream stays open (a comment every 20 ms) until
+  the client hangs up, counted in :attr:`hung_up`.
 - GET -> the session's standalone SSE stream (405 if ``get_stream=False``):
   :meth:`push` sends on it, :meth:`hang_up` closes it with a ``retry`` field
   and queues messages the client misses, and a GET with ``Last-Event-ID``
@@ -34,7 +38,7 @@ With ``tls`` (a server-side ``ssl.SSLContext``) it serves ``https``: each
 connection's handshake happens in its own thread, on its first read.
 
 Connections are HTTP/1.1 and kept alive after every answer of known length;
-an SSE answer ends its connection. Every HTTP request is recorded in
+an SSE answer ends its connection (but ``sse-kept``'s). Every HTTP request is recorded in
 :attr:`requests` (method, JSON-RPC method, headers, names in lower case, and
 the client's port, one per connection) so that tests can check what the
 client sent, in what order and on which connection.
@@ -107,6 +111,7 @@ class StreamableHttpServer:
         self.received: list[dict[str, Any]] = []
         self.sessions: dict[str, McpSession] = {}
         self.post_logs: dict[str, EventLog] = {}
+        self.hung_up = 0  # sse-linger streams the client closed
         self.changed = threading.Condition()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -308,12 +313,38 @@ class _Handler(BaseHTTPRequestHandler):
         if tool == "cut":
             self.start_sse()
             return None  # closes without an event id: nothing to resume from
+        if tool in ("sse-kept", "sse-linger"):
+            return self.chunked_sse(request_id, linger=tool == "sse-linger")
         if tool == "crash":
             return self.send_plain(500, "something broke")
         if tool in ("huge-json", "huge-sse", "huge-error", "gzip-json"):
             return self.huge(tool, request_id, params.get("arguments") or {})
         error = {"code": -32601, "message": f"Method not found: {method}"}
         return self.send_json({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def chunked_sse(self, request_id: Any, *, linger: bool) -> None:
+        """The result as an SSE stream on a kept-alive connection (tools ``sse-kept``, ``sse-linger``)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": _text("kept")})
+        event = f"data: {answer}\n\n".encode()
+        try:
+            if not linger:
+                self.wfile.write(_chunk(event) + _chunk(b""))  # the result and the end, in one write
+                return
+            self.wfile.write(_chunk(event))
+            while not self.app.stopping:
+                with self.app.changed:
+                    self.app.changed.wait_for(lambda: self.app.stopping, timeout=0.02)
+                self.wfile.write(_chunk(b": still here\n\n"))
+                self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            with self.app.changed:
+                self.app.hung_up += 1
+                self.app.changed.notify_all()
 
     def huge(self, tool: str, request_id: Any, arguments: dict[str, Any]) -> None:
         """A message of ``size`` bytes, or one without end, written piece by piece."""
@@ -454,6 +485,11 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return False
         return True
+
+
+def _chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked body (empty: the body's end)."""
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
 def _news(log: EventLog, index: int, session: McpSession) -> bool:

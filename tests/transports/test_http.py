@@ -415,6 +415,27 @@ async def test_posts_reuse_a_kept_alive_connection(server: StreamableHttpServer)
     assert len(set(ports)) == 1  # each 202 was read to its end, so its connection went back to the pool
 
 
+async def test_an_sse_answer_read_to_its_end_leaves_its_connection_to_the_next_post(
+    server: StreamableHttpServer,
+) -> None:
+    async with connect(server.url) as conn:
+        for _ in range(5):
+            assert (await conn.call_tool("sse-kept")).text == "kept"
+    ports = [r.port for r in server.requests if r.rpc_method == "tools/call"]
+    assert len(ports) == 5
+    assert len(set(ports)) == 1  # each stream was read past its answer to its end: no new connection
+
+
+async def test_an_sse_answer_that_stays_open_answers_at_once_and_is_closed_soon_after(
+    server: StreamableHttpServer,
+) -> None:
+    """The server keeps the stream open after the result until the client hangs up."""
+    async with connect(server.url) as conn:
+        assert (await conn.call_tool("sse-linger")).text == "kept"  # not held up by the open stream
+        await wait_until(server, lambda: server.hung_up == 1)  # the client closed it, unasked
+        assert (await conn.call_tool("json")).text == "json"
+
+
 async def test_an_endpoint_that_redirects_with_307_gets_the_same_post_again(
     server: StreamableHttpServer,
 ) -> None:
