@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
+from typing import cast
 
 from host_receiver.errors import ConfigError, NoSuitableModel, ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
@@ -166,7 +167,8 @@ class ProviderRegistry:
                 raise NoSuitableModel(f"model {chosen.id!r} {' and '.join(unmet)}")
         bounded = bound_request(params, chosen, self.limits, needs)
         provider = self.provider_for(chosen)
-        dropped = provider.dropped(bounded) if isinstance(provider, LeavesOut) else ()
+        # a LeavesOut (asked by attribute: isinstance against the protocol costs 8 to 20 µs a call)
+        dropped = cast(LeavesOut, provider).dropped(bounded) if hasattr(provider, "dropped") else ()
         return SamplingPlan(provider, chosen, bounded, params.max_tokens, self.limits, reason, dropped)
 
     def choose(
