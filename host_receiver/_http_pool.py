@@ -34,10 +34,10 @@ Rules:
   timeout for one (:class:`httpx.PoolTimeout`), closing an idle connection to
   another origin when that makes room.
 * The protocol is h11 over anyio sockets (asyncio and trio). An IP address is
-  connected to with a socket of our own, and the request is
-  written to it before it is handed to anyio (which yields to the event
-  loop), so a burst of requests goes out as it is built; a host name goes
-  through ``anyio.connect_tcp``.
+  connected to with a socket of our own (:mod:`host_receiver._socket_stream`):
+  a request is written, and a response read, without yielding to the event
+  loop when the socket is ready, so a burst of requests goes out as it is
+  built. A host name goes through ``anyio.connect_tcp`` (happy eyeballs).
 * Failures are raised as httpx's own exceptions (``ConnectError``,
   ``ConnectTimeout``, ``WriteError``, ``ReadError``, ``ReadTimeout``,
   ``RemoteProtocolError`` ...), which the ``openai`` client retries as it
@@ -79,7 +79,8 @@ import anyio.abc
 import h11
 import httpx
 
-from host_receiver._tls import TlsStream, socket_ready
+from host_receiver._socket_stream import PlainSocketStream, socket_ready
+from host_receiver._tls import TlsStream
 from host_receiver.sanitize import safe_logger, safe_url
 
 __all__ = ["DEFAULT_LIMITS", "LeanTransport", "lean_transport_for"]
@@ -250,7 +251,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         scheme, host, port = origin
         try:
             tcp = await _connect_tcp(host, port, timeout)
-            connected: socket.socket | _Stream = tcp
+            connected: _Stream = tcp
             if scheme == "https":
                 hostname = request.extensions.get("sni_hostname") or host
                 with _deadline(timeout):  # the handshake has its own connect timeout, as in httpx
@@ -289,12 +290,10 @@ _Stream = anyio.abc.SocketStream | TlsStream
 class _Connection:
     """One socket and its h11 state; serves one request at a time."""
 
-    def __init__(self, pool: LeanTransport, origin: _Origin, connected: socket.socket | _Stream) -> None:
+    def __init__(self, pool: LeanTransport, origin: _Origin, stream: _Stream) -> None:
         self.pool = pool
         self.origin = origin
-        # A fresh socket of our own stays unwrapped until the request is written: see _write.
-        self._sock = connected if isinstance(connected, socket.socket) else None
-        self._stream = None if isinstance(connected, socket.socket) else connected
+        self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.idle_since = 0.0
         self.closed = False
@@ -305,63 +304,58 @@ class _Connection:
         Over TLS, what arrived is processed first: session tickets make a socket readable too.
         """
         stream = self.stream
+        if isinstance(stream, PlainSocketStream):
+            return not stream.readable()
         if isinstance(stream, TlsStream):
             return await stream.is_idle_and_open()
         return not socket_ready(stream, write=False)
 
-    @property
-    def stream(self) -> _Stream:
-        assert self._stream is not None, "the request has not been written"
-        return self._stream
-
     async def close(self) -> None:
         if not self.closed:
             self.closed = True
-            if self._stream is not None:
-                await anyio.aclose_forcefully(self._stream)
-            elif self._sock is not None:
-                self._sock.close()
+            await anyio.aclose_forcefully(self.stream)
             self.pool._closed_one()
 
     async def _write(self, data: bytes, timeout: float | None) -> None:
-        """Write ``data``; on a fresh socket, what the kernel takes at once goes out before wrapping it.
+        """Write ``data``; a socket of our own takes what it can at once without yielding."""
+        stream = self.stream
+        if isinstance(stream, PlainSocketStream) and not (data := stream.send_now(data)):
+            return
+        with _deadline(timeout):
+            await stream.send(data)
 
-        Wrapping a socket yields to the event loop (asyncio), and a burst of requests would
-        otherwise leave every request unsent until all of them had been built.
-        """
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            try:
-                sent = sock.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except BaseException:
-                sock.close()
-                raise
-            data = data[sent:]
-            try:
-                self._stream = await anyio.abc.SocketStream.from_socket(sock)
-            except BaseException:
-                sock.close()
-                raise
-        if data:
+    async def _read(self, timeout: float | None) -> bytes:
+        """The next bytes from the server; ``b""`` at the end of the stream."""
+        stream = self.stream
+        if isinstance(stream, PlainSocketStream) and (data := stream.receive_now(_READ_SIZE)) is not None:
+            return data
+        try:
             with _deadline(timeout):
-                await self.stream.send(data)
+                return await stream.receive(_READ_SIZE)
+        except anyio.EndOfStream:
+            return b""
 
     async def exchange(self, request: httpx.Request, timeouts: dict[str, float | None]) -> httpx.Response:
-        """Send ``request`` and read the response head; the body streams (``_Body``)."""
+        """Send ``request`` and read the response head; the body streams (``_Body``).
+
+        A response that h11 finds complete with its head (an empty 202, a 204) gives the
+        connection back at once, before its caller reads the (empty) body.
+        """
         try:
             await self._send(request, timeouts.get("write"))
             head = await self._receive_head(request, timeouts.get("read"))
+            first = self._next_now(request)
+            if isinstance(first, h11.EndOfMessage):
+                await self.finish()
         except BaseException:
             await self.close()
             raise
-        version = b"HTTP/" + head.http_version
+        ended = isinstance(first, h11.EndOfMessage)
         return httpx.Response(
             head.status_code,
             headers=head.headers.raw_items(),
-            stream=_Body(self, request, timeouts.get("read")),
-            extensions={"http_version": version, "reason_phrase": head.reason},
+            stream=_NO_BODY if ended else _Body(self, request, timeouts.get("read"), first),
+            extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
         )
 
     async def _send(self, request: httpx.Request, timeout: float | None) -> None:
@@ -409,31 +403,31 @@ class _Connection:
             if not isinstance(event, h11.InformationalResponse):  # 100 Continue and the like
                 raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}", request=request)
 
+    def _next_now(self, request: httpx.Request) -> h11.Event | None:
+        """The next event h11 can give from the bytes it has, or None when it needs more."""
+        try:
+            event = self.h11.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+        if event is h11.PAUSED:  # the server switched protocols, which nobody asked it to
+            raise httpx.RemoteProtocolError("the server switched protocols", request=request)
+        return event if isinstance(event, h11.Event) else None
+
     async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
         connection = self.h11
-        while True:
+        while (event := self._next_now(request)) is None:
             try:
-                event = connection.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-            if isinstance(event, h11.Event):
-                return event
-            if event is h11.PAUSED:  # the server switched protocols, which nobody asked it to
-                raise httpx.RemoteProtocolError("the server switched protocols", request=request)
-            try:
-                with _deadline(timeout):
-                    data = await self.stream.receive(_READ_SIZE)
+                data = await self._read(timeout)
             except TimeoutError:
                 raise httpx.ReadTimeout("waiting for response data timed out", request=request) from None
-            except anyio.EndOfStream:
-                data = b""
-                if connection.their_state is h11.SEND_RESPONSE:
-                    raise httpx.RemoteProtocolError(
-                        "Server disconnected without sending a response.", request=request
-                    ) from None
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.ReadError(_describe(exc), request=request) from exc
+            if not data and connection.their_state is h11.SEND_RESPONSE:
+                raise httpx.RemoteProtocolError(
+                    "Server disconnected without sending a response.", request=request
+                )
             connection.receive_data(data)
+        return event
 
     async def finish(self) -> None:
         """The response was read to the end: back to the pool if both sides allow it."""
@@ -445,20 +439,29 @@ class _Connection:
             await self.close()
 
 
+#: The body of a response that ended with its head.
+_NO_BODY = httpx.ByteStream(b"")
+
+
 class _Body(httpx.AsyncByteStream):
     """The response body, read from the connection as the consumer asks for it."""
 
-    def __init__(self, connection: _Connection, request: httpx.Request, timeout: float | None) -> None:
+    def __init__(
+        self, connection: _Connection, request: httpx.Request, timeout: float | None, first: h11.Event | None
+    ) -> None:
         self._connection = connection
         self._request = request
         self._timeout = timeout
+        self._first = first  # an event h11 gave with the head
         self._done = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         connection = self._connection
         try:
             while not self._done:
-                event = await connection.next_event(self._request, self._timeout)
+                event, self._first = self._first, None
+                if event is None:
+                    event = await connection.next_event(self._request, self._timeout)
                 if isinstance(event, h11.Data):
                     yield bytes(event.data)
                 elif isinstance(event, h11.EndOfMessage):
@@ -483,8 +486,8 @@ class _Body(httpx.AsyncByteStream):
             await self._connection.close()
 
 
-async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.socket | anyio.abc.SocketStream:
-    """A TCP connection: to an IP address, a connected socket of our own; to a host name, anyio's.
+async def _connect_tcp(host: str, port: int, timeout: float | None) -> anyio.abc.SocketStream:
+    """A TCP connection: to an IP address, a socket of our own (``PlainSocketStream``); to a name, anyio's.
 
     anyio's ``connect_tcp`` races the addresses of a name (happy eyeballs) in a task
     group, which for an address alone costs about as much as the connection itself.
@@ -513,7 +516,7 @@ async def _connect_tcp(host: str, port: int, timeout: float | None) -> socket.so
                 raise OSError(
                     error, f"connecting to {_authority(host, port)}: {os.strerror(error)}"
                 ) from None
-        return sock
+        return PlainSocketStream(sock)
     except BaseException:
         sock.close()
         raise

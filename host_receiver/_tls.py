@@ -20,8 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import select
-import socket
 import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,7 +27,9 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-__all__ = ["TlsStream", "socket_ready"]
+from host_receiver._socket_stream import socket_ready
+
+__all__ = ["TlsStream"]
 
 _T = TypeVar("_T")
 
@@ -49,20 +49,13 @@ class TlsStream(anyio.abc.AsyncResource):
     @classmethod
     async def wrap(
         cls,
-        connected: socket.socket | anyio.abc.SocketStream,
+        connected: anyio.abc.SocketStream,
         context: ssl.SSLContext,
         hostname: str,
         *,
         read_size: int,
     ) -> TlsStream:
         """The handshake over ``connected`` (closed if it fails); the certificate must name ``hostname``."""
-        if isinstance(connected, socket.socket):
-            sock = connected
-            try:
-                connected = await anyio.abc.SocketStream.from_socket(sock)
-            except BaseException:
-                sock.close()
-                raise
         try:
             tls = cls(connected, context, hostname, read_size)
             await tls._call(tls._ssl.do_handshake)
@@ -121,20 +114,3 @@ class TlsStream(anyio.abc.AsyncResource):
 
     async def aclose(self) -> None:
         await anyio.aclose_forcefully(self.transport)
-
-
-def socket_ready(of: socket.socket | anyio.abc.SocketStream, *, write: bool) -> bool:
-    """Whether the socket can be written, or read (True when it is gone: there is an end to read)."""
-    try:
-        sock = of if isinstance(of, socket.socket) else of.extra(anyio.abc.SocketAttribute.raw_socket)
-        fd = sock.fileno()
-    except (OSError, anyio.TypedAttributeLookupError):
-        return not write
-    if fd < 0:
-        return not write
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT if write else select.POLLIN)
-        return bool(poller.poll(0))
-    readable, writable, _ = select.select([] if write else [fd], [fd] if write else [], [], 0)
-    return bool(writable if write else readable)

@@ -78,6 +78,7 @@ NOT_BOUNDS: dict[str, str] = {
     "Event": "what a server sent in an SSE event",
     "Item": "a web inbox item: when it came, expires and was answered",
     "Cursor": "where an HTTP event stream stands (the events seen so far)",
+    "PlainSocketStream.receive(max_bytes=)": "anyio's stream interface; the pool reads _READ_SIZE",
 }
 
 #: Numeric module constants that are not caps, and why.

@@ -186,7 +186,8 @@ class _HttpStream(MessageStream):
         self._tasks = tasks
         self._exchange = Exchange(config, client)
         self._binding = _HttpBinding(self._exchange, tasks)
-        self._posts = anyio.CapacityLimiter(_CONCURRENT_POSTS)
+        # A free slot is taken without yielding: the post's task has just been scheduled.
+        self._posts = anyio.Semaphore(_CONCURRENT_POSTS, fast_acquire=True)
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:

@@ -407,6 +407,22 @@ async def test_pool_timeout(transport: HttpTransport, fake: FakeOpenAI) -> None:
     assert len(fake.requests) == 1
 
 
+async def test_an_empty_answer_gives_its_connection_back_before_it_is_read() -> None:
+    """A 202 without a body frees its connection with its head: the next request needs no other.
+
+    (httpx's own pool keeps the connection until the response is closed.)
+    """
+    accepted = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
+    async with raw_server(Answer(accepted), Answer(accepted)) as server:
+        limited = LeanTransport(limits=httpx.Limits(max_connections=1))
+        client = httpx.AsyncClient(transport=limited, base_url=server.url)
+        async with client, client.stream("POST", "/a", content=b"{}") as first:
+            second = await client.post("/b", content=b"{}", timeout=httpx.Timeout(10, pool=0.5))
+            assert (first.status_code, second.status_code) == (202, 202)
+            assert await first.aread() == b""
+    assert [connection for connection, _ in server.requests] == [1, 1]
+
+
 # --- proxies ----------------------------------------------------------------------------
 
 

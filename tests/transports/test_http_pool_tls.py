@@ -26,7 +26,8 @@ import pytest
 import trustme
 
 from host_receiver._http_pool import LeanTransport, lean_transport_for
-from host_receiver._tls import TlsStream, socket_ready
+from host_receiver._socket_stream import socket_ready
+from host_receiver._tls import TlsStream
 from tests.transports.conftest import server_context
 
 pytestmark = pytest.mark.anyio
