@@ -133,6 +133,7 @@ BASE = {
     "host_receiver._http_body",
     "host_receiver._http_pool",
     "host_receiver._keyring",
+    "host_receiver._socket_stream",
     "host_receiver._tls",
     "host_receiver._moved",
     "host_receiver.errors",
