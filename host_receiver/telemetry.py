@@ -8,7 +8,8 @@ Rules:
 * Only ``opentelemetry-api`` is imported, the first time a :class:`Telemetry`
   is made, and only if it is installed (the ``otel`` extra): without it every
   method here does nothing and costs a function call. With the API and no SDK
-  every instrument is the API's no-op.
+  (the API's own providers: its proxies, its no-ops) nothing is built either;
+  whether an SDK is set is asked on every use, so one set later records.
 * A :class:`Telemetry` holds one tracer and one meter: from the providers a
   host passes (``ConnectionOptions(telemetry=Telemetry(tracer_provider=...,
   meter_provider=...))``), or the global ones (:func:`default_telemetry`).
@@ -123,6 +124,11 @@ def _api() -> SimpleNamespace | None:
     except ImportError:
         return None
     return SimpleNamespace(context=context, metrics=metrics, propagate=propagate, trace=trace)
+
+
+def _records(provider: object) -> bool:
+    """Whether a tracer or meter provider can record: not one of the API's own (proxies, no-ops)."""
+    return not type(provider).__module__.startswith(("opentelemetry.trace", "opentelemetry.metrics"))
 
 
 def _version() -> str:
@@ -409,7 +415,8 @@ class Telemetry:
         self._active: dict[str, int] = {}
         self._finished: dict[tuple[str, str], int] = {}
         api = _api()
-        self._on = api is not None
+        self._installed = api is not None
+        self._given = tracer_provider is not None or meter_provider is not None
         if api is None:
             return
         version = _version()
@@ -446,6 +453,23 @@ class Telemetry:
         self._person_wait = meter.create_histogram(
             "host_receiver.person.wait.duration", description="Time waiting for a person", **seconds
         )
+
+    @property
+    def _on(self) -> bool:
+        """Whether anything can record: providers were given, or an SDK's are set globally.
+
+        The API's own providers (its proxies until an SDK is set, its no-ops) record
+        nothing, so nothing is built for them: with the API and no SDK the host pays
+        what it pays without the API. Asked on every use: a host may set up its SDK
+        after making its telemetry.
+        """
+        if not self._installed:
+            return False
+        if self._given:
+            return True
+        api = _api()
+        assert api is not None
+        return _records(api.trace.get_tracer_provider()) or _records(api.metrics.get_meter_provider())
 
     # --- shared -----------------------------------------------------------------
 
@@ -577,8 +601,9 @@ class Telemetry:
         self, method: str, params: dict[str, Any] | None, facts: Mapping[str, Any]
     ) -> Iterator[ClientCall]:
         """The CLIENT span of one request; send ``call.params`` (its ``_meta`` carries the context)."""
-        name, attributes = self._mcp(method, params, facts)
-        raw = self._start(name, "CLIENT", attributes, None, None)
+        on = self._on
+        name, attributes = self._mcp(method, params, facts) if on else (method, {})
+        raw = self._start(name, "CLIENT", attributes, None, None) if on else None
         with self._recorded(raw, ClientCall) as call:
             call.params = params
             if raw is not None:
@@ -597,7 +622,7 @@ class Telemetry:
                 yield call
             finally:
                 _SENDING.reset(sending)
-                if self._on:
+                if on:
                     self._mcp_client.record(call.elapsed(), self._labels(attributes, call.error))
 
     def server_call(
@@ -674,8 +699,9 @@ class Telemetry:
     def task(self, method: str, task_id: str) -> TaskTrace:
         """A task created now (linked to the request being answered in this context)."""
         link: Any = None
-        if self._on:
+        if self._installed:  # counted even before an SDK is set: it may be set while tasks run
             self._active[method] = self._active.get(method, 0) + 1
+        if self._on:
             # The request's SERVER span, recorded once its answer is sent, is read when the work runs.
             link = _SERVING.get()
             if link is None:
@@ -686,7 +712,7 @@ class Telemetry:
 
     def task_finished(self, method: str, status: str) -> None:
         """A task left the live states (``status``: its final one, or ``expired``)."""
-        if self._on:
+        if self._installed:
             self._active[method] -= 1
             key = (method, status)
             self._finished[key] = self._finished.get(key, 0) + 1

@@ -350,6 +350,48 @@ anyio.run(main)
     assert done.stdout.split() == ["echo:", "hi", "False", "False"]
 
 
+def test_with_the_api_and_no_sdk_nothing_is_recorded_until_an_sdk_is_set() -> None:
+    """The API alone records nothing (and builds nothing); an SDK set later, while connected, records."""
+    script = """
+import anyio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from host_receiver import AutoApprove, Host, Receiver, SamplingService
+from host_receiver.testing import FakeServer
+from providers import EchoProvider, ProviderRegistry
+
+async def ask(call):
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+    reply = await call.request("sampling/createMessage", params)
+    return reply["content"]["text"]
+
+async def main():
+    receiver = Receiver(sampling=SamplingService(ProviderRegistry([EchoProvider()]), AutoApprove()))
+    exporter = InMemorySpanExporter()
+    async with FakeServer(tools={"ask": ask}) as server, Host(receiver) as host:
+        connection = await host.connect("fake", server.transport)
+        await connection.call_tool("ask")
+        before = len(exporter.get_finished_spans())
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        await connection.call_tool("ask")
+        names = sorted({span.name for span in exporter.get_finished_spans()})
+        (_, sent) = server.requests_of("tools/call")
+        print(before, "traceparent" in sent.get("_meta", {}), "|".join(names))
+
+anyio.run(main)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    before, propagated, names = done.stdout.split(maxsplit=2)
+    assert (before, propagated) == ("0", "True")
+    recorded = names.strip().split("|")
+    assert {"tools/call ask", "sampling/createMessage"} <= set(recorded)
+    assert any(name.startswith("chat ") for name in recorded)
+
+
 async def test_notifications_are_spans_carrying_the_trace_context(
     exported: Exported, fake_openai: FakeOpenAI
 ) -> None:
