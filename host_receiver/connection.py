@@ -395,7 +395,9 @@ class ClientConnection:
         return made[2]
 
     def _on_request(self, request: IncomingRequest) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        call = self._telemetry.server_call(request.method, request.params, request.id, self._facts())
+        if not self._telemetry.recording:
+            return self._serving.answer(request)
+        call = self._telemetry.server_call(request.method, request.params, request.id, self._facts)
         try:
             with call.active():
                 answer = self._serving.answer(request)
@@ -429,7 +431,7 @@ class ClientConnection:
 
     async def _fulfil(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Answer one input request through the receiver; RpcError when it cannot be."""
-        call = self._telemetry.server_call(method, params, None, self._facts())
+        call = self._telemetry.server_call(method, params, None, self._facts)
         try:
             return await call.answered(self._serving.fulfil(method, params))
         except RpcError:

@@ -9,7 +9,8 @@ Rules:
   is made, and only if it is installed (the ``otel`` extra): without it every
   method here does nothing and costs a function call. With the API and no SDK
   (the API's own providers: its proxies, its no-ops) nothing is built either;
-  whether an SDK is set is asked on every use, so one set later records.
+  whether an SDK is set is looked at once a second at most
+  (``SDK_LOOK_EVERY``), so one set up later records from then on.
 * A :class:`Telemetry` holds one tracer and one meter: from the providers a
   host passes (``ConnectionOptions(telemetry=Telemetry(tracer_provider=...,
   meter_provider=...))``), or the global ones (:func:`default_telemetry`).
@@ -41,12 +42,13 @@ Rules:
   Telemetry name spans and label metrics, later ones are ``_OTHER`` (a hostile
   server cannot blow up cardinality).
 
-Fixed caps (docs/limits.md): ``NAME_LIMIT``, ``DISTINCT_NAMES``.
+Fixed caps (docs/limits.md): ``NAME_LIMIT``, ``DISTINCT_NAMES``, ``SDK_LOOK_EVERY``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -109,6 +111,8 @@ _WITH_URI = frozenset(
 )
 #: ``gen_ai.provider.name`` of a provider's vendor, where the conventions name it otherwise.
 _PROVIDER_NAMES = {"google": "gcp.gemini", "gemini": "gcp.gemini"}
+#: Seconds between two looks at whether an SDK was set up globally (while none is).
+SDK_LOOK_EVERY = 1.0
 #: The keys of ``params._meta`` that carry the trace context (W3C Trace Context and Baggage).
 _CONTEXT_KEYS = ("traceparent", "tracestate", "baggage")
 _T = TypeVar("_T")
@@ -416,7 +420,9 @@ class Telemetry:
         self._finished: dict[tuple[str, str], int] = {}
         api = _api()
         self._installed = api is not None
-        self._given = tracer_provider is not None or meter_provider is not None
+        #: Providers given, or an SDK seen globally: recording for good (an SDK is never unset).
+        self._recording = api is not None and (tracer_provider is not None or meter_provider is not None)
+        self._looked_at = -math.inf
         if api is None:
             return
         version = _version()
@@ -455,21 +461,26 @@ class Telemetry:
         )
 
     @property
-    def _on(self) -> bool:
+    def recording(self) -> bool:
         """Whether anything can record: providers were given, or an SDK's are set globally.
 
         The API's own providers (its proxies until an SDK is set, its no-ops) record
         nothing, so nothing is built for them: with the API and no SDK the host pays
-        what it pays without the API. Asked on every use: a host may set up its SDK
-        after making its telemetry.
+        about what it pays without the API. The global providers are looked at once
+        every ``SDK_LOOK_EVERY`` seconds at most: an SDK set up after the telemetry was
+        made records from then on.
         """
-        if not self._installed:
+        if self._recording or not self._installed:
+            return self._recording
+        now = time.monotonic()
+        if now - self._looked_at < SDK_LOOK_EVERY:
             return False
-        if self._given:
-            return True
+        self._looked_at = now
         api = _api()
         assert api is not None
-        return _records(api.trace.get_tracer_provider()) or _records(api.metrics.get_meter_provider())
+        tracers, meters = api.trace.get_tracer_provider(), api.metrics.get_meter_provider()
+        self._recording = _records(tracers) or _records(meters)
+        return self._recording
 
     # --- shared -----------------------------------------------------------------
 
@@ -524,7 +535,7 @@ class Telemetry:
         link: Any,
         start_time: int | None = None,
     ) -> Any:
-        if not self._on:
+        if not self.recording:
             return None
         api = _api()
         assert api is not None
@@ -601,7 +612,7 @@ class Telemetry:
         self, method: str, params: dict[str, Any] | None, facts: Mapping[str, Any]
     ) -> Iterator[ClientCall]:
         """The CLIENT span of one request; send ``call.params`` (its ``_meta`` carries the context)."""
-        on = self._on
+        on = self.recording
         name, attributes = self._mcp(method, params, facts) if on else (method, {})
         raw = self._start(name, "CLIENT", attributes, None, None) if on else None
         with self._recorded(raw, ClientCall) as call:
@@ -626,11 +637,16 @@ class Telemetry:
                     self._mcp_client.record(call.elapsed(), self._labels(attributes, call.error))
 
     def server_call(
-        self, method: str, params: dict[str, Any] | None, request_id: object, facts: Mapping[str, Any]
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        request_id: object,
+        facts: Callable[[], Mapping[str, Any]],
     ) -> ServerCall:
         """The SERVER span of one request received (:class:`ServerCall`: ``answered``, or ``stop``
-        when the answer is ready and ``end`` once it is sent)."""
-        return ServerCall(self, (method, params, request_id, facts) if self._on else None)
+        when the answer is ready and ``end`` once it is sent); ``facts``, the connection's, are
+        asked for only when something records."""
+        return ServerCall(self, (method, params, request_id, facts()) if self.recording else None)
 
     def _server_span(self, request: _Request, arrived: int) -> tuple[Any, dict[str, Any]]:
         """The SDK's SERVER span of ``request``, started at ``arrived``, and its attributes."""
@@ -667,7 +683,7 @@ class Telemetry:
         ``params._meta`` (the params to send are returned); received, a SERVER span whose parent
         is the context in its ``_meta``. Nothing is made unless a span records (no SDK: the
         params as they are); ``facts`` are the connection's, asked for only then."""
-        if not self._on:
+        if not self.recording:
             return params
         api = _api()
         assert api is not None
@@ -690,7 +706,7 @@ class Telemetry:
 
     def session_ended(self, seconds: float, facts: Mapping[str, Any]) -> None:
         """Record one connection's life (``mcp.client.session.duration``)."""
-        if self._on:
+        if self.recording:
             keep = ("mcp.protocol.version", "network.transport", "server.address", "server.port")
             self._mcp_session.record(seconds, {k: facts[k] for k in keep if k in facts})
 
@@ -701,7 +717,7 @@ class Telemetry:
         link: Any = None
         if self._installed:  # counted even before an SDK is set: it may be set while tasks run
             self._active[method] = self._active.get(method, 0) + 1
-        if self._on:
+        if self.recording:
             # The request's SERVER span, recorded once its answer is sent, is read when the work runs.
             link = _SERVING.get()
             if link is None:
@@ -738,7 +754,7 @@ class Telemetry:
 
         When no person is ``asked`` (a policy decides), nothing is recorded.
         """
-        if not (asked and self._on):
+        if not (asked and self.recording):
             yield Person(None)
             return
         attributes = {"host_receiver.person.step": step}
@@ -752,7 +768,7 @@ class Telemetry:
                 raise
             finally:
                 wait.set("host_receiver.person.outcome", wait.outcome)
-                if self._on:
+                if self.recording:
                     labels = {**attributes, "host_receiver.person.outcome": wait.outcome}
                     self._person_wait.record(wait.elapsed(), labels)
 
@@ -774,7 +790,7 @@ class Telemetry:
         ``gen_ai.provider.name`` is the conventions' name for it, ``_OTHER`` for none.
         Messages and system prompt are recorded only on opt-in (:data:`CAPTURE_CONTENT`).
         """
-        if not self._on:
+        if not self.recording:
             yield ChatCall(None)
             return
         model = safe_text(model, NAME_LIMIT)
@@ -819,7 +835,7 @@ class Telemetry:
         for kind, count in usage:
             if count is not None:
                 call.set(f"gen_ai.usage.{kind}_tokens", count)
-        if not self._on:
+        if not self.recording:
             return
         keep = ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address")
         labels = {k: attributes[k] for k in keep if k in attributes}

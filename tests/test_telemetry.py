@@ -351,7 +351,8 @@ anyio.run(main)
 
 
 def test_with_the_api_and_no_sdk_nothing_is_recorded_until_an_sdk_is_set() -> None:
-    """The API alone records nothing (and builds nothing); an SDK set later, while connected, records."""
+    """The API alone records nothing (and builds nothing); an SDK set up later, while connected, records
+    (within ``SDK_LOOK_EVERY``)."""
     script = """
 import anyio
 from opentelemetry import trace
@@ -359,6 +360,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from host_receiver import AutoApprove, Host, Receiver, SamplingService
+from host_receiver.telemetry import SDK_LOOK_EVERY
 from host_receiver.testing import FakeServer
 from providers import EchoProvider, ProviderRegistry
 
@@ -377,6 +379,7 @@ async def main():
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
+        await anyio.sleep(SDK_LOOK_EVERY)
         await connection.call_tool("ask")
         names = sorted({span.name for span in exporter.get_finished_spans()})
         (_, sent) = server.requests_of("tools/call")
