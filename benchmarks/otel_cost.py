@@ -47,7 +47,7 @@ from host_receiver import (
     tune_gc_for_serving,
 )
 from host_receiver.cli._telemetry import exporting
-from host_receiver.host import Host
+from host_receiver.client.host import Host
 from host_receiver.testing import FakeServer
 from providers import build_registry
 

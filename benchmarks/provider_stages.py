@@ -44,7 +44,7 @@ import orjson
 from httpx_sse import EventSource
 
 from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
-from host_receiver.host import tune_gc_for_serving
+from host_receiver.client.host import tune_gc_for_serving
 from host_receiver.protocol.types import SamplingRequest
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
 from providers._calls import CallTransport

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from host_receiver._moved import moved_names
+from host_receiver._moved import moved_names, serve_moved_modules
 
 if TYPE_CHECKING:
     from host_receiver.approval import (
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
         UrlView,
         url_warnings,
     )
-    from host_receiver.connection import ClientConnection, TaskHandle, default_client_info
+    from host_receiver.client.connection import ClientConnection, TaskHandle, default_client_info
+    from host_receiver.client.host import Host, ServerConnection, tune_gc_for_serving
+    from host_receiver.client.options import ConnectionOptions
     from host_receiver.elicitation import FormField, FormSchema, parse_form_schema
     from host_receiver.handlers import (
         ElicitationService,
@@ -55,8 +57,6 @@ if TYPE_CHECKING:
         SamplingService,
         open_receiver,
     )
-    from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
-    from host_receiver.options import ConnectionOptions
     from host_receiver.peer import Peer
     from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
     from host_receiver.protocol.modern import RemoteTask
@@ -125,13 +125,13 @@ __all__ = [
 
 #: Where each name of ``__all__`` is defined.
 _HOMES = {
-    "Host": "host_receiver.host",
-    "ServerConnection": "host_receiver.host",
-    "tune_gc_for_serving": "host_receiver.host",
-    "ClientConnection": "host_receiver.connection",
-    "ConnectionOptions": "host_receiver.options",
-    "TaskHandle": "host_receiver.connection",
-    "default_client_info": "host_receiver.connection",
+    "Host": "host_receiver.client.host",
+    "ServerConnection": "host_receiver.client.host",
+    "tune_gc_for_serving": "host_receiver.client.host",
+    "ClientConnection": "host_receiver.client.connection",
+    "ConnectionOptions": "host_receiver.client.options",
+    "TaskHandle": "host_receiver.client.connection",
+    "default_client_info": "host_receiver.client.connection",
     "RemoteTask": "host_receiver.protocol.modern",
     "Receiver": "host_receiver.receiver",
     "ReceiverConfig": "host_receiver.receiver",
@@ -241,6 +241,17 @@ _MOVED = {
     "SamplingLimits": "providers",
 }
 _moved = moved_names(__name__, _MOVED)
+
+#: Modules that moved into the rooms of docs/architecture.md: ``import`` of the old path gives the
+#: module at the new one, with a DeprecationWarning, until 0.4.
+MOVED_MODULES = {
+    "host_receiver.connection": "host_receiver.client.connection",
+    "host_receiver.host": "host_receiver.client.host",
+    "host_receiver.options": "host_receiver.client.options",
+    "host_receiver.demo": "host_receiver.cli.demo",
+    "host_receiver.terminal": "host_receiver.cli.terminal",
+}
+serve_moved_modules(MOVED_MODULES)
 
 if not TYPE_CHECKING:  # a type checker sees the imports above, and flags a moved name
 

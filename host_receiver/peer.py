@@ -2,7 +2,7 @@
 
 The receiver serves requests from a server it never talks to directly. What
 it needs of that server's connection is this one small interface, which
-host-receiver's own :class:`~host_receiver.connection.ClientConnection`
+host-receiver's own :class:`~host_receiver.client.connection.ClientConnection`
 implements and an adapter implements for another MCP client's session.
 
 Rules:

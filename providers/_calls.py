@@ -20,7 +20,7 @@ given as arguments, through the SDKs' public options only:
   backend that did not answer within ``timeout`` would not answer the next
   time either). Connect timeouts and other errors are left to its retries.
 * Size: no body is read beyond the call's ``max_reply_bytes``, counted after
-  decompression (:func:`host_receiver._http_body.decoded`); for an event
+  decompression (:func:`host_receiver._net.body.decoded`); for an event
   stream the bound is on each event. Past it the call fails with
   :class:`~host_receiver.errors.ReplyTooLong`.
 * Every body a call opened is closed when the call ends (:func:`close_bodies`,
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 import anyio
 import httpx
 
-from host_receiver._http_body import decoded
+from host_receiver._net.body import decoded
 from host_receiver.errors import ReplyTooLong
 
 from ._limits import SamplingLimits

@@ -10,7 +10,7 @@ Rules:
   on :func:`call_transport`: a :class:`~providers._calls.CallTransport` (each
   call's size cap, a read timeout that ends the call, the bodies closed when
   it ends) around the pool. An ``http://`` or ``https://`` base URL has the
-  connection pool of :mod:`host_receiver._http_pool` unless the environment
+  connection pool of :mod:`host_receiver._net.pool` unless the environment
   configures a proxy for it or ``http_transport`` is ``"httpx"``; then httpx's
   own pool, with the same limits (1,000 connections, all kept alive for 5 s).
 * :meth:`CallSite.run` runs one call: it opens the call in the provider's
@@ -46,7 +46,7 @@ import anyio
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from host_receiver._http_pool import DEFAULT_LIMITS, lean_transport_for
+from host_receiver._net.pool import DEFAULT_LIMITS, lean_transport_for
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_url
@@ -95,7 +95,7 @@ def http_client(base_url: str, transport: HttpTransport, calls: LiveCalls) -> ht
 def call_transport(base_url: str, transport: HttpTransport, calls: LiveCalls) -> CallTransport:
     """The transport under a provider's SDK: its calls' rules around the pool that sends.
 
-    ``lean``: our pool (:mod:`host_receiver._http_pool`) where it serves ``base_url``, httpx's
+    ``lean``: our pool (:mod:`host_receiver._net.pool`) where it serves ``base_url``, httpx's
     own otherwise; ``httpx``: httpx's own always. Both have the same limits. A client with a
     transport of its own ignores the proxy environment, so httpx's pool is given the proxy
     that the environment names for ``base_url``, chosen once.

@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.connection import Callbacks, ClientConnection
+from host_receiver.client.connection import Callbacks, ClientConnection
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import ProtocolError, RpcError, UnsupportedProtocolVersion
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.types import Implementation
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest, Session

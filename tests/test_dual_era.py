@@ -33,6 +33,7 @@ from host_receiver import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.client.options import DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -47,7 +48,6 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
-from host_receiver.options import DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import TASKS_EXTENSION
 from host_receiver.protocol.types import ElicitResult

@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
+from host_receiver.client.host import Host, ServerConnection, tune_gc_for_serving
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
-from host_receiver.host import Host, ServerConnection, tune_gc_for_serving
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.types import Implementation
 from host_receiver.receiver import Receiver
 from host_receiver.session import IncomingRequest, Session

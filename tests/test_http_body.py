@@ -1,4 +1,4 @@
-"""Bodies read inflated in bounded pieces (host_receiver/_http_body.py)."""
+"""Bodies read inflated in bounded pieces (host_receiver/_net/body.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from host_receiver._http_body import PIECE, cap_unread_body, decoded
+from host_receiver._net.body import PIECE, cap_unread_body, decoded
 
 pytestmark = pytest.mark.anyio
 

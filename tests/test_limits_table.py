@@ -95,7 +95,7 @@ NOT_CAPS: dict[str, str] = {
     "host_receiver/cli/_hooks.py": "the CLI's exit codes",
     "host_receiver/tasks/cursor.py": "the size of a cursor's MAC",
     "host_receiver/tasks/record.py": "the size of a task id",
-    "host_receiver/_mirror.py": "JSON's safe integer range, from the spec",
+    "host_receiver/client/_mirror.py": "JSON's safe integer range, from the spec",
     "providers/_selection.py": "the token estimate's rates",
 }
 

@@ -11,14 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver._mirror import (
+from host_receiver.client._mirror import (
     HeaderMirror,
     encode_value,
     param_headers,
     request_headers,
     tool_header_paths,
 )
-from host_receiver.connection import ClientConnection
+from host_receiver.client.connection import ClientConnection
 from host_receiver.errors import HttpStatusError, InvalidMessage, InvalidToolHeaders, TransportError
 from host_receiver.protocol.jsonrpc import Message, Request
 from host_receiver.testing import FakeServer, ToolCall

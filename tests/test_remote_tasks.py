@@ -1,4 +1,4 @@
-"""Following a 2025-11-25 server's task (host_receiver/_remote_tasks.py), against a scripted server."""
+"""Following a 2025-11-25 server's task (host_receiver/client/remote_tasks/_follow.py), scripted server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver._remote_tasks import TaskNews, follow_legacy_task
+from host_receiver.client.remote_tasks._follow import TaskNews, follow_legacy_task
 from host_receiver.protocol.modern import RemoteTask
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""A server's task followed through its status notifications (host_receiver/_remote_tasks.py).
+"""A server's task followed through its status notifications (host_receiver/client/remote_tasks/_follow.py).
 
 The tasks extension's ``subscriptions/listen`` with ``notifications/tasks``
 against tests/servers/task_news_server.py over stdio and Streamable HTTP on
@@ -21,11 +21,12 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver import Host, Receiver, _remote_tasks
-from host_receiver._remote_tasks import MAX_SUBSCRIPTIONS, TaskNews, follow_task
+from host_receiver import Host, Receiver
+from host_receiver.client.host import ServerConnection
+from host_receiver.client.options import ConnectionOptions
+from host_receiver.client.remote_tasks import _follow as _remote_tasks
+from host_receiver.client.remote_tasks._follow import MAX_SUBSCRIPTIONS, TaskNews, follow_task
 from host_receiver.errors import RemoteTaskLost
-from host_receiver.host import ServerConnection
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.types import RequestId

@@ -31,9 +31,9 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService
-from host_receiver.options import ConnectionOptions
 from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.telemetry import CAPTURE_CONTENT, DISTINCT_NAMES

@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from host_receiver._http_body import decoded
+from host_receiver._net.body import decoded
 from host_receiver.auth._challenge import BearerChallenge
 from host_receiver.auth._quote import quote, safe_url
 from host_receiver.auth._urls import (

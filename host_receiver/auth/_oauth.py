@@ -42,7 +42,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from host_receiver._http_body import MAX_ERROR_BODY, cap_unread_body
+from host_receiver._net.body import MAX_ERROR_BODY, cap_unread_body
 from host_receiver.auth._browser import Browser, SystemBrowser
 from host_receiver.auth._challenge import BearerChallenge, asks_for_dpop_nonce, parse_bearer_challenge
 from host_receiver.auth._discovery import Discovery, discover

@@ -40,7 +40,7 @@ from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_na
 from host_receiver.cli._tasks import add_tasks_command
 from host_receiver.cli._telemetry import exporting
 from host_receiver.cli.demo import add_demo_command
-from host_receiver.host import tune_gc_for_serving
+from host_receiver.client.host import tune_gc_for_serving
 from host_receiver.sanitize import SafeRecords
 from providers.cli import add_providers_command
 

@@ -43,7 +43,7 @@ from host_receiver.cli._run import (
     usage_error,
 )
 from host_receiver.cli._show import add_task_option, call_and_print, readable_content
-from host_receiver.host import ServerConnection
+from host_receiver.client.host import ServerConnection
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_discovery_commands", "key_values"]

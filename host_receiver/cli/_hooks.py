@@ -51,7 +51,7 @@ from providers import ProviderRegistry
 
 if TYPE_CHECKING:
     from host_receiver.cli.terminal import Console
-    from host_receiver.host import ServerConnection
+    from host_receiver.client.host import ServerConnection
     from host_receiver.web import WebInbox
 
 EXIT_OK = 0

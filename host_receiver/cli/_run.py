@@ -70,9 +70,9 @@ from host_receiver.cli._show import (
     print_stderr_tail,
     remote_task_store,
 )
+from host_receiver.client.host import Host, ServerConnection
+from host_receiver.client.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.errors import ProviderError
-from host_receiver.host import Host, ServerConnection
-from host_receiver.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig

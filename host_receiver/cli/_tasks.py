@@ -32,8 +32,8 @@ from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error
 from host_receiver.cli._run import add_connection_options, prepare, serve
 from host_receiver.cli._servers import ServerEntry
 from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remote_task_store, run_and_print
+from host_receiver.client.host import ServerConnection
 from host_receiver.errors import RemoteTaskLost
-from host_receiver.host import ServerConnection
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
 from host_receiver.sanitize import safe_text
 

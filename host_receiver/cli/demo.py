@@ -54,8 +54,8 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
+from host_receiver.client.host import Host
 from host_receiver.errors import ProviderError, RpcError
-from host_receiver.host import Host
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,

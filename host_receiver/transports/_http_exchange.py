@@ -20,7 +20,7 @@ from typing import Protocol
 import anyio
 import httpx
 
-from host_receiver._http_body import MAX_ERROR_BODY, decoded
+from host_receiver._net.body import MAX_ERROR_BODY, decoded
 from host_receiver.errors import HttpStatusError, InvalidMessage, RpcError, SessionExpired, TransportError
 from host_receiver.protocol.jsonrpc import ErrorResponse, Message, Response, decode_message, oversized
 from host_receiver.protocol.types import RequestId

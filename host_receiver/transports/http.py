@@ -9,7 +9,7 @@ stream :mod:`~host_receiver.transports._http_listen`.
 The transport parses no MCP method. A request that comes with headers
 (:attr:`Request.headers <host_receiver.protocol.jsonrpc.Request.headers>`,
 which the connection layer fills for 2026-07-28 requests:
-:mod:`host_receiver._mirror`) is a modern request: it is posted with them,
+:mod:`host_receiver.client._mirror`) is a modern request: it is posted with them,
 and it is cancelled by closing its answer stream (``Binding.abandon``).
 Modern servers mint no session, have no GET stream and no resumption; the
 rules below that name them apply to legacy (2025-11-25) connections. The
@@ -60,10 +60,10 @@ Rules:
   the streams.
 - Custom headers and an ``httpx.Auth`` go on every request; a caller may pass
   its own ``httpx.AsyncClient`` (left open on exit). The client made here
-  sends through the lean pool of :mod:`host_receiver._http_pool` when the URL
+  sends through the lean pool of :mod:`host_receiver._net.pool` when the URL
   is ``http`` or ``https`` with no proxy in front (certificates checked as
   httpx checks them), through httpx's own otherwise.
-- Every body is read inflated in bounded pieces (:mod:`host_receiver._http_body`):
+- Every body is read inflated in bounded pieces (:mod:`host_receiver._net.body`):
   the size limits hold per byte of a compressed answer.
 
 Fixed caps (docs/limits.md): ``_CONCURRENT_POSTS``; the others of the
@@ -81,8 +81,8 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from host_receiver._concurrency import background_task_group
-from host_receiver._http_body import MAX_ERROR_BODY
-from host_receiver._http_pool import lean_transport_for
+from host_receiver._net.body import MAX_ERROR_BODY
+from host_receiver._net.pool import lean_transport_for
 from host_receiver.errors import InvalidMessage, SessionExpired, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.jsonrpc import Message, Request, dumps_message

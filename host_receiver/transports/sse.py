@@ -3,7 +3,7 @@
 The fallback of a URL whose server predates Streamable HTTP (2026-07-28
 streamable-http.mdx, "Backward Compatibility"): a ``Host`` tries it when a
 Streamable HTTP POST gets 400, 404 or 405 without a modern JSON-RPC error
-(:meth:`Host.connect_url <host_receiver.host.Host.connect_url>`).
+(:meth:`Host.connect_url <host_receiver.client.host.Host.connect_url>`).
 
 Rules (2024-11-05 transports.mdx, "HTTP with SSE"):
 
@@ -27,7 +27,7 @@ Rules (2024-11-05 transports.mdx, "HTTP with SSE"):
   mirrored headers.
 - ``headers`` and an ``httpx.Auth`` go on every request; the client is made
   as Streamable HTTP's is (the lean pool unless a proxy carries it, bodies inflated
-  in bounded pieces: :mod:`host_receiver._http_body`).
+  in bounded pieces: :mod:`host_receiver._net.body`).
 
 Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``.
 """
@@ -43,8 +43,8 @@ import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host_receiver._concurrency import background_task_group
-from host_receiver._http_body import decoded
-from host_receiver._http_pool import lean_transport_for
+from host_receiver._net.body import decoded
+from host_receiver._net.pool import lean_transport_for
 from host_receiver.errors import HttpStatusError, InvalidMessage, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.jsonrpc import Message, dumps_message

@@ -4,7 +4,7 @@
   stdio/http). Stdio peers are started by the host itself, one per
   connection; HTTP peers run once per SDK for the whole session
   (:func:`http_peers`), each test getting its own MCP session on them.
-- :func:`running_host` opens a :class:`~host_receiver.host.Host` whose every
+- :func:`running_host` opens a :class:`~host_receiver.client.host.Host` whose every
   connection goes through a :class:`RecordingTransport`. When the block ends
   without error, every message the host sent is validated against the
   official schema of the connection's era (2025-11-25: requests,
@@ -38,10 +38,10 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
+from host_receiver.client.host import Host, ServerConnection
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import InvalidMessage
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
-from host_receiver.host import Host, ServerConnection
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
     Message,

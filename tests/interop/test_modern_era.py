@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 from host_receiver import DenyAll, FormView, RemoteTask, ServerConnection, UrlAnswer, UrlView
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import (
     USER_REJECTED,
     InputRequestFailed,
@@ -32,7 +33,6 @@ from host_receiver.errors import (
     RemoteTaskCancelled,
     RpcError,
 )
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import Era

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import HttpStatusError, UnsupportedProtocolVersion
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.versions import Era
 from tests.cli.test_terminal import HOST
 from tests.interop import everything_command, http_server

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from host_receiver.connection import ClientConnection
+from host_receiver.client.connection import ClientConnection
 from host_receiver.errors import BadResult
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.results import (

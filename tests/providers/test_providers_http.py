@@ -20,7 +20,7 @@ import anyio.abc
 import httpx
 import pytest
 
-from host_receiver._http_pool import LeanTransport
+from host_receiver._net.pool import LeanTransport
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, ProviderRegistry, SamplingLimits, SamplingProgress

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_receiver.connection import ClientConnection
+from host_receiver.client.connection import ClientConnection
 from host_receiver.errors import PARSE_ERROR, InvalidMessage, RpcError
 from host_receiver.protocol.jsonrpc import decode_message
 from host_receiver.transports.stdio import StdioTransport

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host_receiver.connection import ClientConnection
+from host_receiver.client.connection import ClientConnection
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import (
     PARSE_ERROR,
     MissingCapability,
@@ -27,7 +28,6 @@ from host_receiver.errors import (
     TransportError,
     UnsupportedProtocolVersion,
 )
-from host_receiver.options import ConnectionOptions
 from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest

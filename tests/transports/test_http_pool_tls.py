@@ -3,7 +3,7 @@
 The server (standard library ``ssl`` in threads) numbers its connections, so
 reuse shows in what it records; after each reply it can close the connection
 (with or without ``close_notify``) or send bytes nobody asked for. One test
-drives the TLS layer (``host_receiver._tls``) alone, idle right after its
+drives the TLS layer (``host_receiver._net.tls``) alone, idle right after its
 handshake with the server's session tickets unread.
 """
 
@@ -25,9 +25,9 @@ import httpx
 import pytest
 import trustme
 
-from host_receiver._http_pool import LeanTransport, lean_transport_for
-from host_receiver._socket_stream import socket_ready
-from host_receiver._tls import TlsStream
+from host_receiver._net.pool import LeanTransport, lean_transport_for
+from host_receiver._net.socket_stream import socket_ready
+from host_receiver._net.tls import TlsStream
 from tests.transports.conftest import server_context
 
 pytestmark = pytest.mark.anyio

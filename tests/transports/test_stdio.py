@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.connection import ClientConnection
+from host_receiver.client.connection import ClientConnection
 from host_receiver.errors import ConnectionClosed, TransportError
 from host_receiver.protocol.jsonrpc import Notification
 from host_receiver.protocol.results import CallToolResult

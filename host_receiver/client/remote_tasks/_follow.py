@@ -101,7 +101,7 @@ import anyio
 import anyio.abc
 
 from host_receiver._concurrency import background_task_group
-from host_receiver._input_rounds import Fulfil, fulfil_all
+from host_receiver.client._input_rounds import Fulfil, fulfil_all
 from host_receiver.errors import (
     INVALID_PARAMS,
     BadResult,
@@ -126,7 +126,7 @@ __all__ = [
     "follow_task",
 ]
 
-logger = safe_logger("host_receiver.connection")
+logger = safe_logger("host_receiver.client.connection")
 
 #: Polling interval when the server suggests none (seconds).
 DEFAULT_POLL = 1.0

@@ -26,7 +26,7 @@ Compatibility"):
   the process starts); on HTTP a legacy server answers with a status, so
   silence (until ``init_timeout``) is a ``TimeoutError``, not a legacy server
   (``StreamAttribute.answers_every_request``). On HTTP the probe carries the
-  binding's mirrored headers (:mod:`host_receiver._mirror`), as every
+  binding's mirrored headers (:mod:`host_receiver.client._mirror`), as every
   modern request does.
 - A timeout is a guess: a modern server that starts slowly may miss it. In
   ``auto`` mode an ``initialize`` refused with -32022 whose ``supported``
@@ -65,7 +65,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from host_receiver._mirror import HeaderMirror
+from host_receiver.client._mirror import HeaderMirror
+from host_receiver.client.options import AUTO, ConnectionOptions
 from host_receiver.errors import (
     HttpStatusError,
     MissingCapability,
@@ -73,7 +74,6 @@ from host_receiver.errors import (
     RpcError,
     UnsupportedProtocolVersion,
 )
-from host_receiver.options import AUTO, ConnectionOptions
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,
     MISSING_CAPABILITY,
@@ -101,7 +101,7 @@ __all__ = [
     "describe_capabilities",
 ]
 
-logger = safe_logger("host_receiver.connection")
+logger = safe_logger("host_receiver.client.connection")
 
 #: The most characters of a server's text (an error message, a version list) quoted in an error.
 _QUOTED = 300

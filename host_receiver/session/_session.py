@@ -2,7 +2,7 @@
 
 (About 640 lines, one idea: both directions share the id space, the closing
 and the stream, and splitting them would put the closing rules in two
-places. Sending without waiting is its own module, :mod:`host_receiver._outbox`.)
+places. Sending without waiting is its own module, :mod:`host_receiver.session._outbox`.)
 
 The session owns request ids, matches responses to requests, dispatches what
 the peer asks for, and implements the JSON-RPC level utilities MCP defines for
@@ -23,7 +23,7 @@ Rules:
   context in ``_meta``).
 - The receive loop never waits on the peer: replies it makes (immediate
   answers, ping, errors for malformed frames) and :meth:`Session.notify_soon`
-  go out through the session's :class:`~host_receiver._outbox.Outbox`, in
+  go out through the session's :class:`~host_receiver.session._outbox.Outbox`, in
   order, without waiting.
 - ``notifications/cancelled`` cancels the named in-flight handler, and its
   reply is then never sent. Naming none, it ends an outgoing request sent
@@ -73,7 +73,6 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from host_receiver._concurrency import background_task_group
-from host_receiver._outbox import Outbox
 from host_receiver.errors import (
     INTERNAL_ERROR,
     ConnectionClosed,
@@ -94,6 +93,7 @@ from host_receiver.protocol.jsonrpc import (
 from host_receiver.protocol.params import check_request_meta
 from host_receiver.protocol.types import ProgressToken, RequestId
 from host_receiver.sanitize import bounded, safe_id, safe_logger, safe_text
+from host_receiver.session._outbox import Outbox
 from host_receiver.telemetry import note_request_id
 from host_receiver.transports.base import MessageStream, StreamAttribute
 

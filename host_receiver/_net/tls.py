@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from host_receiver._socket_stream import socket_ready
+from host_receiver._net.socket_stream import socket_ready
 
 __all__ = ["TlsStream"]
 

@@ -15,7 +15,7 @@ Rules:
   :func:`~host_receiver.transports.stdio.safe_environment` plus what the
   caller names in ``env``: the host's secrets (provider keys) never reach a
   server unless named.
-- One :class:`~host_receiver.options.ConnectionOptions` reaches every
+- One :class:`~host_receiver.client.options.ConnectionOptions` reaches every
   connection (``connect*(options=...)`` replaces it for one).
 - Each connection is a :meth:`ServerConnection.run` in the host's task
   group; the host ends them only through their own ``close_soon()``.
@@ -52,9 +52,9 @@ import anyio
 import anyio.abc
 import httpx
 
-from host_receiver.connection import ClientConnection, ServesServers
+from host_receiver.client.connection import ClientConnection, ServesServers
+from host_receiver.client.options import AUTO, ConnectionOptions, options_from_keywords
 from host_receiver.errors import HttpStatusError, TransportError
-from host_receiver.options import AUTO, ConnectionOptions, options_from_keywords
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
@@ -65,7 +65,7 @@ from host_receiver.transports.stdio import StdioTransport
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
 
-logger = safe_logger("host_receiver.host")
+logger = safe_logger("host_receiver.client.host")
 
 
 class ServerConnection(ClientConnection):
@@ -151,7 +151,7 @@ class ServerConnection(ClientConnection):
 class Host:
     """Connects to MCP servers and serves their sampling and elicitation requests.
 
-    ``options`` (:class:`~host_receiver.options.ConnectionOptions`) reach
+    ``options`` (:class:`~host_receiver.client.options.ConnectionOptions`) reach
     every connection the host makes, unless a ``connect*`` call gives its own.
     """
 

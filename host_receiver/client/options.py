@@ -1,6 +1,6 @@
 """How a connection is set up: one frozen :class:`ConnectionOptions`, passed once.
 
-A :class:`~host_receiver.host.Host` holds one and hands it to every
+A :class:`~host_receiver.client.host.Host` holds one and hands it to every
 connection it makes (``Host.connect*(options=...)`` replaces it for one
 connection); ``ClientConnection.connect(transport, options)`` takes one.
 

@@ -8,19 +8,19 @@ Rules:
 
 - ``ClientConnection.connect()`` opens the transport and starts a session
   (live from the first byte: a server may ping early), then agrees on the
-  era and version (:mod:`host_receiver._negotiation`: ``protocol="auto"``
+  era and version (:mod:`host_receiver.client._negotiation`: ``protocol="auto"``
   probes with ``server/discover`` and falls back to ``initialize``).
   A legacy agreement tells the stream's binding the version, sends
   ``notifications/initialized`` and opens the binding's listener (the HTTP GET
   stream); a modern one needs none of these. Only then is the connection
   handed out.
-- How it connects is one frozen :class:`~host_receiver.options.ConnectionOptions`
+- How it connects is one frozen :class:`~host_receiver.client.options.ConnectionOptions`
   (protocol, client info, round cap, tasks extension, the agreement's
   timeouts), given once.
 - The connection talks to its stream through the stream's four methods
   and its typed attributes (``StreamAttribute``): the binding, and whether
   the medium answers every request. When the binding mirrors headers
-  (HTTP), the connection keeps the mirroring map (:mod:`host_receiver._mirror`):
+  (HTTP), the connection keeps the mirroring map (:mod:`host_receiver.client._mirror`):
   each modern request carries its headers, and ``tools/list`` leaves out
   tools whose header annotations break the binding's rules. A ``tools/call``
   of a tool whose definition is not known lists the tools first (every page,
@@ -44,8 +44,8 @@ Rules:
   sides' versions (2026-07-28 is the only modern version: there is none to
   switch to; a new connection agrees afresh).
 - ``call_tool``, ``get_prompt`` and ``read_resource`` follow a modern
-  server's input rounds (:mod:`host_receiver._input_rounds`) and, for
-  ``tools/call``, its tasks (:mod:`host_receiver._remote_tasks`), and return
+  server's input rounds (:mod:`host_receiver.client._input_rounds`) and, for
+  ``tools/call``, its tasks (:mod:`host_receiver.client.remote_tasks._follow`), and return
   the final result only, as a typed model (:mod:`host_receiver.protocol.results`;
   one that breaks the schema is a :class:`BadResult` naming the field, and
   only that call fails). A -32021 answer is a :class:`MissingCapability`
@@ -57,12 +57,12 @@ Rules:
   ``"required"`` (the definition comes from ``tools/list``, listed once and
   again after ``notifications/tools/list_changed``), never without the
   server's ``tasks.requests.tools.call`` or for a tool that forbids it, and
-  follows the task (:func:`~host_receiver._remote_tasks.follow_legacy_task`;
+  follows the task (:func:`~host_receiver.client.remote_tasks._follow.follow_legacy_task`;
   the server's ``notifications/tasks/status`` about it go there).
 - A modern server that advertises the tasks extension is sent
   ``subscriptions/listen`` for each task followed (:meth:`_listen`, one
   request held open); its acknowledgement and ``notifications/tasks`` go to
-  the connection's :class:`~host_receiver._remote_tasks.TaskNews`.
+  the connection's :class:`~host_receiver.client.remote_tasks._follow.TaskNews`.
 - Traces and metrics (:mod:`host_receiver.telemetry`, through ``options.telemetry``):
   every request sent is a CLIENT span whose context travels in ``_meta``
   (:meth:`request`, the one place requests are sent); every request received,
@@ -84,16 +84,17 @@ from typing import Any, Protocol, Self
 import anyio
 
 from host_receiver import telemetry
-from host_receiver._input_rounds import with_input_rounds
-from host_receiver._mirror import HeaderMirror
-from host_receiver._negotiation import (
+from host_receiver.client._input_rounds import with_input_rounds
+from host_receiver.client._mirror import HeaderMirror
+from host_receiver.client._negotiation import (
     Agreement,
     agree,
     lists_refused_version,
     missing_capability,
     version_refused,
 )
-from host_receiver._remote_tasks import (
+from host_receiver.client.options import ConnectionOptions, default_client_info, options_from_keywords
+from host_receiver.client.remote_tasks._follow import (
     TaskHandle,
     TaskNews,
     TaskObserver,
@@ -112,7 +113,6 @@ from host_receiver.errors import (
     RpcError,
     method_not_found,
 )
-from host_receiver.options import ConnectionOptions, default_client_info, options_from_keywords
 from host_receiver.peer import Peer
 from host_receiver.protocol.modern import (
     HEADER_MISMATCH,

@@ -22,7 +22,7 @@ Rules:
   certifi's bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set; httpx
   uses no system trust store), made on the first https request, offering
   ALPN ``http/1.1`` only; the SNI and the name checked are the URL's host (or
-  the ``sni_hostname`` extension). The TLS layer is :mod:`host_receiver._tls`.
+  the ``sni_hostname`` extension). The TLS layer is :mod:`host_receiver._net.tls`.
 * Idle connections are kept per origin (scheme, host, port) in a deque; a
   request takes the most recently used one, O(1). An idle connection whose
   socket has something to read (the server closed it, or sent something
@@ -34,7 +34,7 @@ Rules:
   timeout for one (:class:`httpx.PoolTimeout`), closing an idle connection to
   another origin when that makes room.
 * The protocol is h11 over anyio sockets (asyncio and trio). An IP address is
-  connected to with a socket of our own (:mod:`host_receiver._socket_stream`):
+  connected to with a socket of our own (:mod:`host_receiver._net.socket_stream`):
   a request is written, and a response read, without yielding to the event
   loop when the socket is ready, so a burst of requests goes out as it is
   built. A host name goes through ``anyio.connect_tcp`` (happy eyeballs).
@@ -79,8 +79,8 @@ import anyio.abc
 import h11
 import httpx
 
-from host_receiver._socket_stream import PlainSocketStream, socket_ready
-from host_receiver._tls import TlsStream
+from host_receiver._net.socket_stream import PlainSocketStream, socket_ready
+from host_receiver._net.tls import TlsStream
 from host_receiver.sanitize import safe_logger, safe_url
 
 __all__ = ["DEFAULT_LIMITS", "LeanTransport", "lean_transport_for"]
