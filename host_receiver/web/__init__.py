@@ -10,7 +10,7 @@ front-ends (docs/inbox.md)::
     inbox = WebInbox(timeout=600)
     receiver = Receiver(sampling=inbox.sampling(registry), elicitation=inbox.elicitation())
     async with inbox.serve(listen="127.0.0.1:0"):
-        print(inbox.url)  # open it: it sets a session cookie
+        print(inbox.url)  # open it: the page makes its session
         ...               # connect servers with a Host around the receiver
 
 or mount ``inbox.app`` (an ASGI app) in the host's own Starlette or FastAPI app.
@@ -23,8 +23,9 @@ Rules:
 - The page shows server text as text, never as HTML, escaped by
   :func:`providers.safe_text`; its Content-Security-Policy allows no inline
   script (:mod:`._items`, :mod:`._app`).
-- Loopback by default; credentials (the token, then a session cookie),
-  Origin, CSRF and Host checks on every request (:mod:`._app`, :mod:`._serve`).
+- Loopback by default; credentials (the token, then a page session sent as a
+  header: no cookie), Origin, CSRF and Host checks on every request
+  (:mod:`._app`, :mod:`._serve`).
 - Its extra dependencies (Starlette, hypercorn) come with
   ``pip install 'host-receiver[web]'``; without them importing this package is
   an ``ImportError`` that says so.

@@ -8,14 +8,19 @@ Rules (docs/inbox.md has the API):
   host's web app, that app checks hosts (Starlette's TrustedHostMiddleware).
 - Origin: a state-changing request (POST) whose ``Origin`` is not the inbox's
   own is refused (403) before its credentials are even looked at.
-- Credentials: every request needs the session cookie or ``Authorization:
-  Bearer TOKEN``. Opening ``/?token=TOKEN`` makes a session: its cookie is
-  HttpOnly and SameSite=Strict (Secure over TLS), and the answer redirects to
-  the page without the token. A wrong or missing credential waits
-  ``auth_delay`` seconds, one failure at a time, then gets 401.
-- CSRF: a POST made with the cookie carries the session's CSRF token in
-  ``X-CSRF-Token`` (the page reads it from ``api/session``); with the bearer
-  token there is nothing ambient to forge.
+- Credentials: every API request needs ``Authorization: Bearer TOKEN`` or a
+  page session in ``X-Inbox-Session``; nothing is a cookie, so nothing the
+  browser sends by itself (to another port of the same host included)
+  carries a credential. The page, its script and style hold no secret and
+  are served without one. The inbox's address is ``/#token=TOKEN``: the
+  fragment never reaches a server; the page takes it out of the address bar
+  and history, then exchanges it (``POST api/session`` with the bearer
+  token) for a session it keeps in ``sessionStorage`` (one origin, one tab).
+  The older address, ``/?token=TOKEN``, still opens the page (after the
+  same check: 401 when wrong), which does the same. A wrong or missing
+  credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
+- CSRF: a POST made with a page session carries the session's CSRF token in
+  ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
 - Every answer has a Content-Security-Policy allowing only the app's own
   script and style (media as ``data:``), no framing, no referrer, no caching.
   No answer contains the token.
@@ -34,14 +39,14 @@ from importlib.resources import files
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from host_receiver.errors import AlreadyAnswered, InvalidAnswer, UnknownItem
 from host_receiver.web._inbox import Inbox
 from host_receiver.web._items import body
 
-COOKIE = "host_receiver_inbox"
+SESSION_HEADER = "x-inbox-session"
 CSRF_HEADER = "x-csrf-token"
 CSP = (
     "default-src 'self'; img-src 'self' data:; media-src 'self' data:; object-src 'none'; "
@@ -56,7 +61,7 @@ SECURITY_HEADERS = {
 }
 #: Seconds between two keep-alive comments on an idle event stream.
 KEEP_ALIVE = 15.0
-#: Sessions kept at once (each opening of the token URL makes one).
+#: Sessions kept at once (each page opened with the token makes one).
 MAX_SESSIONS = 100
 #: The largest answer taken (bytes).
 MAX_ANSWER = 1024 * 1024
@@ -66,7 +71,7 @@ Endpoint = Callable[[Request, "Session"], Awaitable[Response]]
 
 
 class Session:
-    """Who is asking: the page (a cookie, with its CSRF token) or an API client (the bearer token)."""
+    """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token)."""
 
     def __init__(self, csrf: str | None) -> None:
         self.csrf = csrf
@@ -81,7 +86,7 @@ class Guard:
 
     def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox
-        #: Session id (the cookie) -> its CSRF token.
+        #: Session id (``X-Inbox-Session``) -> its CSRF token.
         self.sessions: dict[str, str] = {}
         self._failures = anyio.Lock()
 
@@ -102,7 +107,8 @@ class Guard:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(credential.encode(), self.inbox.token.encode()):
             return Session(None)
-        csrf = self.sessions.get(request.cookies.get(COOKIE, ""))
+        sid = request.headers.get(SESSION_HEADER)
+        csrf = self.sessions.get(sid) if sid is not None else None
         return Session(csrf) if csrf is not None else None
 
     async def refuse(self) -> Response:
@@ -112,12 +118,22 @@ class Guard:
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
     def new_session(self) -> str:
-        """A new session's id (its cookie); the oldest goes beyond :data:`MAX_SESSIONS`."""
+        """A new session's id; the oldest goes beyond :data:`MAX_SESSIONS`."""
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = secrets.token_urlsafe(32)
         if len(self.sessions) > MAX_SESSIONS:
             del self.sessions[next(iter(self.sessions))]
         return sid
+
+    def public(
+        self, endpoint: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """``endpoint`` (the page, its script and style: no secret in them), checking the host only."""
+
+        async def checked(request: Request) -> Response:
+            return self.wrong_host(request) or _secure(await endpoint(request))
+
+        return checked
 
     def route(
         self, endpoint: Endpoint, *, changes_state: bool = False
@@ -148,23 +164,19 @@ def build_app(inbox: Inbox) -> Starlette:
     guard = Guard(inbox)
 
     async def index(request: Request) -> Response:
-        token = request.query_params.get("token")
-        if token is None:
-            return await guard.route(_page)(request)
-        refused = guard.wrong_host(request)
-        if refused is not None:
-            return refused
-        if not hmac.compare_digest(token.encode(), inbox.token.encode()):
+        token = request.query_params.get("token")  # the older address, /?token=TOKEN
+        if token is not None and not hmac.compare_digest(token.encode(), inbox.token.encode()):
             return await guard.refuse()
-        sid = guard.new_session()
-        response = RedirectResponse(request.url.path, status_code=303)
-        secure = request.url.scheme == "https"
-        path = request.scope.get("root_path", "") or "/"
-        response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", secure=secure, path=path)
-        return _secure(response)
+        return await _page(request)
 
     async def session_info(request: Request, session: Session) -> Response:
         return JSONResponse({"csrf": session.csrf})
+
+    async def new_session(request: Request, session: Session) -> Response:
+        if session.csrf is not None:
+            return JSONResponse({"error": "only the inbox's token makes a session"}, 403)
+        sid = guard.new_session()
+        return JSONResponse({"session": sid, "csrf": guard.sessions[sid]})
 
     async def items(request: Request, session: Session) -> Response:
         return JSONResponse(inbox.state())
@@ -200,10 +212,11 @@ def build_app(inbox: Inbox) -> Starlette:
         return StreamingResponse(_event_stream(inbox), media_type="text/event-stream")
 
     routes = [
-        Route("/", index),
-        Route("/inbox.js", guard.route(_static)),
-        Route("/inbox.css", guard.route(_static)),
-        Route("/api/session", guard.route(session_info)),
+        Route("/", guard.public(index)),
+        Route("/inbox.js", guard.public(_static)),
+        Route("/inbox.css", guard.public(_static)),
+        Route("/api/session", guard.route(session_info), methods=["GET"]),
+        Route("/api/session", guard.route(new_session, changes_state=True), methods=["POST"]),
         Route("/api/items", guard.route(items)),
         Route("/api/items/{id}", guard.route(item)),
         Route("/api/items/{id}/answer", guard.route(answer, changes_state=True), methods=["POST"]),
@@ -212,11 +225,11 @@ def build_app(inbox: Inbox) -> Starlette:
     return Starlette(routes=routes)
 
 
-async def _page(request: Request, session: Session) -> Response:
+async def _page(request: Request) -> Response:
     return Response(_read("index.html"), media_type="text/html")
 
 
-async def _static(request: Request, session: Session) -> Response:
+async def _static(request: Request) -> Response:
     name = request.url.path.rsplit("/", 1)[-1]
     return Response(_read(name), media_type=_STATIC[name])
 

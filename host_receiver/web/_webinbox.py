@@ -24,10 +24,11 @@ class WebInbox(Inbox):
 
     @property
     def url(self) -> str:
-        """The address to open (with the token); :meth:`serve` must be running."""
+        """The address to open, the token in its fragment (never sent to a server); :meth:`serve`
+        must be running."""
         if self.origin is None:
             raise RuntimeError("the inbox is not being served: use `async with inbox.serve(...)`")
-        return f"{self.origin}/?token={self.token}"
+        return f"{self.origin}/#token={self.token}"
 
     def serve(
         self, listen: str = "127.0.0.1:0", *, certfile: str | None = None, keyfile: str | None = None

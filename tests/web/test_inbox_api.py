@@ -56,10 +56,13 @@ async def api(inbox: WebInbox) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def page_session(client: httpx.AsyncClient, inbox: WebInbox) -> str:
-    """Open the token URL with ``client`` (it keeps the cookie); the session's CSRF token."""
-    opened = await client.get(f"/?token={inbox.token}")
-    assert opened.status_code == 303
+    """What the page does with the token: make a session, which ``client`` then sends as a header;
+    the session's CSRF token."""
+    made = await client.post("/api/session", headers={"Authorization": f"Bearer {inbox.token}"})
+    assert made.status_code == 200 and "set-cookie" not in made.headers
+    client.headers["X-Inbox-Session"] = made.json()["session"]
     csrf: str = (await client.get("/api/session")).json()["csrf"]
+    assert csrf == made.json()["csrf"]
     return csrf
 
 
@@ -68,25 +71,42 @@ async def pending(api: httpx.AsyncClient) -> list[dict[str, Any]]:
     return items
 
 
-async def test_the_token_url_sets_a_strict_http_only_cookie_and_redirects_to_the_page_without_it(
-    inbox: WebInbox,
-) -> None:
+async def test_the_page_holds_no_secret_and_no_answer_sets_a_cookie(inbox: WebInbox) -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox.app), base_url=ORIGIN) as client:
-        opened = await client.get(f"/?token={inbox.token}")
-        assert opened.status_code == 303 and opened.headers["location"] == "/"
-        cookie = opened.headers["set-cookie"].lower()
-        assert "httponly" in cookie and "samesite=strict" in cookie
-        page = await client.get("/")
-        assert page.status_code == 200 and "<title>host-receiver inbox</title>" in page.text
-        assert inbox.token not in page.text and "<script>" not in page.text
-        csp = page.headers["content-security-policy"]
-        assert "default-src 'self'" in csp and "unsafe-inline" not in csp
+        for address in ("/", f"/?token={inbox.token}"):  # the older address opens the page too
+            page = await client.get(address)
+            assert page.status_code == 200 and "<title>host-receiver inbox</title>" in page.text
+            assert inbox.token not in page.text and "<script>" not in page.text
+            assert "set-cookie" not in page.headers
+            csp = page.headers["content-security-policy"]
+            assert "default-src 'self'" in csp and "unsafe-inline" not in csp
         for asset in ("/inbox.js", "/inbox.css"):
             served = await client.get(asset)
             assert served.status_code == 200 and "innerHTML" not in served.text
+        await page_session(client, inbox)
+        assert (await client.get("/api/items")).status_code == 200
+        assert not client.cookies
 
 
-@pytest.mark.parametrize("credential", [{"token": "wrong"}, {"bearer": "wrong"}, {}])
+async def test_only_the_token_makes_a_session_and_only_the_header_carries_it(inbox: WebInbox) -> None:
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client:
+        bearer = {"Authorization": f"Bearer {inbox.token}"}
+        cross = await client.post("/api/session", headers={**bearer, "Origin": "http://127.0.0.1:47001"})
+        assert cross.status_code == 403
+        assert (await client.post("/api/session")).status_code == 401
+        made = (await client.post("/api/session", headers={**bearer, "Origin": ORIGIN})).json()
+        session = {"X-Inbox-Session": made["session"]}
+        assert (await client.get("/api/items", headers=session)).status_code == 200
+        again = await client.post(
+            "/api/session", headers={**session, "X-CSRF-Token": made["csrf"], "Origin": ORIGIN}
+        )
+        assert again.status_code == 403  # a session makes no other session
+        for carried in ({"Cookie": f"host_receiver_inbox={made['session']}"}, {"X-Inbox-Session": "wrong"}):
+            assert (await client.get("/api/session", headers=carried)).status_code == 401
+
+
+@pytest.mark.parametrize("credential", [{"token": "wrong"}, {"bearer": "wrong"}, {"session": "wrong"}, {}])
 async def test_a_wrong_or_missing_credential_gets_401_after_a_pause(
     inbox: WebInbox, credential: dict[str, str]
 ) -> None:
@@ -95,7 +115,9 @@ async def test_a_wrong_or_missing_credential_gets_401_after_a_pause(
         if "token" in credential:
             answer = await client.get(f"/?token={credential['token']}")
         else:
-            headers = {"Authorization": f"Bearer {credential['bearer']}"} if credential else {}
+            headers = {"Authorization": f"Bearer {credential['bearer']}"} if "bearer" in credential else {}
+            if "session" in credential:
+                headers = {"X-Inbox-Session": credential["session"]}
             answer = await client.get("/api/items", headers=headers)
         assert answer.status_code == 401
         assert time.monotonic() - started >= inbox.auth_delay
@@ -313,7 +335,7 @@ async def test_server_text_is_escaped_in_every_field_and_no_answer_holds_the_tok
 async def test_served_alone_it_checks_the_host_header_and_streams_events_live(anyio_backend: str) -> None:
     inbox = WebInbox(auth_delay=0.1)
     async with inbox.serve("127.0.0.1:0"), httpx.AsyncClient(base_url=inbox.origin or "") as client:
-        assert inbox.url.startswith("http://127.0.0.1:") and f"token={inbox.token}" in inbox.url
+        assert inbox.url == f"{inbox.origin}/#token={inbox.token}"
         bearer = {"Authorization": f"Bearer {inbox.token}"}
         rebound = await client.get("/api/items", headers={**bearer, "Host": "attacker.example"})
         assert rebound.status_code == 400
@@ -346,7 +368,7 @@ async def test_beyond_loopback_without_tls_it_warns(caplog: pytest.LogCaptureFix
     assert "without TLS" in caplog.text
 
 
-async def test_over_tls_the_url_is_https_the_cookie_secure_and_any_address_goes_without_a_warning(
+async def test_over_tls_the_url_is_https_and_any_address_goes_without_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     certfile, keyfile = self_signed(tmp_path)
@@ -355,9 +377,10 @@ async def test_over_tls_the_url_is_https_the_cookie_secure_and_any_address_goes_
         async with inbox.serve("0.0.0.0:0", certfile=certfile, keyfile=keyfile):
             port = (inbox.origin or "").rsplit(":", 1)[1]
             assert inbox.url.startswith("https://")
-            async with httpx.AsyncClient(verify=False) as client:
-                opened = await client.get(f"https://127.0.0.1:{port}/?token={inbox.token}")
-    assert opened.status_code == 303 and "secure" in opened.headers["set-cookie"].lower()
+            async with httpx.AsyncClient(base_url=f"https://127.0.0.1:{port}", verify=False) as client:
+                opened = await client.get(f"/?token={inbox.token}")
+                made = await client.post("/api/session", headers={"Authorization": f"Bearer {inbox.token}"})
+    assert opened.status_code == 200 and made.status_code == 200 and "set-cookie" not in made.headers
     assert caplog.text == ""
 
 

@@ -3,9 +3,11 @@
 Every card and button against real servers (the demo server on mcp 1.x pushing
 task-augmented requests; the mcp 2.3.0 peer's input rounds), the live update,
 two people answering one item, the timeout, a wrong token, a cross-origin
-POST, and hostile text in every field a server controls: nothing it sends
-runs (no dialog, no console error), and it shows as text. The screenshots of
-docs/inbox.md are taken here: ``UPDATE_SCREENSHOTS=1`` writes them to docs/inbox/.
+POST, what another port of the same host gets (no credential), where the
+token goes (no server sees it in a URL, no history keeps it), and hostile
+text in every field a server controls: nothing it sends runs (no dialog, no
+console error), and it shows as text. The screenshots of docs/inbox.md are
+taken here: ``UPDATE_SCREENSHOTS=1`` writes them to docs/inbox/.
 
 Playwright's API is asyncio's, so this module runs on asyncio only.
 """
@@ -15,13 +17,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from host_receiver.approval import Approve, Refuse, SamplingRequestView, UrlView
@@ -34,7 +39,7 @@ from host_receiver.transports.stdio import StdioTransport
 from host_receiver.web import WebInbox
 from providers import Config, build_registry
 from tests.interop import PY2_SERVER, peer_python
-from tests.web.conftest import form_view, sampling_view, url_view
+from tests.web.conftest import asking, form_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -89,7 +94,7 @@ class Browser:
 
     @asynccontextmanager
     async def tab(self, url: str) -> AsyncIterator[Tab]:
-        """A new person (their own cookies) with the inbox open at ``url``."""
+        """A new person (their own browser storage) with the inbox open at ``url``."""
         context = await self.browser.new_context(viewport={"width": 1000, "height": 900})
         try:
             page = await context.new_page()
@@ -347,6 +352,9 @@ async def test_a_wrong_token_gets_401_and_a_cross_origin_post_gets_403(browser: 
         page = await context.new_page()
         wrong = await page.goto(f"{inbox.origin}/?token=wrong")
         assert wrong is not None and wrong.status == 401
+        await page.goto(f"{inbox.origin}/#token=wrong")
+        await page.get_by_text("Not signed in").wait_for(timeout=WAIT_MS)
+        assert page.url == f"{inbox.origin}/"
         await context.route(
             "http://evil.test/**", lambda route: route.fulfill(body="<p>hello</p>", content_type="text/html")
         )
@@ -361,12 +369,129 @@ async def test_a_wrong_token_gets_401_and_a_cross_origin_post_gets_403(browser: 
         await context.close()
 
 
-#: The second person's page answers too late, with its own session (cookie and CSRF token).
+#: The second person's page answers too late, with its own session (and CSRF token).
 LATE_ANSWER = """async url => {
-  const {csrf} = await (await fetch("api/session")).json();
-  const headers = {"Content-Type": "application/json", "X-CSRF-Token": csrf};
+  const session = sessionStorage.getItem("host_receiver_inbox:/");
+  const {csrf} = await (await fetch("api/session", {headers: {"X-Inbox-Session": session}})).json();
+  const headers = {"Content-Type": "application/json", "X-Inbox-Session": session, "X-CSRF-Token": csrf};
   return (await fetch(url, {method: "POST", headers, body: '{"action": "accept"}'})).status;
 }"""
+
+
+@dataclass
+class Elsewhere:
+    """A page on another port of this machine (a hostile stdio server may send the person to one
+    with a URL elicitation), and every request it received: its path and headers (names lowercased)."""
+
+    origin: str
+    requests: list[tuple[str, dict[str, str]]]
+
+
+@contextmanager
+def another_port() -> Iterator[Elsewhere]:
+    """A plain HTTP server on 127.0.0.1 serving ``/landing`` (with an image at ``/favicon.ico``),
+    recording every request, for the duration of the block."""
+    seen: list[tuple[str, dict[str, str]]] = []
+    page = b'<!doctype html><title>elsewhere</title><p>Hello</p><img src="/favicon.ico" alt="">'
+
+    class Recording(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, {name.lower(): value for name, value in self.headers.items()}))
+            body = page if self.path == "/landing" else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Elsewhere(f"http://127.0.0.1:{server.server_port}", seen)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+async def test_another_port_of_the_same_host_gets_no_credential_of_the_inbox(browser: Browser) -> None:
+    async with served() as inbox, browser.tab(inbox.url) as tab:
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.consent_url(url_view()))
+            card = tab.card("notes · Link to open")
+            await card.get_by_role("button", name="Decline").click()
+        assert answers == ["decline"]
+        kept = await tab.page.evaluate("Object.values(sessionStorage)")
+        with another_port() as elsewhere:
+            await tab.page.goto(f"{elsewhere.origin}/landing")
+        paths = [path for path, _ in elsewhere.requests]
+        assert "/landing" in paths and "/favicon.ico" in paths
+        for path, headers in elsewhere.requests:
+            assert "cookie" not in headers and "authorization" not in headers
+            assert not any(secret in f"{path} {headers}" for secret in [inbox.token, *kept])
+        async with (
+            httpx.AsyncClient(base_url=inbox.origin or "") as replay,
+            asking(inbox, lambda: inbox.fill_form(form_view())) as filled,
+        ):
+            [item] = inbox.state()["pending"]
+            for _, headers in elsewhere.requests:
+                sent = {k: v for k, v in headers.items() if k not in ("host", "connection", "content-length")}
+                session = await replay.get("/api/session", headers=sent)
+                assert session.status_code == 401
+                forged = {**sent, "Origin": inbox.origin or "", "X-CSRF-Token": "guessed"}
+                content = {"name": "Mallory", "email": "m@evil.test", "colour": "r"}
+                posted = await replay.post(
+                    f"/api/items/{item['id']}/answer",
+                    headers=forged,
+                    json={"action": "accept", "content": content},
+                )
+                assert posted.status_code in (401, 403)
+            inbox.answer(item["id"], {"action": "decline"})
+        assert [answer.action for answer in filled] == ["decline"]
+
+
+async def test_the_token_reaches_no_server_in_a_url_and_neither_the_address_bar_nor_history_keeps_it(
+    browser: Browser,
+) -> None:
+    async with served() as inbox:
+        assert inbox.url == f"{inbox.origin}/#token={inbox.token}"
+        context = await browser.browser.new_context()
+        try:
+            page = await context.new_page()
+            asked: list[str] = []
+            page.on("request", lambda request: asked.append(request.url))
+            await page.goto(f"{inbox.origin}/")
+            await page.get_by_text("Not signed in").wait_for(timeout=WAIT_MS)  # no token, no session
+            with another_port() as elsewhere:
+                await page.goto(f"{elsewhere.origin}/landing")
+                await page.goto(inbox.url)
+                await page.get_by_text("Live").wait_for(timeout=WAIT_MS)
+                assert page.url == f"{inbox.origin}/"
+                await page.go_back()
+                assert page.url == f"{elsewhere.origin}/landing"
+                await page.go_forward()
+                assert page.url == f"{inbox.origin}/"
+                await page.get_by_text("Live").wait_for(timeout=WAIT_MS)  # the tab's session, kept
+                cdp = await context.new_cdp_session(page)
+                history = await cdp.send("Page.getNavigationHistory")
+            older = await context.new_page()  # the older address works, and is cleaned the same way
+            await older.goto(f"{inbox.origin}/?token={inbox.token}")
+            await older.get_by_text("Live").wait_for(timeout=WAIT_MS)
+            assert older.url == f"{inbox.origin}/"
+        finally:
+            await context.close()
+        visited = [entry["url"] for entry in history["entries"]]
+        assert visited[-2:] == [f"{elsewhere.origin}/landing", f"{inbox.origin}/"]
+        assert not any(inbox.token in url for url in visited)
+        assert not any(inbox.token in url for url in asked)
+        assert any(url.startswith(f"{inbox.origin}/api/session") for url in asked)
+
+
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">\u202eevil\x07'
 
 

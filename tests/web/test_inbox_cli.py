@@ -24,7 +24,7 @@ from tests.cli_command import CLI, LIMIT_S, run_cli
 
 pytestmark = pytest.mark.slow
 
-INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_-]{22,})$")
+INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/#token=([A-Za-z0-9_-]{22,})$")
 #: What the person answers to each kind of item.
 ANSWERS: dict[str, dict[str, Any]] = {
     "sampling": {"action": "approve"},

@@ -1,5 +1,8 @@
 // The approval inbox page: cards for pending items, answers posted to the JSON API, live over SSE.
 // Every piece of server text is inserted as text (textContent, text nodes), never as HTML.
+// No cookie: the address's token (in its fragment, never sent to a server) is taken out of the
+// address bar and history, exchanged for a session kept in sessionStorage (this origin, this
+// tab), and the session goes as a header on every request, the event stream's included.
 "use strict";
 
 (() => {
@@ -10,6 +13,10 @@
   const connection = document.getElementById("connection");
   const cards = new Map();
   const historyIds = new Set();
+  const STORED = `host_receiver_inbox:${location.pathname}`;
+  const SESSION_HEADER = "X-Inbox-Session";
+  const RECONNECT_MS = 3000;
+  let session = null;
   let csrf = null;
 
   // el("p", {className: "x"}, "text", child): an element; strings become text nodes.
@@ -84,8 +91,8 @@
     try {
       response = await fetch(`api/items/${encodeURIComponent(item.id)}/answer`, {
         method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf || "" },
+        credentials: "omit",
+        headers: { "Content-Type": "application/json", [SESSION_HEADER]: session, "X-CSRF-Token": csrf || "" },
         body: JSON.stringify(body),
       });
     } catch (error) {
@@ -384,19 +391,114 @@
     refreshEmpty();
   }
 
-  async function start() {
-    const reply = await fetch("api/session", { credentials: "same-origin" });
-    if (!reply.ok) {
-      connection.textContent = "Not signed in: open the inbox's address with its token.";
-      return;
+  // --- the session and the event stream ------------------------------------------------
+
+  // The token of the address (#token=..., or ?token=... for the older address), taken out of the
+  // address bar and the tab's history at once.
+  function takeToken() {
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    const query = new URLSearchParams(location.search);
+    const token = fragment.get("token") || query.get("token");
+    if (fragment.has("token") || query.has("token")) {
+      query.delete("token");
+      const rest = query.toString();
+      history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : ""));
     }
-    csrf = (await reply.json()).csrf;
-    const events = new EventSource("api/events");
-    events.addEventListener("open", () => { connection.textContent = "Live"; });
-    events.addEventListener("error", () => { connection.textContent = "Reconnecting…"; });
-    events.addEventListener("snapshot", (event) => snapshot(JSON.parse(event.data)));
-    events.addEventListener("added", (event) => added(JSON.parse(event.data)));
-    events.addEventListener("resolved", (event) => resolved(JSON.parse(event.data)));
+    return token;
+  }
+
+  // A session: a new one for the address's token, else the one this tab kept; null when neither works.
+  async function signIn() {
+    const token = takeToken();
+    if (token) {
+      const made = await fetch("api/session", {
+        method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${token}` },
+      });
+      if (!made.ok) return false;
+      ({ session, csrf } = await made.json());
+      sessionStorage.setItem(STORED, session);
+      return true;
+    }
+    session = sessionStorage.getItem(STORED);
+    if (!session) return false;
+    const known = await fetch("api/session", { credentials: "omit", headers: { [SESSION_HEADER]: session } });
+    if (!known.ok) {
+      sessionStorage.removeItem(STORED);
+      return false;
+    }
+    csrf = (await known.json()).csrf;
+    return true;
+  }
+
+  function signedOut() {
+    connection.textContent = "Not signed in: open the inbox's address with its token.";
+  }
+
+  const HANDLERS = { snapshot, added, resolved };
+
+  // One server-sent event: "event: NAME" and "data: JSON" lines; comments (keep-alive) are skipped.
+  function dispatch(block) {
+    let name = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      const colon = line.indexOf(":");
+      if (colon === 0) continue;
+      const key = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (key === "event") name = value;
+      else if (key === "data") data.push(value);
+    }
+    if (data.length && Object.hasOwn(HANDLERS, name)) HANDLERS[name](JSON.parse(data.join("\n")));
+  }
+
+  async function readEvents(body) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        dispatch(buffer.slice(0, end));
+        buffer = buffer.slice(end + 2);
+      }
+    }
+  }
+
+  // The event stream, read with fetch (EventSource sends no header): reconnects after a pause
+  // when it ends or fails, and gets a new snapshot; stops when the session is gone.
+  async function listen() {
+    for (;;) {
+      let response = null;
+      try {
+        response = await fetch("api/events", {
+          credentials: "omit", headers: { [SESSION_HEADER]: session, Accept: "text/event-stream" },
+        });
+      } catch (error) {
+        response = null;
+      }
+      if (response && response.status === 401) {
+        sessionStorage.removeItem(STORED);
+        signedOut();
+        return;
+      }
+      if (response && response.ok && response.body) {
+        connection.textContent = "Live";
+        try {
+          await readEvents(response.body);
+        } catch (error) {
+          // the connection dropped: reconnect below
+        }
+      }
+      connection.textContent = "Reconnecting…";
+      await new Promise((resume) => setTimeout(resume, RECONNECT_MS));
+    }
+  }
+
+  async function start() {
+    if (await signIn()) listen();
+    else signedOut();
   }
 
   start();
