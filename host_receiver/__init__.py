@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
     from host_receiver.protocol.modern import RemoteTask
     from host_receiver.receiver import Receiver, ReceiverConfig
-    from host_receiver.work import (
+    from host_receiver.receiver.work import (
         ElicitationFunction,
         ElicitationHandler,
         ElicitationWork,
@@ -167,13 +167,13 @@ _HOMES = {
     "RateLimit": "host_receiver.policies",
     "RateLimits": "host_receiver.policies",
     "RememberDecisions": "host_receiver.policies",
-    "ElicitationFunction": "host_receiver.work",
-    "ElicitationHandler": "host_receiver.work",
-    "ElicitationWork": "host_receiver.work",
-    "SamplingFunction": "host_receiver.work",
-    "SamplingHandler": "host_receiver.work",
-    "SamplingWork": "host_receiver.work",
-    "WorkContext": "host_receiver.work",
+    "ElicitationFunction": "host_receiver.receiver.work",
+    "ElicitationHandler": "host_receiver.receiver.work",
+    "ElicitationWork": "host_receiver.receiver.work",
+    "SamplingFunction": "host_receiver.receiver.work",
+    "SamplingHandler": "host_receiver.receiver.work",
+    "SamplingWork": "host_receiver.receiver.work",
+    "WorkContext": "host_receiver.receiver.work",
 }
 
 #: Names that were here in 0.2, and their one door now.
@@ -233,10 +233,10 @@ _MOVED = {
     "safe_environment": "host_receiver.transports",
     "Session": "host_receiver.session",
     "Requestor": "host_receiver.receiver",
-    "MemoryTaskStore": "host_receiver.tasks",
-    "TaskRecord": "host_receiver.tasks",
-    "TaskStatus": "host_receiver.tasks",
-    "TaskStore": "host_receiver.tasks",
+    "MemoryTaskStore": "host_receiver.receiver.tasks",
+    "TaskRecord": "host_receiver.receiver.tasks",
+    "TaskStatus": "host_receiver.receiver.tasks",
+    "TaskStore": "host_receiver.receiver.tasks",
     "safe_text": "host_receiver.sanitize",
     "SamplingLimits": "providers",
 }
@@ -250,6 +250,12 @@ MOVED_MODULES = {
     "host_receiver.options": "host_receiver.client.options",
     "host_receiver.demo": "host_receiver.cli.demo",
     "host_receiver.terminal": "host_receiver.cli.terminal",
+    "host_receiver.work": "host_receiver.receiver.work",
+    "host_receiver.tasks": "host_receiver.receiver.tasks",
+    "host_receiver.tasks.cursor": "host_receiver.receiver.tasks.cursor",
+    "host_receiver.tasks.record": "host_receiver.receiver.tasks.record",
+    "host_receiver.tasks.state": "host_receiver.receiver.tasks.state",
+    "host_receiver.tasks.store": "host_receiver.receiver.tasks.store",
 }
 serve_moved_modules(MOVED_MODULES)
 

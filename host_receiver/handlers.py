@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from host_receiver import _audit, telemetry
+from host_receiver import telemetry
 from host_receiver.approval import (
     Approve,
     AutoApprove,
@@ -75,9 +75,9 @@ from host_receiver.protocol.types import (
     ElicitResult,
     SamplingRequest,
 )
-from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.receiver import Receiver, ReceiverConfig, _audit
+from host_receiver.receiver.work import ElicitationWork, SamplingWork, WorkContext
 from host_receiver.sampling import limit_error
-from host_receiver.work import ElicitationWork, SamplingWork, WorkContext
 from providers import SamplingLimits, SamplingPlan, SamplingProgress, bound_request, build_registry
 
 #: Seconds between statusMessage updates while a model generates.

@@ -445,13 +445,13 @@ class Telemetry:
             "gen_ai.client.token.usage", unit="{token}", description="Tokens per provider call"
         )
         meter.create_observable_up_down_counter(
-            "host_receiver.tasks.active",
+            "host_receiver.receiver.tasks.active",
             [self._observe_active],
             unit="{task}",
             description="Tasks the host runs, not yet finished",
         )
         meter.create_observable_counter(
-            "host_receiver.tasks.finished",
+            "host_receiver.receiver.tasks.finished",
             [self._observe_finished],
             unit="{task}",
             description="Tasks the host ran, by final status",
@@ -734,13 +734,13 @@ class Telemetry:
             self._finished[key] = self._finished.get(key, 0) + 1
 
     def _observe_active(self, options: Any) -> list[Any]:
-        """``host_receiver.tasks.active`` when the meter collects (in its own thread: copies)."""
+        """``host_receiver.receiver.tasks.active`` when the meter collects (in its own thread: copies)."""
         api = _api()
         assert api is not None
         return [api.metrics.Observation(n, {"mcp.method.name": m}) for m, n in self._active.copy().items()]
 
     def _observe_finished(self, options: Any) -> list[Any]:
-        """``host_receiver.tasks.finished`` when the meter collects."""
+        """``host_receiver.receiver.tasks.finished`` when the meter collects."""
         api = _api()
         assert api is not None
         return [

@@ -20,8 +20,8 @@ from host_receiver.protocol.types import (
     TextContent,
 )
 from host_receiver.receiver import Receiver, Requestor
+from host_receiver.receiver.work import WorkContext
 from host_receiver.testing import RecordingPeer
-from host_receiver.work import WorkContext
 from tests.schema import validate_error, validate_notification, validate_result
 
 TASK_METHODS = ("sampling/createMessage", "elicitation/create")

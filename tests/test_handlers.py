@@ -34,7 +34,7 @@ from host_receiver.protocol.types import (
     TextContent,
 )
 from host_receiver.receiver import Receiver, ReceiverConfig
-from host_receiver.work import PROGRESS_INTERVAL
+from host_receiver.receiver.work import PROGRESS_INTERVAL
 from providers import (
     EchoProvider,
     ModelInfo,

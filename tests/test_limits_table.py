@@ -93,8 +93,8 @@ NOT_CAPS: dict[str, str] = {
     "host_receiver/protocol/modern.py": "2026-07-28 error codes",
     "host_receiver/transports/_http_exchange.py:CONNECTION_CLOSED": "an error code",
     "host_receiver/cli/_hooks.py": "the CLI's exit codes",
-    "host_receiver/tasks/cursor.py": "the size of a cursor's MAC",
-    "host_receiver/tasks/record.py": "the size of a task id",
+    "host_receiver/receiver/tasks/cursor.py": "the size of a cursor's MAC",
+    "host_receiver/receiver/tasks/record.py": "the size of a task id",
     "host_receiver/client/_mirror.py": "JSON's safe integer range, from the spec",
     "providers/_selection.py": "the token estimate's rates",
 }

@@ -30,9 +30,9 @@ import host_receiver.protocol.results
 import host_receiver.protocol.types
 import host_receiver.protocol.versions
 import host_receiver.receiver
+import host_receiver.receiver.tasks
 import host_receiver.sanitize
 import host_receiver.session
-import host_receiver.tasks
 import host_receiver.telemetry
 import host_receiver.testing
 import host_receiver.transports
@@ -56,7 +56,7 @@ DOORS = (
     host_receiver.transports,
     host_receiver.session,
     host_receiver.receiver,
-    host_receiver.tasks,
+    host_receiver.receiver.tasks,
     host_receiver.auth,
     host_receiver.testing,
     providers,

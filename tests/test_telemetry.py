@@ -248,9 +248,9 @@ async def test_a_task_is_one_span_linked_to_the_request_that_created_it(
     assert work.links == [(creating.trace_id, creating.span_id)]
     assert [event[1]["host_receiver.task.status"] for event in work.events] == ["working", "completed"]
     assert {s.name for s in otlp.spans if s.parent_id == work.span_id} >= {f"chat {MODEL}", "person approval"}
-    finished = otlp.metrics["host_receiver.tasks.finished"]
+    finished = otlp.metrics["host_receiver.receiver.tasks.finished"]
     assert [(p.attributes["host_receiver.task.status"], p.value) for p in finished] == [("completed", 1)]
-    assert [p.value for p in otlp.metrics["host_receiver.tasks.active"]] == [0]
+    assert [p.value for p in otlp.metrics["host_receiver.receiver.tasks.active"]] == [0]
     assert otlp.one("tasks/result").parent_id == ""
 
 

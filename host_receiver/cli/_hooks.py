@@ -45,8 +45,8 @@ from host_receiver.approval import (
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.receiver.work import ElicitationHandler, SamplingHandler
 from host_receiver.sanitize import safe_text
-from host_receiver.work import ElicitationHandler, SamplingHandler
 from providers import ProviderRegistry
 
 if TYPE_CHECKING:

@@ -76,8 +76,8 @@ from host_receiver.errors import ProviderError
 from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
+from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.sanitize import safe_logger
-from host_receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport

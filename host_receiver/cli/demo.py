@@ -64,9 +64,9 @@ from host_receiver.protocol.types import (
     ElicitResult,
 )
 from host_receiver.receiver import Receiver
+from host_receiver.receiver.work import ElicitationHandler, SamplingHandler, WorkContext
 from host_receiver.sanitize import safe_text
 from host_receiver.transports.stdio import StdioTransport
-from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
 from providers import EchoProvider, ProviderEntry, ProviderRegistry, build_registry, config_path, load_config
 
 PYTHON_ENV = "HOST_RECEIVER_DEMO_PYTHON"

@@ -11,7 +11,16 @@ Its parts, one concept a module, each opening with its rules:
 - :mod:`._runner`: the tasks of one requestor, from creation to their end;
 - :mod:`._methods`: ``tasks/get``, ``tasks/result``, ``tasks/list``,
   ``tasks/cancel``;
-- :mod:`._expiry`: deleting tasks when their ttl runs out.
+- :mod:`._expiry`: deleting tasks when their ttl runs out;
+- :mod:`.tasks`: the tasks the host runs for a server (the lifecycle table,
+  the stored record, stores, list cursors; a door of its own);
+- :mod:`.work`: the work a task does (sampling, elicitation) and its context;
+- :mod:`._audit`: the audit trail of what a person or policy decided.
+
+(The tasks a server runs for the host are :mod:`host_receiver.client.remote_tasks`.)
+May import the session, protocol, the request checks (:mod:`host_receiver.sampling`,
+:mod:`host_receiver.elicitation`) and the base; never the handlers, people,
+client or ``providers`` above it.
 """
 
 from host_receiver.receiver._config import (

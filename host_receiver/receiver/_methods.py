@@ -27,14 +27,14 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from host_receiver import _audit
 from host_receiver.errors import INTERNAL_ERROR, InvalidCursor, RpcError, invalid_params
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
+from host_receiver.receiver import _audit
 from host_receiver.receiver._runner import TaskRunner
+from host_receiver.receiver.tasks.cursor import CursorCodec
+from host_receiver.receiver.tasks.record import TaskRecord, deadline_of
+from host_receiver.receiver.tasks.state import TaskStatus
 from host_receiver.sanitize import bounded
-from host_receiver.tasks.cursor import CursorCodec
-from host_receiver.tasks.record import TaskRecord, deadline_of
-from host_receiver.tasks.state import TaskStatus
 
 __all__ = ["CANCELLED_ERROR", "CANCELLED_MESSAGE", "TaskMethods"]
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from host_receiver.protocol.types import Root
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, rules_of
 from host_receiver.receiver._config import ELICITATION, SAMPLING, ReceiverConfig
-from host_receiver.work import ElicitationHandler, SamplingHandler
+from host_receiver.receiver.work import ElicitationHandler, SamplingHandler
 
 __all__ = ["ElicitationMode", "Offer", "RootsFunction", "RootsSource"]
 

@@ -41,10 +41,9 @@ from host_receiver.receiver._methods import TaskMethods
 from host_receiver.receiver._offer import ElicitationMode, Offer, RootsFunction, RootsSource
 from host_receiver.receiver._requestor import Requestor
 from host_receiver.receiver._runner import TaskRunner
-from host_receiver.sanitize import safe_logger
-from host_receiver.tasks.cursor import CursorCodec
-from host_receiver.tasks.store import MemoryTaskStore, TaskStore
-from host_receiver.work import (
+from host_receiver.receiver.tasks.cursor import CursorCodec
+from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
+from host_receiver.receiver.work import (
     ElicitationFunction,
     ElicitationHandler,
     Notify,
@@ -53,6 +52,7 @@ from host_receiver.work import (
     as_elicitation_handler,
     as_sampling_handler,
 )
+from host_receiver.sanitize import safe_logger
 
 __all__ = ["Receiver"]
 

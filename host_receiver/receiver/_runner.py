@@ -20,7 +20,7 @@ Rules:
   ``tasks/cancel`` leaves the record as the cancel left it.
 - :meth:`TaskRunner.finish` is the only way a live task reaches a terminal
   status: it replaces the record (the lifecycle table in
-  :mod:`host_receiver.tasks.state` forbids leaving a terminal status),
+  :mod:`host_receiver.receiver.tasks.state` forbids leaving a terminal status),
   wakes those waiting in ``tasks/result`` and sends
   ``notifications/tasks/status`` without waiting.
 - :meth:`TaskRunner.drop` is expiry: cancel the work, delete the record,
@@ -41,19 +41,19 @@ import anyio
 import anyio.abc
 from pydantic import BaseModel
 
-from host_receiver import _audit
 from host_receiver.errors import INTERNAL_ERROR, INVALID_REQUEST, RpcError, invalid_params
 from host_receiver.peer import Peer
 from host_receiver.protocol.types import RequestParams, dump
+from host_receiver.receiver import _audit
 from host_receiver.receiver._config import SAMPLING, ReceiverConfig
 from host_receiver.receiver._expiry import Expiry
+from host_receiver.receiver.tasks.record import TaskRecord, new_task_id
+from host_receiver.receiver.tasks.state import TaskStatus
+from host_receiver.receiver.tasks.store import TaskStore
+from host_receiver.receiver.work import WorkContext
 from host_receiver.sampling import failure_message
 from host_receiver.sanitize import safe_logger
-from host_receiver.tasks.record import TaskRecord, new_task_id
-from host_receiver.tasks.state import TaskStatus
-from host_receiver.tasks.store import TaskStore
 from host_receiver.telemetry import TaskTrace, current
-from host_receiver.work import WorkContext
 
 __all__ = ["TaskRunner", "Work"]
 

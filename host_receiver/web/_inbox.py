@@ -37,7 +37,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver import _audit
 from host_receiver.approval import (
     Approve,
     FormView,
@@ -54,10 +53,11 @@ from host_receiver.errors import AlreadyAnswered, UnknownItem
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
+from host_receiver.receiver import _audit
+from host_receiver.receiver.work import ElicitationHandler, SamplingHandler, WorkContext
 from host_receiver.sanitize import safe_id, safe_text
 from host_receiver.web import _items
 from host_receiver.web._items import Decision, Kind
-from host_receiver.work import ElicitationHandler, SamplingHandler, WorkContext
 
 #: The ``statusMessage`` of a task whose request waits in the inbox.
 WAITING = "waiting for an answer in the web inbox"

@@ -21,7 +21,7 @@ from host_receiver.errors import RpcError, user_rejected
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.protocol.versions import LEGACY_VERSIONS
 from host_receiver.receiver import Receiver
-from host_receiver.work import WorkContext
+from host_receiver.receiver.work import WorkContext
 from tests.receiver_harness import form_params
 
 

@@ -44,7 +44,7 @@ def test_an_otlp_endpoint_turns_export_on(env: dict[str, str]) -> None:
     names = {span.name for span in otlp.spans}
     assert {"tools/call sample_task", "sampling/createMessage", "task sampling/createMessage"} <= names
     assert {span.service for span in otlp.spans} == {"host-receiver"}
-    assert {"mcp.client.operation.duration", "host_receiver.tasks.finished"} <= otlp.metrics.keys()
+    assert {"mcp.client.operation.duration", "host_receiver.receiver.tasks.finished"} <= otlp.metrics.keys()
 
 
 def test_the_service_is_named_by_the_environment(env: dict[str, str]) -> None:

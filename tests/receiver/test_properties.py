@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from host_receiver.errors import INVALID_PARAMS, RpcError
 from host_receiver.protocol.types import CreateMessageResult, TextContent
 from host_receiver.receiver import Receiver, ReceiverConfig
-from host_receiver.tasks.state import ALLOWED_MOVES, TaskStatus
-from host_receiver.work import WorkContext
+from host_receiver.receiver.tasks.state import ALLOWED_MOVES, TaskStatus
+from host_receiver.receiver.work import WorkContext
 from tests.receiver_harness import FakeServer, connect, sampling_params, settle
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from host_receiver.errors import IllegalTransition
-from host_receiver.tasks.record import TaskRecord, deadline_of, iso8601, new_task_id
-from host_receiver.tasks.state import TaskStatus
+from host_receiver.receiver.tasks.record import TaskRecord, deadline_of, iso8601, new_task_id
+from host_receiver.receiver.tasks.state import TaskStatus
 
 S = TaskStatus
 ALLOWED = {

@@ -25,8 +25,8 @@ from cryptography.x509.oid import NameOID
 from host_receiver.approval import Approve, Refuse, Send
 from host_receiver.elicitation import parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
+from host_receiver.receiver.work import WorkContext
 from host_receiver.web import WAITING, WebInbox
-from host_receiver.work import WorkContext
 from tests.web.conftest import (
     EVERY_FIELD,
     asking,

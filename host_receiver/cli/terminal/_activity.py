@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from host_receiver.approval import SamplingApprover
 from host_receiver.handlers import Generation, ModelRouter, SamplingService
+from host_receiver.receiver.work import SamplingHandler
 from host_receiver.sanitize import safe_text
-from host_receiver.work import SamplingHandler
 
 
 @dataclass(slots=True)

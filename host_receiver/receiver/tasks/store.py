@@ -20,7 +20,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from host_receiver.tasks.record import TaskRecord
+from host_receiver.receiver.tasks.record import TaskRecord
 
 
 class TaskStore(Protocol):

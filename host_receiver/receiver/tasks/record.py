@@ -2,7 +2,7 @@
 
 A record is replaced, never mutated, on every change; the only way to change
 its status is :meth:`TaskRecord.moved_to`, which enforces the lifecycle table
-in :mod:`host_receiver.tasks.state`. Records hold the final outcome as JSON
+in :mod:`host_receiver.receiver.tasks.state`. Records hold the final outcome as JSON
 data (a result object or a JSON-RPC error object), so any store can persist
 them as they are.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host_receiver.errors import RpcError
-from host_receiver.tasks.state import INITIAL, TaskStatus, check_move
+from host_receiver.receiver.tasks.state import INITIAL, TaskStatus, check_move
 
 _ID_RANDOM_BYTES = 16  # 128 bits from the OS CSPRNG
 _ID_DEADLINE = struct.Struct(">Q")
