@@ -47,10 +47,10 @@ from benchmarks.run import ROOT, VENV_PYTHON, provider_floor, with_fake_openai
 from host_receiver.client.host import tune_gc_for_serving
 from host_receiver.protocol.types import SamplingRequest
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
-from providers._calls import CallTransport
-from providers._openai import _CHAT_OPTIONS
-from providers._openai_json import StreamFold, completion_reply
-from providers._openai_wire import build_request, make_result
+from providers.backends._calls import CallTransport
+from providers.backends._openai import _CHAT_OPTIONS
+from providers.backends._openai_json import StreamFold, completion_reply
+from providers.backends._openai_wire import build_request, make_result
 
 MODEL = ModelInfo("fake-model", "fake")
 #: The requestor's prompt (benchmarks/requestor.py ``create_params``).

@@ -23,14 +23,52 @@ the official ``anthropic`` package, extra ``[anthropic]``), :class:`GeminiProvid
 :class:`EchoProvider` (offline, deterministic). Anything
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
+
+Layout, one direction of imports (tests/test_structure.py checks it):
+
+* this room holds the contract and the plan: ``_contract`` (the protocols,
+  :class:`ModelInfo`, progress; it imports nothing of the package),
+  ``_selection`` (model choice), ``_limits`` (the bounds, and
+  :class:`TakesLimits`), ``_plan`` (one bounded call) and ``_registry`` (the
+  providers of a run). They import one another in that order, and nothing of
+  the rooms below;
+* :mod:`providers.backends`: the backends and their wire formats, on the
+  contract;
+* :mod:`providers.config`: the config file, API keys and building the
+  registry, on the contract and the backends (a vendor's backend imported
+  only when one is built);
+* at the top, importing any of them: this module (the public names) and the
+  ``providers`` command (:mod:`providers.cli`, with ``_try``).
 """
 
 from typing import TYPE_CHECKING
 
 from host_receiver._moved import moved_names
 
-from ._build import build_provider, build_registry
-from ._config import (
+from ._contract import (
+    PROGRESS_TEXT_LIMIT,
+    LeavesOut,
+    ModelInfo,
+    ProgressSink,
+    Provider,
+    SamplingProgress,
+)
+from ._limits import (
+    MaxTokensPolicy,
+    SamplingLimits,
+    TakesLimits,
+    bound_request,
+    check_request,
+)
+from ._limits import (
+    ProviderLimits as ProviderLimits,  # a deprecated alias of SamplingLimits, not a door of its own
+)
+from ._plan import SamplingPlan
+from ._registry import ProviderRegistry
+from ._selection import Requirements, choose_model, estimate_input_tokens, requirements, select_model
+from .backends._echo import ECHO_MODEL, EchoProvider
+from .config._build import build_provider, build_registry
+from .config._config import (
     CONFIG_ENV,
     DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
@@ -42,29 +80,7 @@ from ._config import (
     load_config,
     save_config,
 )
-from ._contract import (
-    PROGRESS_TEXT_LIMIT,
-    LeavesOut,
-    ModelInfo,
-    ProgressSink,
-    Provider,
-    SamplingProgress,
-    TakesLimits,
-)
-from ._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
-from ._echo import ECHO_MODEL, EchoProvider
-from ._limits import (
-    MaxTokensPolicy,
-    SamplingLimits,
-    bound_request,
-    check_request,
-)
-from ._limits import (
-    ProviderLimits as ProviderLimits,  # a deprecated alias of SamplingLimits, not a door of its own
-)
-from ._plan import SamplingPlan
-from ._registry import ProviderRegistry
-from ._selection import Requirements, choose_model, estimate_input_tokens, requirements, select_model
+from .config._credentials import KEYRING_SERVICE, delete_key, find_key, store_key
 
 __all__ = [
     "CONFIG_ENV",
@@ -152,23 +168,23 @@ _moved = moved_names(__name__, _MOVED)
 
 
 if TYPE_CHECKING:
-    from ._anthropic import AnthropicProvider
-    from ._gemini import GeminiProvider
-    from ._openai import OpenAIProvider
+    from .backends._anthropic import AnthropicProvider
+    from .backends._gemini import GeminiProvider
+    from .backends._openai import OpenAIProvider
 else:  # a type checker sees the import above, and flags a moved name
 
     def __getattr__(name: str) -> object:
         # Each backend loads its vendor's package (about a second); only import it when asked.
         if name == "OpenAIProvider":
-            from ._openai import OpenAIProvider
+            from .backends._openai import OpenAIProvider
 
             return OpenAIProvider
         if name == "AnthropicProvider":
-            from ._anthropic import AnthropicProvider
+            from .backends._anthropic import AnthropicProvider
 
             return AnthropicProvider
         if name == "GeminiProvider":
-            from ._gemini import GeminiProvider
+            from .backends._gemini import GeminiProvider
 
             return GeminiProvider
         return _moved(name)

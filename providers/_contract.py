@@ -26,10 +26,12 @@ Rules:
 * Time and size are bounded for every provider alike by the
   :class:`~providers.SamplingPlan` that calls it (:mod:`providers._plan`):
   a provider need not bound them itself. A provider that reads replies off
-  the network is a :class:`TakesLimits`: the plan calls its ``sample_within``
-  with the call's limits, and it reads no more than their ``max_reply_bytes``
-  of one reply or one streamed event, so that a reply is not buffered whole
-  before the plan can count it.
+  the network is a :class:`~providers.TakesLimits` (defined beside the
+  limits it takes, in :mod:`providers._limits`, which builds on this module:
+  this one imports nothing of the package): the plan calls its
+  ``sample_within`` with the call's limits, and it reads no more than their
+  ``max_reply_bytes`` of one reply or one streamed event, so that a reply is
+  not buffered whole before the plan can count it.
 
 Fixed caps (docs/limits.md): ``PROGRESS_TEXT_LIMIT``.
 """
@@ -38,12 +40,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
-
-if TYPE_CHECKING:
-    from ._limits import SamplingLimits
 
 __all__ = [
     "AUDIO_VENDORS",
@@ -53,7 +52,6 @@ __all__ = [
     "ProgressSink",
     "Provider",
     "SamplingProgress",
-    "TakesLimits",
     "listed_model",
 ]
 
@@ -189,23 +187,4 @@ class LeavesOut(Protocol):
 
     def dropped(self, params: SamplingRequest) -> tuple[str, ...]:
         """The wire names of the fields of ``params`` that will not be sent."""
-        ...
-
-
-@runtime_checkable
-class TakesLimits(Protocol):
-    """A provider that bounds what it reads off the network by the call's limits, given as an argument.
-
-    :meth:`~providers.SamplingPlan.sample` calls ``sample_within`` instead of
-    ``sample`` on such a provider.
-    """
-
-    async def sample_within(
-        self,
-        params: SamplingRequest,
-        model: ModelInfo,
-        limits: SamplingLimits,
-        progress: ProgressSink | None = None,
-    ) -> CreateMessageResult:
-        """:meth:`Provider.sample`, reading no more than ``limits.max_reply_bytes`` of a reply or event."""
         ...

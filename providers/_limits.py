@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from host_receiver.errors import LimitExceeded, UnsupportedRequest
-from host_receiver.protocol.types import SamplingRequest, ToolUseContent
+from host_receiver.protocol.types import CreateMessageResult, SamplingRequest, ToolUseContent
 
-from ._contract import ModelInfo
+from ._contract import ModelInfo, ProgressSink
 from ._selection import Requirements, requirements
 
 __all__ = [
     "MaxTokensPolicy",
     "ProviderLimits",
     "SamplingLimits",
+    "TakesLimits",
     "bound_request",
     "check_request",
 ]
@@ -86,6 +87,25 @@ class SamplingLimits:
             raise ValueError("the sampling deadline must be a positive number of seconds")
         if self.over_max_tokens not in ("clamp", "refuse"):
             raise ValueError("over_max_tokens must be 'clamp' or 'refuse'")
+
+
+@runtime_checkable
+class TakesLimits(Protocol):
+    """A provider that bounds what it reads off the network by the call's limits, given as an argument.
+
+    :meth:`~providers.SamplingPlan.sample` calls ``sample_within`` instead of
+    ``sample`` on such a provider.
+    """
+
+    async def sample_within(
+        self,
+        params: SamplingRequest,
+        model: ModelInfo,
+        limits: SamplingLimits,
+        progress: ProgressSink | None = None,
+    ) -> CreateMessageResult:
+        """:meth:`Provider.sample`, reading no more than ``limits.max_reply_bytes`` of a reply or event."""
+        ...
 
 
 #: The old name of :class:`SamplingLimits` (the providers' half of what is now one object).

@@ -46,8 +46,8 @@ from host_receiver.protocol.types import (
 from host_receiver.sanitize import safe_logger
 from host_receiver.telemetry import ChatCall, current
 
-from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress, TakesLimits
-from ._limits import SamplingLimits
+from ._contract import ModelInfo, ProgressSink, Provider, SamplingProgress
+from ._limits import SamplingLimits, TakesLimits
 
 __all__ = ["SamplingPlan", "reply_size"]
 

@@ -23,11 +23,11 @@ from host_receiver.errors import ConfigError, ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, TextContent
 from host_receiver.sanitize import safe_text
 
-from ._build import NO_KEY_PLACEHOLDER, vendor_provider
-from ._config import ProviderEntry
 from ._contract import listed_model
-from ._credentials import find_key
 from ._registry import ProviderRegistry
+from .config._build import NO_KEY_PLACEHOLDER, vendor_provider
+from .config._config import ProviderEntry
+from .config._credentials import find_key
 
 __all__ = ["PROBE", "one_call", "some", "with_listed_models"]
 

@@ -11,7 +11,7 @@ same commands on their own.
 Rules: a key is read from a prompt (no echo), from stdin or from an
 environment variable, and goes to the OS keyring only; it is never printed,
 logged or written to the config file. A keyring that cannot keep it
-(:func:`~providers._credentials.keyring_problem`) is named before the key is
+(:func:`~providers.config._credentials.keyring_problem`) is named before the key is
 asked for, with ``--runtime-key-env`` as the way out. ``add`` for a vendor's
 API without ``--model`` lists the models from the API with the key given
 (which checks the key too). ``test`` makes one tiny call and says how long it
@@ -33,8 +33,11 @@ import anyio
 from host_receiver.errors import ConfigError, ProviderError
 from host_receiver.sanitize import safe_url
 
-from ._build import VENDOR_BASE_URL, build_registry
-from ._config import (
+from ._contract import ModelInfo
+from ._registry import ProviderRegistry
+from ._try import one_call, some, with_listed_models
+from .config._build import VENDOR_BASE_URL, build_registry
+from .config._config import (
     CONFIG_ENV,
     DEFAULT_BASE_URL,
     PROVIDER_TYPES,
@@ -44,8 +47,7 @@ from ._config import (
     load_config,
     save_config,
 )
-from ._contract import ModelInfo
-from ._credentials import (
+from .config._credentials import (
     delete_key,
     find_key,
     keyring_key,
@@ -53,8 +55,6 @@ from ._credentials import (
     runtime_key_hint,
     store_key,
 )
-from ._registry import ProviderRegistry
-from ._try import one_call, some, with_listed_models
 
 __all__ = ["add_providers_command", "add_run_arguments", "main", "parse_model_spec", "registry_from_args"]
 

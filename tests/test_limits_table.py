@@ -35,7 +35,8 @@ import pytest
 import host_receiver
 import providers
 from host_receiver.cli import build_parser
-from providers import ModelInfo, SamplingLimits, _config
+from providers import ModelInfo, SamplingLimits
+from providers.config import _config
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "limits.md"

@@ -77,8 +77,8 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield name, path
 
 
-def imports_of(name: str, path: Path) -> set[str]:
-    """The project modules ``name`` imports at run time (not under ``TYPE_CHECKING``)."""
+def imports_of(name: str, path: Path, *, type_checking: bool = False) -> set[str]:
+    """The project modules ``name`` imports at run time (under ``TYPE_CHECKING`` too if asked)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     known = {module for module, _ in modules()}
     found: set[str] = set()
@@ -86,7 +86,7 @@ def imports_of(name: str, path: Path) -> set[str]:
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_checking:
                 continue
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
@@ -106,8 +106,8 @@ def imports_of(name: str, path: Path) -> set[str]:
     return {m for m in found if m in known and m != name}
 
 
-def graph() -> dict[str, set[str]]:
-    return {name: imports_of(name, path) for name, path in modules()}
+def graph(*, type_checking: bool = False) -> dict[str, set[str]]:
+    return {name: imports_of(name, path, type_checking=type_checking) for name, path in modules()}
 
 
 #: Modules over about 400 lines whose reason is not written yet: host_receiver/_net/pool.py may
@@ -170,8 +170,11 @@ def test_the_base_imports_nothing_above_it() -> None:
 
 @pytest.mark.slow
 def test_no_module_imports_itself_through_others() -> None:
-    edges = graph()
-    # A package imports its own submodules to re-export them; that is not a circle.
+    assert circles_in(graph()) == []
+
+
+def circles_in(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of imports in ``edges`` (a package importing its own submodules is none)."""
     edges = {
         module: {t for t in targets if not t.startswith(module + ".")} for module, targets in edges.items()
     }
@@ -190,7 +193,70 @@ def test_no_module_imports_itself_through_others() -> None:
     for module in sorted(edges):
         if module not in state:
             walk(module, [module])
-    assert circles == []
+    return circles
+
+
+@pytest.mark.slow
+def test_providers_have_no_circle_even_under_type_checking() -> None:
+    # A circle closed only by an import under TYPE_CHECKING still ties the modules into one:
+    # the definitions move so that the dependency runs one way.
+    edges = {m: t for m, t in graph(type_checking=True).items() if m.startswith("providers")}
+    assert circles_in(edges) == []
+
+
+#: The rooms of ``providers``, lowest first (providers/__init__.py and docs/architecture.md draw
+#: them): a module imports its own room and those below, never one above, not even lazily or under
+#: TYPE_CHECKING. The contract knows no backend or configuration; backends know no configuration;
+#: the configuration builds backends; the public door and the CLI sit on everything.
+PROVIDER_ROOMS: tuple[set[str], ...] = (
+    {f"providers._{m}" for m in ("contract", "selection", "limits", "plan", "registry")},
+    {"providers.backends"},
+    {"providers.config"},
+    {"providers", "providers.__main__", "providers.cli", "providers._try"},
+)
+#: The vendors of the backends: one vendor's modules never import another's (what their wire
+#: formats share is in a module of its own, providers/backends/_wire.py).
+VENDORS = ("openai", "anthropic", "gemini", "echo")
+
+
+def provider_room(module: str) -> int:
+    """The room of a module of ``providers`` (a subpackage's modules are in its room); -1: none."""
+    package = module.rpartition(".")[0]
+    for level, room in enumerate(PROVIDER_ROOMS):
+        if module in room or (package != "providers" and package in room):
+            return level
+    return -1
+
+
+def vendor_of(module: str) -> str | None:
+    last = module.rsplit(".", 1)[-1].lstrip("_")
+    return next((v for v in VENDORS if last == v or last.startswith(f"{v}_")), None)
+
+
+@pytest.mark.slow
+def test_each_providers_module_imports_only_its_room_and_those_below() -> None:
+    edges = {m: t for m, t in graph(type_checking=True).items() if m.startswith("providers")}
+    assert sorted(m for m in edges if provider_room(m) < 0) == [], "modules in none of PROVIDER_ROOMS"
+    upward = sorted(
+        (module, target)
+        for module, targets in edges.items()
+        for target in targets
+        if target.startswith("providers") and provider_room(target) > provider_room(module)
+    )
+    assert upward == []
+
+
+@pytest.mark.slow
+def test_no_backend_imports_another_vendors_modules() -> None:
+    edges = graph(type_checking=True)
+    crossing = sorted(
+        (module, target)
+        for module, targets in edges.items()
+        if module.startswith("providers.") and (vendor := vendor_of(module))
+        for target in targets
+        if target.startswith("providers.") and vendor_of(target) not in (None, vendor)
+    )
+    assert crossing == []
 
 
 def architecture_layers() -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 
 from host_receiver.errors import ProviderError, UnsupportedRequest
 from providers import GeminiProvider, ModelInfo
-from providers._gemini_wire import SIGNATURE_META
+from providers.backends._gemini_wire import SIGNATURE_META
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, ErrorReply, RawStream, ToolCall
 from tests.providers.sampling import hinted_task, params, recorder, run, user

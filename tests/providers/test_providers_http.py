@@ -24,7 +24,7 @@ from host_receiver._net.pool import LeanTransport
 from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, ProviderRegistry, SamplingLimits, SamplingProgress
-from providers._config import HttpTransport
+from providers.backends._settings import HttpTransport
 from tests.fake_openai import Completion, FakeOpenAI
 
 pytestmark = pytest.mark.anyio

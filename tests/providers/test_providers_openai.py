@@ -16,7 +16,7 @@ import pytest
 from host_receiver.errors import ProviderError, UnsupportedRequest
 from host_receiver.protocol.types import CreateMessageRequestParams, dump
 from providers import ModelInfo, OpenAIProvider, SamplingProgress
-from providers._openai import default_max_tokens_param
+from providers.backends._openai import default_max_tokens_param
 from tests.fake_openai import Completion, Drop, ErrorReply, FakeOpenAI, ToolCall
 from tests.schema import validate
 

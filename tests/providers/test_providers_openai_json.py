@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from host_receiver.errors import ProviderError
-from providers._openai_json import StreamFold, completion_reply
-from providers._openai_wire import Reply, ToolCallBuffer
+from providers.backends._openai_json import StreamFold, completion_reply
+from providers.backends._openai_wire import Reply
+from providers.backends._wire import ToolCallBuffer
 
 
 def choice(message: dict[str, Any], finish: str | None = "stop", **extra: Any) -> dict[str, Any]:

@@ -77,19 +77,14 @@ from typing import Any, Literal, cast
 from host_receiver.errors import ConfigError
 from host_receiver.paths import user_config_dir
 
-from ._contract import ModelInfo, listed_model
-from ._limits import SamplingLimits
-
-#: Where an OpenAI provider entry without its own base URL sends requests.
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: Where an Anthropic provider entry without its own base URL sends requests.
-DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
-#: Where a Gemini provider entry without its own base URL sends requests.
-DEFAULT_GEMINI_URL = "https://generativelanguage.googleapis.com"
+from .._contract import ModelInfo, listed_model
+from .._limits import SamplingLimits
+from ..backends._settings import DEFAULT_ANTHROPIC_URL, DEFAULT_BASE_URL, DEFAULT_GEMINI_URL, HttpTransport
 
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_ANTHROPIC_URL",
+    "DEFAULT_BASE_URL",
     "DEFAULT_GEMINI_URL",
     "PROVIDER_TYPES",
     "Config",
@@ -104,7 +99,6 @@ CONFIG_ENV = "HOST_RECEIVER_CONFIG"
 ProviderType = Literal["openai", "anthropic", "gemini", "echo"]
 #: The entry types, as the config file and ``providers add --type`` spell them.
 PROVIDER_TYPES: tuple[ProviderType, ...] = ("openai", "anthropic", "gemini", "echo")
-HttpTransport = Literal["lean", "httpx"]
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
 

@@ -5,24 +5,24 @@ OpenAI's v1 endpoint, Ollama, vLLM, LM Studio, OpenRouter and the like.
 
 Rules:
 
-* The wire mapping lives in :mod:`providers._openai_wire` and the reading of
-  replies in :mod:`providers._openai_json`; this module does the I/O and the
-  streaming, and :mod:`providers._client` maps the failures.
+* The wire mapping lives in :mod:`providers.backends._openai_wire` and the reading of
+  replies in :mod:`providers.backends._openai_json`; this module does the I/O and the
+  streaming, and :mod:`providers.backends._client` maps the failures.
 * The body built by ``_openai_wire`` is already in wire form, so it is posted
   as it is with the client's ``post`` (what ``chat.completions.create`` does
   after converting its arguments, with the same bearer auth) to the endpoint's
   full URL, made once, and the reply comes back as the raw HTTP response
-  (``cast_to=httpx.Response``), read by :mod:`providers._openai_json` with
+  (``cast_to=httpx.Response``), read by :mod:`providers.backends._openai_json` with
   orjson: the client's argument conversion, response models and stream
   decoder cost more CPU than the HTTP exchange. Its retries, error classes
   and auth apply unchanged: a failure while the body is read is the client's
   ``APITimeoutError`` or ``APIConnectionError``, and an error event in a
   stream its ``APIError``, as the client's own stream would raise them.
 * The ``openai`` client gets an ordinary httpx client on the transport of
-  :mod:`providers._calls` (the pool, the size cap, a read timeout that ends
+  :mod:`providers.backends._calls` (the pool, the size cap, a read timeout that ends
   the call), each request tagged as its call's through the client's public
   ``options={"headers": ...}`` (``extra_headers`` for the model listing), and
-  :mod:`providers._client` maps the failures, alike for every SDK-based
+  :mod:`providers.backends._client` maps the failures, alike for every SDK-based
   provider; httpx's pool walks every
   connection on every request, which costs milliseconds per call at a
   thousand connections (docs/performance.md, "The provider call and the HTTP
@@ -69,14 +69,13 @@ import orjson
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger
 
-from ._calls import Call, LiveCalls
-from ._client import CallSite, SdkBackend, check_settings, event_data, http_client
-from ._config import DEFAULT_BASE_URL, HttpTransport
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
-from ._limits import SamplingLimits
+from .._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from .._limits import SamplingLimits
+from ._calls import Call
+from ._client import SdkBackend, event_data, http_client
 from ._openai_json import StreamFold, completion_reply
 from ._openai_wire import MaxTokensParam, Reply, build_request, make_result
-from ._redact import Redactor
+from ._settings import DEFAULT_BASE_URL, HttpTransport
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "default_max_tokens_param"]
 
@@ -110,6 +109,7 @@ class OpenAIProvider(SdkBackend):
 
     #: The vendor whose models hints such as ``gpt-*`` name (model choice).
     vendor = "openai"
+    default_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -126,17 +126,18 @@ class OpenAIProvider(SdkBackend):
         default_headers: Mapping[str, str] | None = None,
         http_transport: HttpTransport = "lean",
     ) -> None:
-        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
-        self._name = name
-        self._models = tuple(models)
-        self.base_url = base_url or DEFAULT_BASE_URL
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.stream = stream
-        self.forward_metadata = forward_metadata
+        super().__init__(
+            name,
+            models,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            stream=stream,
+            forward_metadata=forward_metadata,
+        )
         self.max_tokens_param = max_tokens_param or default_max_tokens_param(self.base_url)
         self.http_transport = http_transport
-        calls = LiveCalls()
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self.base_url,
@@ -145,11 +146,11 @@ class OpenAIProvider(SdkBackend):
             default_headers=dict(default_headers or {}),
             # Newer openai releases are typed for httpx2 but take an httpx client too
             # ("legacy httpx"); 1.x takes only httpx. The project depends on httpx.
-            http_client=cast(Any, http_client(self.base_url, http_transport, calls)),
+            http_client=cast(Any, http_client(self.base_url, http_transport, self._calls)),
         )
         # The client joins a relative path to its base URL on every call; this is the same URL, once.
         self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
-        self._site = CallSite(openai, openai.OpenAIError, self.where(), timeout, Redactor([api_key]), calls)
+        self._site = self._call_site(openai, openai.OpenAIError)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -177,13 +178,9 @@ class OpenAIProvider(SdkBackend):
             reply = await self._site.run(lambda call: self._plain(body, call), streamed=False, limits=limits)
         return make_result(reply, model.id, params.stop_sequences)
 
-    async def list_models(self) -> list[str]:
+    async def _listing(self, call: Call) -> list[str]:
         """The ids the backend's models endpoint lists for this key."""
-
-        async def listing(call: Call) -> list[str]:
-            return [model.id async for model in self._client.models.list(extra_headers=call.headers)]
-
-        return await self._site.run(listing, streamed=False)
+        return [model.id async for model in self._client.models.list(extra_headers=call.headers)]
 
     # --- calls -------------------------------------------------------------
 

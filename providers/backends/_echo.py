@@ -41,7 +41,7 @@ from host_receiver.protocol.types import (
     ToolUseContent,
 )
 
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
+from .._contract import ModelInfo, ProgressSink, SamplingProgress, progress_text
 
 __all__ = ["ECHO_MODEL", "EchoProvider"]
 

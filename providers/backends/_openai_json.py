@@ -31,7 +31,8 @@ from typing import Any
 from host_receiver.errors import ProviderError
 from host_receiver.telemetry import report_reply
 
-from ._openai_wire import Reply, ToolCallBuffer
+from ._openai_wire import Reply
+from ._wire import ToolCallBuffer
 
 __all__ = ["StreamFold", "completion_reply"]
 

@@ -64,6 +64,8 @@ from host_receiver.protocol.types import (
     ToolUseContent,
 )
 
+from ._wire import link_text
+
 __all__ = ["SIGNATURE_META", "GeminiReply", "build_config", "build_contents", "make_result", "read_chunk"]
 
 #: The ``_meta`` key of a ``toolUse`` block that carries Gemini's ``thoughtSignature`` (base64).
@@ -149,7 +151,7 @@ def _function_response(result: ToolResultContent, names: dict[str, str]) -> type
         elif isinstance(block, ImageContent | AudioContent):
             parts.append(_response_part(block.mime_type, block.data))
         elif isinstance(block, ResourceLink):
-            texts.append(f"[resource {block.name}: {block.uri}]")
+            texts.append(link_text(block))
         elif isinstance(block, EmbeddedResource):
             resource = block.resource
             if isinstance(resource.get("text"), str):

@@ -2,7 +2,7 @@
 
 Every SDK (``openai``, ``anthropic``, ``google-genai``) takes an ordinary
 ``httpx.AsyncClient(transport=...)`` (``anthropic`` 2.x an ``httpx2`` one
-bridged to it, :mod:`providers._httpx2`); the transport is a
+bridged to it, :mod:`providers.backends._httpx2`); the transport is a
 :class:`CallTransport` around the pool that sends. What holds per call is
 given as arguments, through the SDKs' public options only:
 
@@ -24,7 +24,7 @@ given as arguments, through the SDKs' public options only:
   stream the bound is on each event. Past it the call fails with
   :class:`~host_receiver.errors.ReplyTooLong`.
 * Every body a call opened is closed when the call ends (:func:`close_bodies`,
-  from :meth:`providers._client.CallSite.run`): an SDK that leaves a stream it
+  from :meth:`providers.backends._client.CallSite.run`): an SDK that leaves a stream it
   stops reading to the garbage collector does not keep the backend writing.
 """
 
@@ -40,7 +40,7 @@ import httpx
 from host_receiver._net.body import decoded
 from host_receiver.errors import ReplyTooLong
 
-from ._limits import SamplingLimits
+from .._limits import SamplingLimits
 
 __all__ = ["CALL_HEADER", "Call", "CallTransport", "LiveCalls", "close_bodies"]
 

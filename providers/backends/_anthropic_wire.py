@@ -57,7 +57,7 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.telemetry import report_reply
 
-from ._openai_wire import ToolCallBuffer
+from ._wire import Json, ToolCallBuffer, link_text
 
 __all__ = [
     "TEMPERATURE_REMOVED",
@@ -68,8 +68,6 @@ __all__ = [
     "make_result",
     "message_reply",
 ]
-
-Json = dict[str, Any]
 
 #: The API version from which the Messages API no longer takes ``temperature`` (the SDK 2.x default).
 TEMPERATURE_REMOVED = "2026-10-21"
@@ -174,7 +172,7 @@ def _tool_result(result: ToolResultContent) -> Json:
         elif isinstance(block, ImageContent):
             content.append(_image(block))
         elif isinstance(block, ResourceLink):
-            content.append({"type": "text", "text": f"[resource {block.name}: {block.uri}]"})
+            content.append({"type": "text", "text": link_text(block)})
         elif isinstance(block, EmbeddedResource):
             content.append(_resource(block))
         else:

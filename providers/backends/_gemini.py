@@ -2,14 +2,14 @@
 
 Rules:
 
-* The wire mapping lives in :mod:`providers._gemini_wire`; this module does
+* The wire mapping lives in :mod:`providers.backends._gemini_wire`; this module does
   the I/O, through the SDK's public calls (``models.generate_content``,
   ``models.generate_content_stream``, ``models.list``) on the Gemini API (never
   Vertex AI), with the key sent as the SDK sends it (``x-goog-api-key``).
 * The SDK takes our HTTP client (``HttpOptions.httpx_async_client``), and
   each request is tagged as its call's (the request's ``HttpOptions.headers``):
   the pool, the size cap per reply and per streamed event, a read timeout
-  that ends the call, are those of every provider (:mod:`providers._calls`). The
+  that ends the call, are those of every provider (:mod:`providers.backends._calls`). The
   timeout is given to the SDK too (``HttpOptions.timeout``, in milliseconds),
   which passes it to each request; without it a request would have none.
 * Retries are the SDK's (``HttpRetryOptions``: ``max_retries`` more attempts
@@ -26,7 +26,7 @@ Rules:
   streamed answer that is not ``text/event-stream`` is a failure that says so
   (the SDK itself would read any body line by line).
 * The base URL is the entry's, else ``$GOOGLE_GEMINI_BASE_URL``, else
-  Google's (decided in :mod:`providers._build`); the API version is the
+  Google's (decided in :mod:`providers.config._build`); the API version is the
   entry's ``api_version``, else ``v1beta`` (the version whose reference
   describes function calling with ``parametersJsonSchema``).
 """
@@ -46,21 +46,19 @@ from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_text
 
-from ._calls import Call, LiveCalls
+from .._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from .._limits import SamplingLimits
+from ._calls import Call
 from ._client import (
-    CallSite,
     SdkBackend,
     attempts_note,
-    check_settings,
     connection_failure,
     http_client,
     status_failure,
 )
-from ._config import DEFAULT_GEMINI_URL, HttpTransport
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
 from ._gemini_wire import GeminiReply, build_config, build_contents, make_result, read_chunk
-from ._limits import SamplingLimits
 from ._redact import Redactor
+from ._settings import DEFAULT_GEMINI_URL, HttpTransport
 
 __all__ = ["DEFAULT_API_VERSION", "DEFAULT_GEMINI_URL", "GeminiProvider", "gemini_failure"]
 
@@ -75,6 +73,7 @@ class GeminiProvider(SdkBackend):
 
     #: The vendor whose models hints such as ``gemini-*`` name (model choice).
     vendor = "gemini"
+    default_url = DEFAULT_GEMINI_URL
 
     def __init__(
         self,
@@ -90,16 +89,18 @@ class GeminiProvider(SdkBackend):
         api_version: str | None = None,
         http_transport: HttpTransport = "lean",
     ) -> None:
-        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
-        self._name = name
-        self._models = tuple(models)
-        self.base_url = base_url or DEFAULT_GEMINI_URL
-        self.timeout = timeout
-        self.stream = stream
-        self.forward_metadata = forward_metadata  # the Gemini API has no field for it: never sent
+        super().__init__(
+            name,
+            models,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            stream=stream,
+            forward_metadata=forward_metadata,  # the Gemini API has no field for it: never sent
+        )
         self.api_version = api_version or DEFAULT_API_VERSION
-        calls = LiveCalls()
-        self._http = http_client(self.base_url, http_transport, calls)
+        self._http = http_client(self.base_url, http_transport, self._calls)
         options = types.HttpOptions(
             base_url=self.base_url,
             api_version=self.api_version,
@@ -108,9 +109,7 @@ class GeminiProvider(SdkBackend):
             httpx_async_client=self._http,
         )
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=options)
-        failures = (errors.APIError, httpx.TransportError)
-        redactor = Redactor([api_key])
-        self._site = CallSite(genai, failures, self.where(), timeout, redactor, calls, gemini_failure)
+        self._site = self._call_site(genai, (errors.APIError, httpx.TransportError), gemini_failure)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()
@@ -149,22 +148,16 @@ class GeminiProvider(SdkBackend):
             )
         return make_result(reply, model.id)
 
-    async def list_models(self) -> list[str]:
+    async def _listing(self, call: Call) -> list[str]:
         """The ids of the models the API lists for this key that generate content."""
-
-        async def listing(call: Call) -> list[str]:
-            config = types.ListModelsConfig(
-                page_size=1000, http_options=types.HttpOptions(headers=call.headers)
-            )
-            pager = await self._client.aio.models.list(config=config)
-            return [
-                (model.name or "").removeprefix("models/")
-                async for model in pager
-                if model.name
-                and (model.supported_actions is None or "generateContent" in model.supported_actions)
-            ]
-
-        return await self._site.run(listing, streamed=False)
+        config = types.ListModelsConfig(page_size=1000, http_options=types.HttpOptions(headers=call.headers))
+        pager = await self._client.aio.models.list(config=config)
+        return [
+            (model.name or "").removeprefix("models/")
+            async for model in pager
+            if model.name
+            and (model.supported_actions is None or "generateContent" in model.supported_actions)
+        ]
 
     # --- calls -------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""The transport of :mod:`providers._calls` for an SDK built on ``httpx2`` (``anthropic`` 2.x).
+"""The transport of :mod:`providers.backends._calls` for an SDK built on ``httpx2`` (``anthropic`` 2.x).
 
 ``httpx2`` is a fork of httpx under another name: an SDK on it takes only an
 ``httpx2`` client. :func:`httpx2_client` is an ordinary one whose transport,
 :class:`Httpx2Bridge`, hands every request to the httpx transport of
-:func:`providers._client.call_transport`, so the pool, the size cap and the
+:func:`providers.backends._client.call_transport`, so the pool, the size cap and the
 read-timeout rule are the same as for every other provider. Exceptions come
 back as ``httpx2``'s of the same name, which the SDK retries as its own.
 """
@@ -17,7 +17,7 @@ import httpx2
 
 from ._calls import LiveCalls
 from ._client import call_transport
-from ._config import HttpTransport
+from ._settings import HttpTransport
 
 __all__ = ["Httpx2Bridge", "httpx2_client"]
 

@@ -7,19 +7,19 @@ it is written per provider.
 Rules:
 
 * :func:`http_client` is the httpx client, an ordinary ``httpx.AsyncClient``
-  on :func:`call_transport`: a :class:`~providers._calls.CallTransport` (each
+  on :func:`call_transport`: a :class:`~providers.backends._calls.CallTransport` (each
   call's size cap, a read timeout that ends the call, the bodies closed when
   it ends) around the pool. An ``http://`` or ``https://`` base URL has the
   connection pool of :mod:`host_receiver._net.pool` unless the environment
   configures a proxy for it or ``http_transport`` is ``"httpx"``; then httpx's
   own pool, with the same limits (1,000 connections, all kept alive for 5 s).
 * :meth:`CallSite.run` runs one call: it opens the call in the provider's
-  :class:`~providers._calls.LiveCalls` with the limits the plan gave and the
+  :class:`~providers.backends._calls.LiveCalls` with the limits the plan gave and the
   scope a read timeout cancels, and the provider tags the call's requests
   with its headers. Retries are the SDK's own, set by its public
   ``max_retries``.
 * SDKs built on ``httpx2`` (``anthropic`` 2.x) get the same transport behind
-  an ``httpx2`` client (:mod:`providers._httpx2`).
+  an ``httpx2`` client (:mod:`providers.backends._httpx2`).
 * :func:`sdk_failure` turns a failure of a Stainless-generated SDK (``openai``,
   ``anthropic``: the same error classes) into a :class:`ProviderError` naming
   the provider, the base URL (no credentials) and the cause: the HTTP status
@@ -39,7 +39,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -51,11 +51,11 @@ from host_receiver.errors import ProviderError
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger, safe_url
 
+from .._contract import ModelInfo, ProgressSink
+from .._limits import SamplingLimits
 from ._calls import Call, CallTransport, LiveCalls, close_bodies
-from ._config import HttpTransport
-from ._contract import ModelInfo, ProgressSink
-from ._limits import SamplingLimits
 from ._redact import Redactor
+from ._settings import HttpTransport
 
 __all__ = [
     "CallSite",
@@ -132,12 +132,52 @@ Describe = Callable[[Exception, str, float, Redactor, int], ProviderError]
 
 
 class SdkBackend(ABC):
-    """What every SDK-based provider has alike: its name, its models, how it is named in messages,
-    and its ``sample``: :meth:`sample_within` the default limits (a call made without a plan)."""
+    """What every SDK-based provider has alike: how it is built from an entry's settings, its name,
+    its models, how it is named in messages, its model listing, and its ``sample``:
+    :meth:`sample_within` the default limits (a call made without a plan).
 
-    _name: str
-    _models: tuple[ModelInfo, ...]
-    base_url: str
+    A backend's constructor calls ``super().__init__`` with the settings every backend takes
+    (checked by :func:`check_settings`), then builds its SDK's client on :attr:`_calls` and
+    its :class:`CallSite` with :meth:`_call_site`.
+    """
+
+    #: Where an entry without a base URL of its own sends requests (the vendor's URL).
+    default_url: ClassVar[str]
+    #: Where this provider's calls go (built by the backend's constructor with :meth:`_call_site`).
+    _site: CallSite
+
+    def __init__(
+        self,
+        name: str,
+        models: Sequence[ModelInfo],
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        max_retries: int,
+        stream: bool,
+        forward_metadata: bool,
+    ) -> None:
+        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
+        self._name = name
+        self._models = tuple(models)
+        self.base_url = base_url or self.default_url
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.stream = stream
+        self.forward_metadata = forward_metadata
+        #: The calls in flight, which the transport of the SDK's client finds each request's in.
+        self._calls = LiveCalls()
+        self._redactor = Redactor([api_key])
+
+    def _call_site(
+        self,
+        sdk: ModuleType,
+        errors: type[Exception] | tuple[type[Exception], ...],
+        describe: Describe | None = None,
+    ) -> CallSite:
+        """Where this provider's calls go: ``sdk``, whose ``errors`` read as ``describe`` says."""
+        return CallSite(sdk, errors, self.where(), self.timeout, self._redactor, self._calls, describe)
 
     @property
     def name(self) -> str:
@@ -152,6 +192,14 @@ class SdkBackend(ABC):
     def where(self) -> str:
         """How failures name this provider: its name and base URL (no credentials)."""
         return f"provider {self._name!r} ({safe_url(self.base_url)})"
+
+    async def list_models(self) -> list[str]:
+        """The model ids the backend's API lists for this key (:meth:`_listing`), as one call."""
+        return await self._site.run(self._listing, streamed=False)
+
+    @abstractmethod
+    async def _listing(self, call: Call) -> list[str]:
+        """The model ids the API lists, its requests tagged with ``call.headers``."""
 
     async def sample(
         self, params: SamplingRequest, model: ModelInfo, progress: ProgressSink | None = None
@@ -175,7 +223,7 @@ class CallSite:
 
     ``describe`` says how a failure of ``errors`` reads; by default :func:`sdk_failure`'s
     words for a Stainless-generated SDK. ``calls`` is the table the provider's
-    :class:`~providers._calls.CallTransport` finds each request's call in.
+    :class:`~providers.backends._calls.CallTransport` finds each request's call in.
     """
 
     sdk: ModuleType

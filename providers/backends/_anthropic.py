@@ -2,7 +2,7 @@
 
 Rules:
 
-* The wire mapping lives in :mod:`providers._anthropic_wire`; this module does
+* The wire mapping lives in :mod:`providers.backends._anthropic_wire`; this module does
   the I/O. The body is posted as it is with the client's ``post`` to
   ``/v1/messages`` (what ``messages.create`` does after converting its
   arguments, with the client's auth, ``anthropic-version`` header, retries
@@ -12,9 +12,9 @@ Rules:
 * The API version is the SDK's (the ``anthropic-version`` of its client's
   public ``default_headers``) unless the entry pins one (``api_version``), which is then sent as the
   ``anthropic-version`` header; it decides whether ``temperature`` is sent
-  (:func:`providers._anthropic_wire.dropped_fields`).
-* The client's HTTP is the transport of :mod:`providers._calls` (the SDK is
-  on ``httpx2``: through :mod:`providers._httpx2`), each request tagged as its
+  (:func:`providers.backends._anthropic_wire.dropped_fields`).
+* The client's HTTP is the transport of :mod:`providers.backends._calls` (the SDK is
+  on ``httpx2``: through :mod:`providers.backends._httpx2`), each request tagged as its
   call's (``options={"headers": ...}``, ``extra_headers``): the pool,
   the size cap per reply and per streamed event, a read timeout that ends the
   call, and the failure messages are those of every provider. Retries are the
@@ -28,7 +28,7 @@ Rules:
 * :meth:`AnthropicProvider.list_models` reads the models API (``/v1/models``),
   for ``providers add`` and ``providers test``.
 * The base URL is the entry's, else ``$ANTHROPIC_BASE_URL``, else Anthropic's
-  (decided in :mod:`providers._build`); the key is never formatted into anything.
+  (decided in :mod:`providers.config._build`); the key is never formatted into anything.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ import orjson
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest
 from host_receiver.sanitize import safe_logger
 
+from .._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from .._limits import SamplingLimits
 from ._anthropic_wire import (
     MessageFold,
     MessageReply,
@@ -52,13 +54,10 @@ from ._anthropic_wire import (
     make_result,
     message_reply,
 )
-from ._calls import Call, LiveCalls
-from ._client import CallSite, SdkBackend, check_settings, event_data
-from ._config import DEFAULT_ANTHROPIC_URL, HttpTransport
-from ._contract import ModelInfo, ProgressSink, SamplingProgress, progress_tail
+from ._calls import Call
+from ._client import SdkBackend, event_data
 from ._httpx2 import httpx2_client
-from ._limits import SamplingLimits
-from ._redact import Redactor
+from ._settings import DEFAULT_ANTHROPIC_URL, HttpTransport
 
 __all__ = ["DEFAULT_ANTHROPIC_URL", "AnthropicProvider"]
 
@@ -72,6 +71,7 @@ class AnthropicProvider(SdkBackend):
 
     #: The vendor whose models hints such as ``claude-*`` name (model choice).
     vendor = "anthropic"
+    default_url = DEFAULT_ANTHROPIC_URL
 
     def __init__(
         self,
@@ -87,26 +87,27 @@ class AnthropicProvider(SdkBackend):
         api_version: str | None = None,
         http_transport: HttpTransport = "lean",
     ) -> None:
-        check_settings(name, api_key, models, timeout=timeout, max_retries=max_retries)
-        self._name = name
-        self._models = tuple(models)
-        self.base_url = base_url or DEFAULT_ANTHROPIC_URL
-        self.timeout = timeout
-        self.stream = stream
-        self.forward_metadata = forward_metadata
-        calls = LiveCalls()
+        super().__init__(
+            name,
+            models,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            stream=stream,
+            forward_metadata=forward_metadata,
+        )
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=self.base_url,
             timeout=timeout,
             max_retries=max_retries,
             default_headers={"anthropic-version": api_version} if api_version else None,
-            http_client=httpx2_client(self.base_url, http_transport, calls),
+            http_client=httpx2_client(self.base_url, http_transport, self._calls),
         )
         #: The API version sent: the entry's, else the SDK's own.
         self.api_version = str(self._client.default_headers["anthropic-version"])
-        redactor = Redactor([api_key])
-        self._site = CallSite(anthropic, anthropic.AnthropicError, self.where(), timeout, redactor, calls)
+        self._site = self._call_site(anthropic, anthropic.AnthropicError)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -135,14 +136,10 @@ class AnthropicProvider(SdkBackend):
             reply = await self._site.run(lambda call: self._plain(body, call), streamed=False, limits=limits)
         return make_result(reply, model.id)
 
-    async def list_models(self) -> list[str]:
+    async def _listing(self, call: Call) -> list[str]:
         """The ids the models API lists for this key, newest first (as the API orders them)."""
-
-        async def listing(call: Call) -> list[str]:
-            pages = self._client.models.list(limit=1000, extra_headers=call.headers)
-            return [model.id async for model in pages]
-
-        return await self._site.run(listing, streamed=False)
+        pages = self._client.models.list(limit=1000, extra_headers=call.headers)
+        return [model.id async for model in pages]
 
     # --- calls -------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from host_receiver.errors import ProviderError, UnsupportedRequest
+from host_receiver.errors import UnsupportedRequest
 from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
@@ -55,16 +55,16 @@ from host_receiver.protocol.types import (
     ToolUseContent,
 )
 
+from ._wire import Json, ToolCallBuffer, link_text
+
 __all__ = [
     "MaxTokensParam",
-    "ToolCallBuffer",
     "build_request",
     "make_result",
     "stop_reason",
 ]
 
 MaxTokensParam = Literal["max_tokens", "max_completion_tokens"]
-Json = dict[str, Any]
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -204,7 +204,7 @@ def _tool_message(result: ToolResultContent) -> Json:
         if isinstance(block, TextContent):
             texts.append(block.text)
         elif isinstance(block, ResourceLink):
-            texts.append(f"[resource {block.name}: {block.uri}]")
+            texts.append(link_text(block))
         elif isinstance(block, EmbeddedResource) and isinstance(block.resource.get("text"), str):
             texts.append(block.resource["text"])
         else:
@@ -227,32 +227,6 @@ def _kind(block: object) -> str:
 
 
 # --- response ----------------------------------------------------------------
-
-
-@dataclass
-class ToolCallBuffer:
-    """A tool call being assembled from streamed fragments (or given whole)."""
-
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-    def to_content(self, position: int) -> ToolUseContent:
-        """The ``tool_use`` block; invalid JSON arguments are a provider failure.
-
-        A backend that sends no call id gets ``call_<position>``, so that the
-        server can still pair its ``tool_result``.
-        """
-        text = self.arguments.strip() or "{}"
-        try:
-            arguments = json.loads(text)
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            raise ProviderError(
-                f"the model called tool {self.name!r} with arguments that are not a JSON object"
-            )
-        return ToolUseContent(id=self.id or f"call_{position}", name=self.name, input=arguments)
 
 
 @dataclass

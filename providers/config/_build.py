@@ -22,7 +22,7 @@ Rules:
 * A vendor entry (``openai``, ``anthropic``, ``gemini``) without models takes
   the models its API lists, when the registry opens (the entry needs a key,
   or ``api_key_required = false``); without a key it needs ``--model``.
-* Keys follow :mod:`providers._credentials`; a missing key is a
+* Keys follow :mod:`providers.config._credentials`; a missing key is a
   :class:`ConfigError` naming the ways to provide one, unless the entry says
   ``api_key_required = false`` (a placeholder key is sent then).
 * ``OPENAI_BASE_URL`` (``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``)
@@ -39,6 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from host_receiver.errors import ConfigError
 
+from .._contract import Provider, listed_model
+from .._registry import ProviderRegistry
+from ..backends._echo import ECHO_MODEL, EchoProvider
 from ._config import (
     DEFAULT_ANTHROPIC_URL,
     DEFAULT_BASE_URL,
@@ -48,15 +51,12 @@ from ._config import (
     config_path,
     load_config,
 )
-from ._contract import Provider, listed_model
 from ._credentials import VENDOR_KEY_ENV, find_key
-from ._echo import ECHO_MODEL, EchoProvider
-from ._registry import ProviderRegistry
 
 if TYPE_CHECKING:
-    from ._anthropic import AnthropicProvider
-    from ._gemini import GeminiProvider
-    from ._openai import OpenAIProvider
+    from ..backends._anthropic import AnthropicProvider
+    from ..backends._gemini import GeminiProvider
+    from ..backends._openai import OpenAIProvider
 
 __all__ = ["build_provider", "build_registry"]
 
@@ -132,14 +132,14 @@ def vendor_provider(
     # Imported here: each vendor's package takes about a second to import, and runs that
     # use only the echo provider (the demo, most CLI calls) never need it.
     if entry.type == "anthropic":
-        from ._anthropic import AnthropicProvider
+        from ..backends._anthropic import AnthropicProvider
 
         return AnthropicProvider(entry.name, entry.models, api_version=entry.api_version, **options)
     if entry.type == "gemini":
-        from ._gemini import GeminiProvider
+        from ..backends._gemini import GeminiProvider
 
         return GeminiProvider(entry.name, entry.models, api_version=entry.api_version, **options)
-    from ._openai import OpenAIProvider
+    from ..backends._openai import OpenAIProvider
 
     return OpenAIProvider(entry.name, entry.models, max_tokens_param=entry.max_tokens_param, **options)
 
