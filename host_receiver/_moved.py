@@ -80,4 +80,4 @@ def serve_moved_modules(moves: Mapping[str, str]) -> None:
     """
     finder = _MovedModules(dict(moves))
     if finder not in sys.meta_path:
-        sys.meta_path.append(finder)
+        sys.meta_path.insert(0, finder)  # before the path finder, which would load a second copy

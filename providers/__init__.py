@@ -24,7 +24,7 @@ the official ``anthropic`` package, extra ``[anthropic]``), :class:`GeminiProvid
 implementing :class:`Provider` can join a registry. Providers know nothing of
 tasks or sessions.
 
-Layout, one direction of imports (tests/test_structure.py checks it):
+Layout, one direction of imports (tests/project/test_structure.py checks it):
 
 * this room holds the contract and the plan: ``_contract`` (the protocols,
   :class:`ModelInfo`, progress; it imports nothing of the package),

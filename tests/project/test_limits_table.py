@@ -38,7 +38,7 @@ from host_receiver.cli import build_parser
 from providers import ModelInfo, SamplingLimits
 from providers.config import _config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "limits.md"
 _PACKAGES = (host_receiver, providers)
 #: Not searched for API arguments: the optional adapters (their libraries are not in the project's

@@ -30,7 +30,7 @@ from tests.test_limits import Watching, messages
 
 pytestmark = pytest.mark.anyio
 SAMPLING = "sampling/createMessage"
-STDIO_SERVER = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
+STDIO_SERVER = Path(__file__).parents[1] / "servers" / "stdio_mcp_server.py"
 
 
 def service() -> SamplingService:

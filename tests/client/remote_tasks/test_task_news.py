@@ -41,7 +41,7 @@ from tests.schema import validate_message
 
 pytestmark = pytest.mark.anyio
 
-SERVER = Path(__file__).parent / "servers" / "task_news_server.py"
+SERVER = Path(__file__).parents[2] / "servers" / "task_news_server.py"
 
 
 @contextmanager

@@ -38,7 +38,7 @@ import host_receiver.testing
 import host_receiver.transports
 import providers
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("host_receiver", "providers")
 API_DOC = ROOT / "docs" / "api.md"
 #: The optional modules, each adapting one client library (docs/adapters.md).
@@ -149,7 +149,6 @@ BASE = {
 }
 
 
-@pytest.mark.slow
 def test_providers_import_only_the_base_of_host_receiver() -> None:
     upward = {
         (module, target)
@@ -161,14 +160,12 @@ def test_providers_import_only_the_base_of_host_receiver() -> None:
     assert upward == set()
 
 
-@pytest.mark.slow
 def test_the_base_imports_nothing_above_it() -> None:
     edges = graph()
     above = {(module, target) for module in BASE for target in edges.get(module, set()) if target not in BASE}
     assert above == set()
 
 
-@pytest.mark.slow
 def test_no_module_imports_itself_through_others() -> None:
     assert circles_in(graph()) == []
 
@@ -196,7 +193,6 @@ def circles_in(edges: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
-@pytest.mark.slow
 def test_providers_have_no_circle_even_under_type_checking() -> None:
     # A circle closed only by an import under TYPE_CHECKING still ties the modules into one:
     # the definitions move so that the dependency runs one way.
@@ -233,7 +229,6 @@ def vendor_of(module: str) -> str | None:
     return next((v for v in VENDORS if last == v or last.startswith(f"{v}_")), None)
 
 
-@pytest.mark.slow
 def test_each_providers_module_imports_only_its_room_and_those_below() -> None:
     edges = {m: t for m, t in graph(type_checking=True).items() if m.startswith("providers")}
     assert sorted(m for m in edges if provider_room(m) < 0) == [], "modules in none of PROVIDER_ROOMS"
@@ -246,7 +241,6 @@ def test_each_providers_module_imports_only_its_room_and_those_below() -> None:
     assert upward == []
 
 
-@pytest.mark.slow
 def test_no_backend_imports_another_vendors_modules() -> None:
     edges = graph(type_checking=True)
     crossing = sorted(
@@ -269,7 +263,6 @@ def architecture_layers() -> list[str]:
     return names
 
 
-@pytest.mark.slow
 def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
     layers = architecture_layers()
 
@@ -288,7 +281,7 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
 
 
 #: Folders of tests/ that are suites across the packages, not one package's tests.
-SUITES = {"interop", "security", "servers"}
+SUITES = {"interop", "project", "security", "servers"}
 
 
 def test_the_tests_tree_mirrors_the_packages() -> None:
@@ -298,7 +291,6 @@ def test_the_tests_tree_mirrors_the_packages() -> None:
     assert folders - packages - SUITES == set()
 
 
-@pytest.mark.slow
 def test_the_library_never_imports_the_application() -> None:
     for module, targets in graph().items():
         if module.startswith(("host_receiver.cli", "host_receiver.terminal", "host_receiver.demo")):
@@ -347,12 +339,10 @@ def loaded_after(statement: str) -> set[str]:
     return set(done.stdout.split())
 
 
-@pytest.mark.slow
 def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:
     assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} <= BASE
 
 
-@pytest.mark.slow
 def test_importing_the_top_level_loads_only_itself() -> None:
     assert {m for m in loaded_after("import host_receiver") if m.startswith("host_receiver")} == {
         "host_receiver",
@@ -360,7 +350,6 @@ def test_importing_the_top_level_loads_only_itself() -> None:
     }
 
 
-@pytest.mark.slow
 def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> None:
     loaded = loaded_after("import host_receiver, host_receiver.testing")
     unwanted = {
@@ -371,7 +360,6 @@ def test_importing_the_library_loads_neither_the_cli_nor_its_dependencies() -> N
     assert {m for m in loaded if m.startswith("host_receiver.adapters")} == set()
 
 
-@pytest.mark.slow
 def test_importing_an_adapter_loads_nothing_of_its_library() -> None:
     statement = "import " + ", ".join(adapter.__name__ for adapter in ADAPTERS)
     loaded = loaded_after(statement)
@@ -410,7 +398,6 @@ def test_every_exception_derives_from_the_one_base() -> None:
     assert host_receiver.errors.RpcError(-32602, "x").code == -32602
 
 
-@pytest.mark.slow
 def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
     # The application (host_receiver.cli) keeps its own few; names with "_" are private control flow.
     elsewhere = []

@@ -24,7 +24,7 @@ from host_receiver.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio
 
-SERVER_SCRIPT = Path(__file__).parent / "servers" / "stdio_mcp_server.py"
+SERVER_SCRIPT = Path(__file__).parents[1] / "servers" / "stdio_mcp_server.py"
 
 
 def tool(name: str) -> dict[str, Any]:
