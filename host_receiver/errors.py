@@ -101,6 +101,7 @@ __all__ = [
     "TokenRequestError",
     "TransportError",
     "UnknownItem",
+    "UnsafeFile",
     "UnsupportedProtocolVersion",
     "UnsupportedRequest",
     "invalid_params",
@@ -278,6 +279,11 @@ class RemoteTaskCancelled(HostReceiverError):
 
 class RemoteTaskLost(HostReceiverError):
     """The server no longer knows our task, or answered about another one."""
+
+
+class UnsafeFile(HostReceiverError, PermissionError):
+    """A file host-receiver keeps state in is not the user's own, or group or others may use it;
+    the message gives the commands that fix it (:func:`host_receiver.paths.private_file_problem`)."""
 
 
 # --- tasks this host runs ------------------------------------------------
