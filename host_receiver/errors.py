@@ -26,6 +26,7 @@ The tree::
     ├── InputRoundsExceeded           the server kept asking for input past the round cap
     ├── RemoteTaskCancelled           the server's task for our request was cancelled
     ├── RemoteTaskLost                the server no longer knows our task
+    ├── UnsafeFile (PermissionError)  a state file not the user's, or open to group or others
     ├── IllegalTransition             a task move the lifecycle forbids
     ├── InvalidCursor (ValueError)    a tasks/list cursor this receiver did not issue
     ├── AuthError                     MCP authorization (OAuth) failed

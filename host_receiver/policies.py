@@ -1,5 +1,8 @@
 """Ready sampling policies that wrap another approver: memory, model allow-lists, rate limits.
 
+(About 490 lines, one idea: ready approvers that wrap another, and the server identities
+their memory is kept under.)
+
 Each policy is a :class:`~host_receiver.approval.SamplingApprover` around an
 inner one (a person at a terminal, another policy), so they stack::
 

@@ -19,6 +19,9 @@ import pytest
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
 from tests.cli_command import cli_env, run_cli
 
+#: Every test runs the CLI as a subprocess.
+pytestmark = pytest.mark.slow
+
 HARMLESS = "/usr/local/bin/notes-server --safe (in /home/me/notes)"
 KEY = "sk-test-do-not-leak-4b1d"
 
