@@ -100,11 +100,16 @@ def decisions_path(path: str | os.PathLike[str] | None = None) -> Path:
     return user_config_dir() / "decisions.json"
 
 
-def stdio_identity(command: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> str:
+def stdio_identity(
+    command: Sequence[str], cwd: str | os.PathLike[str] | None = None, *, hashed: bool = True
+) -> str:
     """Who a stdio server is: its resolved executable, all its arguments, the working directory,
-    and the SHA-256 of the file it runs (:func:`run_file`)."""
+    and the SHA-256 of the file it runs (:func:`run_file`; ``hashed=False``: without it, and
+    without reading the file, as a task store keeps it)."""
     program = os.path.abspath(shutil.which(command[0]) or command[0])
     directory = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    if not hashed:
+        return f"{shlex.join([program, *command[1:]])} (in {directory})"
     kind, path = run_file(program, command[1:], directory)
     try:
         with path.open("rb") as file:

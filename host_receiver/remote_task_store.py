@@ -9,8 +9,8 @@ meanwhile leaves the record, and ``host-receiver tasks resume ID`` (or
 
 Rules:
 
-- A record holds the server's identity (:func:`~host_receiver.policies.stdio_identity`
-  or :func:`~host_receiver.policies.http_identity`), how to reach it again
+- A record holds the server's identity (:func:`server_identity`: the
+  consent identity without the file hash), how to reach it again
   (a stdio server's command line, working directory and the *names* of the
   environment variables it was given; an HTTP server's URL without its user
   info: never an environment value, a header or a credential; a command's
@@ -99,11 +99,12 @@ def server_address(transport: Transport) -> dict[str, Any] | None:
 
 
 def server_identity(address: dict[str, Any]) -> str:
-    """The identity of the server at ``address``, computed now from its command (and the file it
-    runs) or its URL (:func:`~host_receiver.policies.stdio_identity`, ``http_identity``)."""
+    """The identity of the server at ``address``, computed from its command line and directory
+    (without the hash of the file it runs, so no file is read) or its URL
+    (:func:`~host_receiver.policies.stdio_identity`, ``http_identity``)."""
     if "url" in address:
         return http_identity(address["url"])
-    return stdio_identity(address["command"], address["cwd"])
+    return stdio_identity(address["command"], address["cwd"], hashed=False)
 
 
 def _short_id(identity: str, task_id: str) -> str:

@@ -137,7 +137,7 @@ def test_a_stdio_servers_task_is_resumed_by_starting_the_command_given_again(tmp
     killed_mid_task(argv, store)  # server-everything (stdio) ends with its host
     listing = host("tasks", store=store)
     (line,) = listing.stdout.splitlines()
-    assert line.endswith(stdio_identity(command))  # its executable, arguments and directory
+    assert line.endswith(stdio_identity(command, hashed=False))  # its executable, arguments and directory
     task_id = line.split()[0]
 
     resumed = host("tasks", "resume", task_id, "--elicit", "defaults", "--", *command, store=store)
@@ -184,7 +184,7 @@ async def test_a_followed_task_is_kept_while_it_runs_without_secrets_and_forgott
         {"seconds": 1},
         "2025-11-25",
     )
-    assert kept.identity == stdio_identity([python, script])
+    assert kept.identity == stdio_identity([python, script], hashed=False)
     assert kept.address["env"] == ["PEER_TOKEN"]  # the name, to take from the environment on resume
     assert result.text == "waited"
     assert await store.tasks() == []
