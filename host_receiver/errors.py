@@ -26,6 +26,7 @@ The tree::
     ├── InputRoundsExceeded           the server kept asking for input past the round cap
     ├── RemoteTaskCancelled           the server's task for our request was cancelled
     ├── RemoteTaskLost                the server no longer knows our task
+    ├── UnsafeFile (PermissionError)  a state file not the user's, or open to group or others
     ├── IllegalTransition             a task move the lifecycle forbids
     ├── InvalidCursor (ValueError)    a tasks/list cursor this receiver did not issue
     ├── AuthError                     MCP authorization (OAuth) failed
@@ -101,6 +102,7 @@ __all__ = [
     "TokenRequestError",
     "TransportError",
     "UnknownItem",
+    "UnsafeFile",
     "UnsupportedProtocolVersion",
     "UnsupportedRequest",
     "invalid_params",
@@ -278,6 +280,11 @@ class RemoteTaskCancelled(HostReceiverError):
 
 class RemoteTaskLost(HostReceiverError):
     """The server no longer knows our task, or answered about another one."""
+
+
+class UnsafeFile(HostReceiverError, PermissionError):
+    """A file host-receiver keeps state in is not the user's own, or group or others may use it;
+    the message gives the commands that fix it (:func:`host_receiver.paths.private_file_problem`)."""
 
 
 # --- tasks this host runs ------------------------------------------------

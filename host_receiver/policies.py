@@ -1,5 +1,8 @@
 """Ready sampling policies that wrap another approver: memory, model allow-lists, rate limits.
 
+(About 490 lines, one idea: ready approvers that wrap another, and the server identities
+their memory is kept under.)
+
 Each policy is a :class:`~host_receiver.approval.SamplingApprover` around an
 inner one (a person at a terminal, another policy), so they stack::
 
@@ -27,10 +30,16 @@ Rules:
   or the ``path`` argument says. A decision is kept under the server's
   identity, which ``identify`` makes of the connection's name (by default the
   name itself): the CLI gives the server's real identity, never a file name
-  (:func:`stdio_identity`: the resolved executable, every argument and the
-  working directory; :func:`http_identity`: the URL's origin and path), so a
-  decision made for one server never applies to another. A file written under
-  the old keys (version 1: bare server names) is dropped, with one warning.
+  (:func:`stdio_identity`: the resolved executable, every argument, the
+  working directory and the SHA-256 of the file it runs; :func:`http_identity`:
+  the URL's origin, path and query), so a decision made for one server never
+  applies to another, nor to the same command once the file it runs changed:
+  that asks again, with one warning saying the server changed. A file written
+  under older keys (version 1: bare server names; version 2: no query, no
+  hash) is dropped, with one warning. A decisions file that is not the user's,
+  or that group or others may use, is not read (nor written): every request is
+  asked, with a warning giving the ``chmod`` that fixes it
+  (:func:`~host_receiver.paths.private_file_problem`).
 - :class:`ModelAllowList` refuses (-1) a request whose chosen or edited model
   is not on the server's allow-list (by default the one the router reports).
 - :class:`RateLimit` counts per server, before anyone is asked: requests in
@@ -72,7 +81,7 @@ from host_receiver.approval import (
     Send,
 )
 from host_receiver.errors import INVALID_REQUEST, RpcError
-from host_receiver.paths import user_config_dir
+from host_receiver.paths import private_file_problem, user_config_dir
 from host_receiver.sanitize import safe_logger
 from providers import estimate_input_tokens
 
@@ -91,19 +100,49 @@ def decisions_path(path: str | os.PathLike[str] | None = None) -> Path:
     return user_config_dir() / "decisions.json"
 
 
-def stdio_identity(command: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> str:
-    """Who a stdio server is: its resolved executable, all its arguments, the working directory."""
-    program = shutil.which(command[0]) or command[0]
+def stdio_identity(
+    command: Sequence[str], cwd: str | os.PathLike[str] | None = None, *, hashed: bool = True
+) -> str:
+    """Who a stdio server is: its resolved executable, all its arguments, the working directory,
+    and the SHA-256 of the file it runs (:func:`run_file`; ``hashed=False``: without it, and
+    without reading the file, as a task store keeps it)."""
+    program = os.path.abspath(shutil.which(command[0]) or command[0])
     directory = Path(cwd if cwd is not None else os.getcwd()).resolve()
-    return f"{shlex.join([os.path.abspath(program), *command[1:]])} (in {directory})"
+    if not hashed:
+        return f"{shlex.join([program, *command[1:]])} (in {directory})"
+    kind, path = run_file(program, command[1:], directory)
+    try:
+        with path.open("rb") as file:
+            digest = f"{kind} sha256:{hashlib.file_digest(file, 'sha256').hexdigest()[:16]}"
+    except OSError:
+        digest = f"{kind} unreadable"
+    return f"{shlex.join([program, *command[1:]])} (in {directory}) [{digest}]"
+
+
+def run_file(program: str, arguments: Sequence[str], directory: Path) -> tuple[str, Path]:
+    """The file a stdio server runs: the first argument that names an existing file (its script,
+    as in ``python srv.py``), else the executable; with ``"script"`` or ``"executable"``."""
+    for argument in arguments:
+        if argument.startswith("-"):
+            continue
+        candidate = directory / argument
+        if candidate.is_file():
+            return "script", candidate
+    return "executable", Path(program)
 
 
 def http_identity(url: str) -> str:
-    """Who an HTTP server is: its URL's origin and path (no user info, query or fragment)."""
+    """Who an HTTP server is: its URL's origin, path and query (no user info or fragment)."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     origin = f"{parts.scheme.lower()}://{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return origin + (parts.path or "/")
+    return origin + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def unhashed(identity: str) -> str:
+    """``identity`` without the hash of the file it runs: the same command, whatever the file holds."""
+    head, sep, tail = identity.rpartition(" [")
+    return head if sep and tail.endswith("]") and " (in " in head else identity
 
 
 def decision_id(identity: str) -> str:
@@ -116,12 +155,14 @@ class DecisionStore:
 
     The file is read once, on first use; every change re-reads it and writes it
     back atomically (temporary file, then rename), off the event loop. An
-    unreadable file counts as empty and is logged, never fatal; a file of the
-    old format (keys that were bare server names) is replaced by an empty one,
-    with one warning.
+    unreadable file counts as empty and is logged, never fatal; a file of an
+    older format (keys that were bare server names, or identities without a
+    query or a hash) is replaced by an empty one, with one warning. A file that
+    is not the user's own, or that group or others may use, counts as empty and
+    is never written (:meth:`problem`).
     """
 
-    VERSION = 2
+    VERSION = 3
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = decisions_path(path)
@@ -129,37 +170,62 @@ class DecisionStore:
 
     async def get(self, server: str) -> Verdict | None:
         """The saved answer for ``server`` (an identity), if any."""
-        if self._cache is None:
-            self._cache = await anyio.to_thread.run_sync(self.saved)
-        return self._cache.get(server)
+        return (await self._all()).get(server)
+
+    async def changed(self, server: str) -> str | None:
+        """The saved identity of the same command as ``server`` whose file has changed since, if any."""
+        base = unhashed(server)
+        if base == server:
+            return None
+        return next((k for k in await self._all() if k != server and unhashed(k) == base), None)
 
     async def set(self, server: str, verdict: Verdict | None) -> None:
-        """Save ``verdict`` for ``server`` (None forgets it)."""
+        """Save ``verdict`` for ``server`` (None forgets it); a decision saved for the same command
+        with another file hash is replaced."""
         self._cache = await anyio.to_thread.run_sync(self._update, server, verdict)
+
+    async def _all(self) -> dict[str, Verdict]:
+        if self._cache is None:
+            self._cache = await anyio.to_thread.run_sync(self.saved)
+        return self._cache
+
+    def problem(self) -> str | None:
+        """Why the file must not be used (not the user's, or open to group or others), if so (blocking)."""
+        return private_file_problem(self.path, "the decisions file")
 
     def saved(self) -> dict[str, Verdict]:
         """Every saved decision, by identity (blocking: read from the file now)."""
+        problem = self.problem()
+        if problem is not None:
+            logger.warning("%s; until then every sampling request is asked", problem)
+            return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
-            logger.warning("ignoring unreadable decisions file %s: %s", self.path, exc)
+        except (OSError, ValueError, RecursionError) as exc:
+            logger.warning("ignoring unreadable decisions file %s: %s", self.path, type(exc).__name__)
             return {}
         servers = data.get("servers") if isinstance(data, dict) else None
         if not isinstance(servers, dict):
             logger.warning("ignoring decisions file %s: no 'servers' object", self.path)
             return {}
         if data.get("version") != self.VERSION:
+            why = (
+                "they were kept by server name, which another server can share"
+                if data.get("version") == 1
+                else "they were kept without a URL's query or the hash of the file a server runs, "
+                "so they held for another tenant or a rewritten server"
+            )
             logger.warning(
-                "dropped %d saved sampling decision(s) of %s: they were kept by server name, which "
-                "another server can share; you will be asked again",
+                "dropped %d saved sampling decision(s) of %s: %s; you will be asked again",
                 len(servers),
                 self.path,
+                why,
             )
             self._write({})
             return {}
-        return {k: v for k, v in servers.items() if v in ("approve", "refuse")}
+        return {k: v for k, v in servers.items() if isinstance(k, str) and v in ("approve", "refuse")}
 
     def forget(self, identities: Collection[str]) -> dict[str, Verdict]:
         """Remove the saved decisions of ``identities`` (blocking); the ones left."""
@@ -170,6 +236,9 @@ class DecisionStore:
 
     def _update(self, server: str, verdict: Verdict | None) -> dict[str, Verdict]:
         current = self.saved()
+        base = unhashed(server)
+        if base != server:  # the same command with a file since changed: this one replaces it
+            current = {k: v for k, v in current.items() if k == server or unhashed(k) != base}
         if verdict is None:
             current.pop(server, None)
         else:
@@ -178,6 +247,10 @@ class DecisionStore:
         return current
 
     def _write(self, decisions: Mapping[str, Verdict]) -> None:
+        problem = self.problem()
+        if problem is not None:
+            logger.warning("not saving the sampling decision: %s", problem)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"version": self.VERSION, "servers": decisions}, indent=2, sort_keys=True)
         fd, tmp = tempfile.mkstemp(prefix=".decisions-", dir=self.path.parent)
@@ -209,11 +282,24 @@ class RememberDecisions:
         self.identify = identify
         self._session: dict[str, Verdict] = {}
         self._locks: dict[str, anyio.Lock] = {}
+        self._told_changed: set[str] = set()
 
     async def remembered(self, server: str) -> Verdict | None:
         """What is remembered for ``server``: this session's answer first, then the saved one."""
         key = self.identify(server)
-        return self._session.get(key) or await self.store.get(key)
+        verdict = self._session.get(key) or await self.store.get(key)
+        if verdict is None and key not in self._told_changed:
+            before = await self.store.changed(key)
+            if before is not None:
+                self._told_changed.add(key)
+                logger.warning(
+                    "the server %s changed since its saved decision (the file it runs is not the same: "
+                    "%s, then %s): asking again",
+                    unhashed(key),
+                    before.rpartition(" [")[2].rstrip("]"),
+                    key.rpartition(" [")[2].rstrip("]"),
+                )
+        return verdict
 
     async def forget(self, server: str) -> None:
         """Ask again next time, in this session and later ones."""

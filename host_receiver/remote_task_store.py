@@ -9,15 +9,22 @@ meanwhile leaves the record, and ``host-receiver tasks resume ID`` (or
 
 Rules:
 
-- A record holds the server's identity (:func:`~host_receiver.policies.stdio_identity`
-  or :func:`~host_receiver.policies.http_identity`), how to reach it again
+- A record holds the server's identity (:func:`server_identity`: the
+  consent identity without the file hash), how to reach it again
   (a stdio server's command line, working directory and the *names* of the
   environment variables it was given; an HTTP server's URL without its user
   info: never an environment value, a header or a credential; a command's
   arguments are kept as given, as the consent identity keeps them), the
   protocol version spoken, the task id, the call (tool name and arguments),
   the task's ttl and when it was created (wall clock). The file is made
-  readable by its owner only.
+  readable by its owner only, and one that is not the user's, or that group
+  or others may use, is refused (:class:`~host_receiver.errors.UnsafeFile`,
+  :func:`~host_receiver.paths.private_file_problem`): what it holds is never
+  trusted to choose what the host runs (``host-receiver tasks resume`` is
+  given the server, and runs that).
+- A damaged record (JSON nested too deep or not JSON, a field of the wrong
+  type, text that is not UTF-8) is skipped and named by :meth:`RemoteTaskStore.read`;
+  the others are listed.
 - The record is removed when following the task ended with its result, the
   task's error, its cancellation (by the server, or by this host, which sent
   ``tasks/cancel``), or a lost task (unknown to the server, or past its ttl).
@@ -49,14 +56,15 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import anyio.to_thread
 
-from host_receiver.errors import ConnectionClosed, TransportError
+from host_receiver.errors import ConnectionClosed, TransportError, UnsafeFile
+from host_receiver.paths import private_file_problem
 from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport
 
-__all__ = ["RemoteTaskStore", "StoredTask", "server_address"]
+__all__ = ["DamagedTask", "RemoteTaskStore", "StoredTask", "server_address", "server_identity"]
 
 T = TypeVar("T")
 
@@ -90,10 +98,13 @@ def server_address(transport: Transport) -> dict[str, Any] | None:
     return None
 
 
-def _identity(address: dict[str, Any]) -> str:
+def server_identity(address: dict[str, Any]) -> str:
+    """The identity of the server at ``address``, computed from its command line and directory
+    (without the hash of the file it runs, so no file is read) or its URL
+    (:func:`~host_receiver.policies.stdio_identity`, ``http_identity``)."""
     if "url" in address:
         return http_identity(address["url"])
-    return stdio_identity(address["command"], address["cwd"])
+    return stdio_identity(address["command"], address["cwd"], hashed=False)
 
 
 def _short_id(identity: str, task_id: str) -> str:
@@ -129,7 +140,7 @@ class StoredTask:
         created: float | None = None,
     ) -> StoredTask:
         """The record of a task created at ``created`` (wall clock; None: now)."""
-        identity = _identity(address)
+        identity = server_identity(address)
         return cls(
             _short_id(identity, task_id),
             identity,
@@ -149,6 +160,75 @@ class StoredTask:
         return (time.time() if now is None else now) >= self.created + self.ttl_ms / 1000
 
 
+@dataclass(frozen=True, slots=True)
+class DamagedTask:
+    """A record that could not be read: its short id (as far as it reads) and what is wrong."""
+
+    id: str
+    #: SQLite's rowid of the record.
+    row: int
+    problem: str
+
+
+def _text(value: object, field: str) -> str:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"its {field}: not UTF-8") from None
+    raise ValueError(f"its {field}: not text")
+
+
+def _json(value: object, field: str) -> Any:
+    try:
+        return json.loads(_text(value, field))
+    except RecursionError:
+        raise ValueError(f"its {field}: JSON nested too deep") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"its {field}: not JSON ({exc.msg})") from None
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _address(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and isinstance(value.get("url"), str):
+        return value
+    if (
+        isinstance(value, dict)
+        and _strings(value.get("command"))
+        and value["command"]
+        and isinstance(value.get("cwd"), str)
+        and _strings(value.get("env", []))
+    ):
+        return value
+    raise ValueError("its address: neither a URL nor a command line, directory and names")
+
+
+def _task_of(row: tuple[Any, ...]) -> StoredTask:
+    """The record of one row (``rowid`` first), or ValueError naming what is wrong."""
+    _, raw_id, identity, address, version, task_id, tool, arguments, ttl_ms, created = row
+    loaded_arguments = None if arguments is None else _json(arguments, "arguments")
+    if loaded_arguments is not None and not isinstance(loaded_arguments, dict):
+        raise ValueError("its arguments: not an object")
+    if ttl_ms is not None and (not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool)):
+        raise ValueError("its ttl: not a whole number")
+    if not isinstance(created, int | float):
+        raise ValueError("its creation time: not a number")
+    return StoredTask(
+        id=_text(raw_id, "id"),
+        identity=_text(identity, "identity"),
+        address=_address(_json(address, "address")),
+        version=_text(version, "protocol version"),
+        task_id=_text(task_id, "task id"),
+        tool=_text(tool, "tool"),
+        arguments=loaded_arguments,
+        ttl_ms=ttl_ms,
+        created=float(created),
+    )
+
+
 class RemoteTaskStore:
     """The servers' tasks this host follows, in the SQLite file ``path`` (made on first use)."""
 
@@ -159,7 +239,11 @@ class RemoteTaskStore:
         def in_thread() -> T:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))  # owner-only when new
+            problem = private_file_problem(self.path, "the task store")
+            if problem is not None:
+                raise UnsafeFile(problem)
             connection = sqlite3.connect(self.path, timeout=10)
+            connection.text_factory = bytes  # decoded field by field: a bad row is that row's problem
             try:
                 with connection:
                     connection.execute(_SCHEMA)
@@ -191,28 +275,28 @@ class RemoteTaskStore:
         await self._run(lambda db: db.execute("DELETE FROM remote_tasks WHERE id = ?", (task_id,)))
 
     async def tasks(self) -> list[StoredTask]:
-        """Every kept task, oldest first."""
+        """Every kept task that reads, oldest first (the damaged ones: :meth:`read`)."""
+        return (await self.read())[0]
+
+    async def read(self) -> tuple[list[StoredTask], list[DamagedTask]]:
+        """Every kept task, oldest first, and every record that could not be read, by itself."""
         rows = await self._run(
-            lambda db: db.execute("SELECT * FROM remote_tasks ORDER BY created").fetchall()
+            lambda db: db.execute("SELECT rowid, * FROM remote_tasks ORDER BY created").fetchall()
         )
-        return [
-            StoredTask(
-                id=row[0],
-                identity=row[1],
-                address=json.loads(row[2]),
-                version=row[3],
-                task_id=row[4],
-                tool=row[5],
-                arguments=None if row[6] is None else json.loads(row[6]),
-                ttl_ms=row[7],
-                created=row[8],
-            )
-            for row in rows
-        ]
+        kept: list[StoredTask] = []
+        damaged: list[DamagedTask] = []
+        for row in rows:
+            try:
+                kept.append(_task_of(row))
+            except ValueError as exc:
+                raw_id = row[1]
+                shown = raw_id.decode("utf-8", "replace") if isinstance(raw_id, bytes) else str(raw_id)
+                damaged.append(DamagedTask(shown, row[0], str(exc)))
+        return kept, damaged
 
     async def find(self, address: dict[str, Any], task_id: str) -> StoredTask | None:
         """The kept record of the task ``task_id`` of the server at ``address``, or None."""
-        return await self.get(_short_id(_identity(address), task_id))
+        return await self.get(_short_id(server_identity(address), task_id))
 
     async def get(self, task_id: str) -> StoredTask | None:
         """The kept task whose short id is ``task_id``, or None."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from host_receiver.policies import (
     RateLimits,
     RememberDecisions,
     http_identity,
+    stdio_identity,
 )
 from host_receiver.protocol.types import CreateMessageRequestParams
 from host_receiver.receiver import Receiver
@@ -170,6 +172,7 @@ async def test_a_waiting_request_obeys_the_answer_given_to_the_one_before(tmp_pa
 async def test_an_unreadable_decisions_file_counts_as_empty(tmp_path: Path, caplog: Any) -> None:
     path = tmp_path / "d.json"
     path.write_text("{not json")
+    path.chmod(0o600)
     person = Person(Approve(remember="always"))
     await sample(RememberDecisions(person, DecisionStore(path)))
     assert len(person.asked) == 1
@@ -184,9 +187,64 @@ async def test_decisions_file_follows_the_environment(tmp_path: Path, monkeypatc
     assert DecisionStore().path.name == "decisions.json"
 
 
-async def test_http_servers_are_known_by_origin_and_path() -> None:
-    assert http_identity("HTTP://user:pw@Example.com:8080/mcp?x=1#f") == "http://example.com:8080/mcp"
+async def test_http_servers_are_known_by_origin_path_and_query() -> None:
+    assert http_identity("HTTP://user:pw@Example.com:8080/mcp?x=1#f") == "http://example.com:8080/mcp?x=1"
     assert http_identity("https://example.com/a/mcp") != http_identity("https://example.com/b/mcp")
+    assert http_identity("https://example.com/mcp") == "https://example.com/mcp"
+
+
+async def test_always_for_one_tenant_of_a_url_does_not_approve_another(tmp_path: Path) -> None:
+    person = Person(Approve(remember="always"), Refuse("not mallory"))
+    remember = RememberDecisions(person, DecisionStore(tmp_path / "d.json"), identify=http_identity)
+    alice, mallory = "http://127.0.0.1:8931/mcp?tenant=alice", "http://127.0.0.1:8931/mcp?tenant=mallory"
+
+    assert (await sample(remember, server=alice))["content"]["text"] == "echo: hi"
+    assert (await sample(remember, server=mallory)).code == USER_REJECTED  # asked, not approved
+    assert (await sample(remember, server=alice))["content"]["text"] == "echo: hi"  # remembered: not asked
+    assert [v.server for v in person.asked] == [alice, mallory]
+
+
+async def test_always_for_a_script_asks_again_once_the_script_is_rewritten(
+    tmp_path: Path, caplog: Any
+) -> None:
+    script = tmp_path / "srv.py"
+    script.write_text("print('the server')\n")
+    person = Person(Approve(remember="always"), Refuse("changed"))
+    remember = RememberDecisions(
+        person,
+        DecisionStore(tmp_path / "d.json"),
+        identify=lambda _: stdio_identity([sys.executable, "srv.py"], tmp_path),
+    )
+    assert (await sample(remember))["content"]["text"] == "echo: hi"
+    assert (await sample(remember))["content"]["text"] == "echo: hi"
+    assert len(person.asked) == 1
+
+    script.write_text("print('another server')\n")
+    remember = RememberDecisions(person, remember.store, identify=remember.identify)  # the next run
+
+    assert (await sample(remember)).code == USER_REJECTED
+    assert len(person.asked) == 2
+    assert "changed since its saved decision (the file it runs is not the same" in caplog.text
+    assert f"{sys.executable} srv.py (in {tmp_path}) changed" in caplog.text
+
+
+async def test_a_decisions_file_of_version_2_is_dropped_saying_why(tmp_path: Path, caplog: Any) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"version": 2, "servers": {"http://127.0.0.1:8931/mcp": "approve"}}))
+    path.chmod(0o600)
+    person = Person(Refuse("asked again"))
+
+    assert (
+        await sample(
+            RememberDecisions(person, DecisionStore(path), identify=http_identity),
+            server="http://127.0.0.1:8931/mcp",
+        )
+    ).code == USER_REJECTED
+
+    assert len(person.asked) == 1
+    assert "dropped 1 saved sampling decision(s)" in caplog.text
+    assert "without a URL's query or the hash of the file a server runs" in caplog.text
+    assert json.loads(path.read_text()) == {"version": 3, "servers": {}}
 
 
 # --- model allow-list --------------------------------------------------------------

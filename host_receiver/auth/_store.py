@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -45,6 +44,7 @@ import anyio.to_thread
 
 from host_receiver._keyring import secret_store_problem
 from host_receiver.errors import AuthError
+from host_receiver.paths import private_file_problem
 from host_receiver.sanitize import safe_logger
 
 __all__ = [
@@ -383,12 +383,9 @@ class FileTokenStore:
         return f"FileTokenStore({str(self.path)!r})"
 
     def _check(self) -> None:
-        info = self.path.stat()
-        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise AuthError(
-                f"refusing to use the token file {self.path}: it must belong to you and have mode 0600 "
-                f"(it has {stat.filemode(info.st_mode)}); fix it with: chmod 600 {self.path}"
-            )
+        problem = private_file_problem(self.path, "the token file")
+        if problem is not None:
+            raise AuthError(problem)
 
     def _read_all(self) -> list[StoredAuthorization]:
         if not self.path.exists():

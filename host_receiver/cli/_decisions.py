@@ -5,7 +5,8 @@ server's identity (:func:`host_receiver.policies.stdio_identity`,
 :func:`~host_receiver.policies.http_identity`). ``decisions forget ID...``
 removes those, ``decisions forget --all`` every one; an unknown ID is an
 error (exit 2) that removes nothing. The file is ``$HOST_RECEIVER_DECISIONS``
-or ``decisions.json`` in the config directory.
+or ``decisions.json`` in the config directory; one that is not the user's, or
+that group or others may use, is refused with the ``chmod`` to run (exit 2).
 """
 
 from __future__ import annotations
@@ -41,8 +42,19 @@ def add_decisions_command(commands: Any) -> None:
     forget.set_defaults(func=_forget)
 
 
-def _list(args: argparse.Namespace) -> int:
+def _safe_store() -> DecisionStore | None:
     store = DecisionStore()
+    problem = store.problem()
+    if problem is not None:
+        print(f"host-receiver decisions: {problem}", file=sys.stderr)
+        return None
+    return store
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = _safe_store()
+    if store is None:
+        return EXIT_FAILURE
     saved = store.saved()
     if not saved:
         print(f"no saved decisions ({store.path})", file=sys.stderr)
@@ -55,7 +67,9 @@ def _forget(args: argparse.Namespace) -> int:
     if bool(args.ids) == bool(args.all):
         print("host-receiver decisions forget: give IDs or --all (one of them)", file=sys.stderr)
         return EXIT_FAILURE
-    store = DecisionStore()
+    store = _safe_store()
+    if store is None:
+        return EXIT_FAILURE
     by_id = {decision_id(identity): identity for identity in store.saved()}
     unknown = [i for i in args.ids if i not in by_id]
     if unknown:

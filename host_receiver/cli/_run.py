@@ -257,20 +257,13 @@ def json_object(text: str) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else "--args must be a JSON object"
 
 
-def prepare(args: argparse.Namespace, stored: ServerEntry | None = None) -> Target | int:
-    """The server the options name (or ``stored`` names, as ``--server`` would), with the hooks
-    resolved; or the exit code of a usage error."""
+def prepare(args: argparse.Namespace) -> Target | int:
+    """The server the options name, with the hooks resolved; or the exit code of a usage error."""
     command = list(args.server_command)
     if command and command[0] == "--":
         command = command[1:]
     url, entry = args.url, ServerEntry()
-    if stored is not None:
-        if command or url or args.server is not None:
-            return usage_error(
-                args, "the server is the task's: give no --server, '-- COMMAND' or '--url URL'"
-            )
-        entry, command, url = stored, list(stored.command), stored.url
-    elif args.server is not None:
+    if args.server is not None:
         if command or url:
             return usage_error(args, "give --server NAME, '-- COMMAND [ARG...]' or '--url URL' (one of them)")
         found = find_server(args)

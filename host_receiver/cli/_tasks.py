@@ -5,23 +5,31 @@ The store is ``--task-store PATH`` or ``$HOST_RECEIVER_TASK_STORE``, the file
 until it ends (:mod:`host_receiver.remote_task_store`).
 
 - ``tasks`` prints one line per kept task: its ID, the tool, the server's
-  task id, its age and ttl, the server's identity.
-- ``tasks resume ID`` reconnects to the task's server (its command line,
-  working directory and the environment variables named when it was called,
-  with this environment's values; or its URL) speaking the protocol version
-  agreed then, follows the task to its end and prints its result as ``call``
-  does (exit 0, 1 when ``isError``, 2 on failure). The options of ``run``
-  (hooks, provider, ``--auth-*``, ``--header``) serve the server meanwhile.
-- ``tasks cancel ID`` reconnects the same way and sends ``tasks/cancel``.
+  task id, its age and ttl, the server's identity as computed now from the
+  command line (and the file it runs) or URL the record holds, never the
+  identity the record says; a record that cannot be read is skipped with one
+  line naming it, the others listed.
+- ``tasks resume ID SERVER`` reconnects to the task's server, given as for
+  ``call`` (``-- COMMAND [ARG...]``, ``--url URL`` or ``--server NAME``, with
+  its ``--env``, ``--header`` and ``--auth-*``): nothing the store holds
+  chooses what runs, where it connects or what it is given. The identity
+  computed from the server given must be the one computed from the record's
+  command line and directory (or URL), else it is refused, naming both
+  (exit 2); without a server, the record's is shown to be given. Then it
+  speaks the protocol version agreed before, follows the task to its end and
+  prints its result as ``call`` does (exit 0, 1 when ``isError``, 2 on
+  failure). The options of ``run`` serve the server meanwhile.
+- ``tasks cancel ID SERVER`` reconnects the same way and sends ``tasks/cancel``.
 - A task whose ttl has passed is removed without connecting, one a server
   says it does not know is removed, each with one line saying so (exit 2);
-  an ID the store does not hold is an error (exit 2).
+  an ID the store does not hold is an error (exit 2). A store that is not the
+  user's, or that group or others may use, is refused with the ``chmod`` to run.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -30,11 +38,10 @@ import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error
 from host_receiver.cli._run import add_connection_options, prepare, serve
-from host_receiver.cli._servers import ServerEntry
 from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remote_task_store, run_and_print
 from host_receiver.client.host import ServerConnection
-from host_receiver.errors import RemoteTaskLost
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
+from host_receiver.errors import RemoteTaskLost, UnsafeFile
+from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address, server_identity
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_tasks_command"]
@@ -59,7 +66,14 @@ def add_tasks_command(commands: Any) -> None:
         ),
         ("cancel", "reconnect to the task's server and cancel the task", _cancel),
     ):
-        action = actions.add_parser(name, help=summary, description=f"{summary[0].upper()}{summary[1:]}.")
+        action = actions.add_parser(
+            name,
+            help=summary,
+            description=f"{summary[0].upper()}{summary[1:]}. Give the server as for 'call' "
+            "(-- COMMAND [ARG...], --url URL or --server NAME): it must be the task's server.",
+            usage=f"host-receiver tasks {name} [OPTIONS] ID -- COMMAND [ARG...]\n"
+            f"       host-receiver tasks {name} [OPTIONS] ID --url URL|--server NAME",
+        )
         action.add_argument("id", metavar="ID", help="the task's ID, as 'host-receiver tasks' lists it")
         add_task_store_option(action)
         add_connection_options(action)
@@ -79,8 +93,18 @@ def _list(args: argparse.Namespace) -> int:
     store = _store(args)
     if store is None:
         return EXIT_FAILURE
-    kept = anyio.run(store.tasks)
-    if not kept:
+    try:
+        kept, damaged = anyio.run(store.read)
+    except UnsafeFile as exc:
+        print(f"host-receiver tasks: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    for bad in damaged:
+        print(
+            f"host-receiver: skipped the damaged task record {safe_text(bad.id, 40)} "
+            f"(row {bad.row}): {bad.problem}",
+            file=sys.stderr,
+        )
+    if not kept and not damaged:
         print(f"no kept tasks ({store.path})", file=sys.stderr)
     now = time.time()
     for task in kept:
@@ -91,7 +115,7 @@ def _list(args: argparse.Namespace) -> int:
         ttl = "no ttl" if task.ttl_ms is None else f"ttl {task.ttl_ms // 1000}s"
         print(
             f"{task.id}  {safe_text(task.tool, 60)}  task {safe_text(task.task_id, 80)}  "
-            f"{int(now - task.created)}s old, {ttl}  {safe_text(task.identity, None)}"
+            f"{int(now - task.created)}s old, {ttl}  {safe_text(server_identity(task.address), None)}"
         )
     return EXIT_OK
 
@@ -105,7 +129,11 @@ def _found(args: argparse.Namespace) -> tuple[RemoteTaskStore, StoredTask] | int
     store = _store(args)
     if store is None:
         return EXIT_FAILURE
-    task = anyio.run(store.get, args.id)
+    try:
+        task = anyio.run(store.get, args.id)
+    except UnsafeFile as exc:
+        print(f"host-receiver tasks {args.tasks_action}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     if task is None:
         print(
             f"host-receiver tasks {args.tasks_action}: no kept task {safe_text(args.id, 40)} "
@@ -121,19 +149,41 @@ def _found(args: argparse.Namespace) -> tuple[RemoteTaskStore, StoredTask] | int
 
 
 def _reconnect(args: argparse.Namespace, task: StoredTask, body: Any) -> int:
-    """Connect to ``task``'s server as it was reached before and run ``body`` there."""
-    address = task.address
-    entry = ServerEntry(
-        command=tuple(address.get("command", ())),
-        url=address.get("url"),
-        env={name: os.environ[name] for name in address.get("env", ()) if name in os.environ},
-        cwd=address.get("cwd"),
-    )
-    target = prepare(args, entry)
+    """Connect to the server the options name, if it is ``task``'s, and run ``body`` there."""
+    action = f"host-receiver tasks {args.tasks_action}"
+    recorded = server_identity(task.address)
+    if not (args.server_command or args.url or args.server):
+        names = task.address.get("env") or []
+        with_env = f" with --env {' --env '.join(map(safe_text, names))}" if names else ""
+        print(
+            f"{action}: give the task's server as you gave it to 'call'{with_env}: it was {_where(task)} "
+            "(check that it is yours before you give it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    target = prepare(args)
     if isinstance(target, int):
         return target
+    address = server_address(target.transport)
+    given = None if address is None else server_identity(address)
+    if given != recorded:
+        print(
+            f"{action}: refusing: task {task.id} was called on {safe_text(recorded, None)}, "
+            f"not on the server given, {safe_text(given or target.where, None)}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     args.protocol = task.version
     return anyio.run(serve, args, target, body)
+
+
+def _where(task: StoredTask) -> str:
+    """The record's server as it would be given on a command line (shown, never run)."""
+    address = task.address
+    if "url" in address:
+        return f"--url {safe_text(shlex.quote(address['url']), None)}"
+    command = safe_text(shlex.join(address["command"]), None)
+    return f"-- {command} (in {safe_text(address['cwd'], None)})"
 
 
 def _resume(args: argparse.Namespace) -> int:

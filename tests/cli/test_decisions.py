@@ -63,7 +63,7 @@ def test_always_for_one_index_js_does_not_approve_another(env: dict[str, str], t
     assert "Approve this request?" not in t.screen
 
     identity = stdio_identity([str(PEER_PYTHON), str(first)])
-    assert str(first) in identity and identity.endswith(f" (in {Path.cwd().resolve()})")
+    assert str(first) in identity and f" (in {Path.cwd().resolve()}) [script sha256:" in identity
     listed = run_cli(env, "decisions")
     assert listed.returncode == 0 and listed.stdout == f"{decision_id(identity)}  approve  {identity}\n"
     forgot = run_cli(env, "decisions", "forget", decision_id(identity))
@@ -71,21 +71,41 @@ def test_always_for_one_index_js_does_not_approve_another(env: dict[str, str], t
     assert run_cli(env, "decisions").stdout == ""
 
 
+def test_always_for_a_script_asks_again_once_it_is_rewritten(env: dict[str, str], tmp_path: Path) -> None:
+    if not PEER_PYTHON.exists():
+        pytest.skip("the Python peer is not installed (run .ci/install-peers)")
+    script = tmp_path / "srv.py"
+    run_peer = f"import runpy, sys; sys.path.insert(0, {str(PEER_SERVER.parent)!r}); "
+    run_peer += f"runpy.run_path({str(PEER_SERVER)!r}, run_name='__main__')\n"
+    script.write_text(run_peer)
+    t = sample_at_terminal(env, script)
+    t.answer("Approve this request? [y/s/a/e/n/x]", "a")
+    assert report_of(t)["result"]["content"]["text"] == "echo: hi"
+
+    script.write_text(run_peer + "# rewritten: another server, the same command line\n")
+    t = sample_at_terminal(env, script)
+    t.answer("Approve this request? [y/s/a/e/n/x]", "n")  # asked again
+    assert report_of(t)["error"]["code"] == -1
+    assert "changed since its saved decision" in t.screen.replace("\r\n", " ").replace("\n", " ")
+
+
 def test_decisions_kept_by_server_name_are_dropped_with_one_notice(env: dict[str, str]) -> None:
     path = Path(env["HOST_RECEIVER_DECISIONS"])
     path.write_text(json.dumps({"version": 1, "servers": {"index.js": "approve"}}))
+    path.chmod(0o600)
     first = run_cli(env, "decisions")
     assert first.returncode == 0 and first.stdout == ""
     assert "dropped 1 saved sampling decision(s)" in first.stderr and "asked again" in first.stderr
     second = run_cli(env, "decisions")
     assert "dropped" not in second.stderr
-    assert json.loads(path.read_text()) == {"version": 2, "servers": {}}
+    assert json.loads(path.read_text()) == {"version": 3, "servers": {}}
 
 
 def test_forget_all_and_unknown_ids(env: dict[str, str]) -> None:
     path = Path(env["HOST_RECEIVER_DECISIONS"])
     servers = {"https://a.example/mcp": "approve", "/usr/bin/node /x/index.js (in /x)": "refuse"}
-    path.write_text(json.dumps({"version": 2, "servers": servers}))
+    path.write_text(json.dumps({"version": 3, "servers": servers}))
+    path.chmod(0o600)
     assert len(run_cli(env, "decisions").stdout.splitlines()) == 2
     unknown = run_cli(env, "decisions", "forget", "nope")
     assert unknown.returncode == 2 and "no saved decision nope" in unknown.stderr

@@ -44,8 +44,9 @@ def fastmcp_url() -> Iterator[str]:
 
 
 def host(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    cut = args.index("--") if "--" in args else len(args)  # the options go before the server command
     return subprocess.run(
-        [str(HOST), *args, "--task-store", str(store)],
+        [str(HOST), *args[:cut], "--task-store", str(store), *args[cut:]],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -89,7 +90,7 @@ def test_a_host_killed_mid_task_leaves_it_listed_and_resume_prints_its_result(
     assert " task_slow " in line and fastmcp_url in line and "ttl 900s" in line
     task_id = line.split()[0]
 
-    resumed = host("tasks", "resume", task_id, "--json", store=store)
+    resumed = host("tasks", "resume", task_id, "--json", "--url", fastmcp_url, store=store)
 
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(json.loads(resumed.stdout)["content"][0]["text"])
@@ -103,12 +104,12 @@ def test_tasks_cancel_cancels_a_kept_task_and_forgets_it(fastmcp_url: str, tmp_p
     killed_mid_task(["call", "task_slow", "seconds=30", "tag=durable-cancel", "--url", fastmcp_url], store)
     (task_id,) = listed_ids(store)
 
-    cancelled = host("tasks", "cancel", task_id, store=store)
+    cancelled = host("tasks", "cancel", task_id, "--url", fastmcp_url, store=store)
 
     assert cancelled.returncode == 0, cancelled.stderr
     assert f"cancelled task {task_id} (task_slow)" in cancelled.stderr
     assert listed_ids(store) == []
-    again = host("tasks", "resume", task_id, store=store)
+    again = host("tasks", "resume", task_id, "--url", fastmcp_url, store=store)
     assert again.returncode == 2
     assert f"no kept task {task_id}" in again.stderr
 
@@ -121,7 +122,7 @@ def test_a_task_the_server_no_longer_knows_is_removed_with_one_line(tmp_path: Pa
         killed_mid_task(["call", "--task", "wait", "seconds=30", "--url", url + "/"], store)
         (task_id,) = listed_ids(store)
 
-        resumed = host("tasks", "resume", task_id, store=store)
+        resumed = host("tasks", "resume", task_id, "--url", url + "/", store=store)
 
     assert resumed.returncode == 2
     (line,) = [line for line in resumed.stderr.splitlines() if task_id in line]
@@ -129,19 +130,19 @@ def test_a_task_the_server_no_longer_knows_is_removed_with_one_line(tmp_path: Pa
     assert listed_ids(store) == []
 
 
-def test_a_stdio_servers_task_is_resumed_by_starting_its_command_again(tmp_path: Path) -> None:
+def test_a_stdio_servers_task_is_resumed_by_starting_the_command_given_again(tmp_path: Path) -> None:
     store = tmp_path / "tasks.sqlite"
     command = everything_command()
     argv = ["call", "--elicit", "defaults", "simulate-research-query", "topic=tides", "--", *command]
     killed_mid_task(argv, store)  # server-everything (stdio) ends with its host
     listing = host("tasks", store=store)
     (line,) = listing.stdout.splitlines()
-    assert line.endswith(stdio_identity(command))  # its executable, arguments and directory
+    assert line.endswith(stdio_identity(command, hashed=False))  # its executable, arguments and directory
     task_id = line.split()[0]
 
-    resumed = host("tasks", "resume", task_id, store=store)
+    resumed = host("tasks", "resume", task_id, "--elicit", "defaults", "--", *command, store=store)
 
-    # A new server-everything process was started from the kept command: its tasks live in memory.
+    # A new server-everything process was started from the command given: its tasks live in memory.
     assert resumed.returncode == 2
     assert "no longer knows task" in resumed.stderr and "Task not found" in resumed.stderr
     assert resumed.stderr.rstrip().endswith(f"removed task {task_id}")
@@ -154,7 +155,7 @@ def test_an_expired_task_is_removed_without_connecting(tmp_path: Path) -> None:
     kept = StoredTask.new(address, "2026-07-28", "t-1", "deploy", {"env": "prod"}, ttl_ms=1000)
     anyio.run(RemoteTaskStore(store).add, replace(kept, created=time.time() - 5))
 
-    resumed = host("tasks", "resume", kept.id, store=store)
+    resumed = host("tasks", "resume", kept.id, "--url", address["url"], store=store)
 
     assert resumed.returncode == 2
     assert f"task {kept.id} (deploy) is past its ttl: removed" in resumed.stderr
@@ -183,7 +184,7 @@ async def test_a_followed_task_is_kept_while_it_runs_without_secrets_and_forgott
         {"seconds": 1},
         "2025-11-25",
     )
-    assert kept.identity == stdio_identity([python, script])
+    assert kept.identity == stdio_identity([python, script], hashed=False)
     assert kept.address["env"] == ["PEER_TOKEN"]  # the name, to take from the environment on resume
     assert result.text == "waited"
     assert await store.tasks() == []

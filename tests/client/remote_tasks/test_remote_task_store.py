@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from host_receiver.errors import ConnectionClosed, RemoteTaskCancelled, RemoteTaskLost, RpcError
+from host_receiver.errors import ConnectionClosed, RemoteTaskCancelled, RemoteTaskLost, RpcError, UnsafeFile
 from host_receiver.policies import http_identity
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.transports.http import HttpTransport
@@ -91,3 +93,18 @@ def test_the_address_keeps_no_secret() -> None:
     assert server_address(stdio) == {"command": ["node", "server.js"], "cwd": "/srv", "env": ["API_KEY"]}
     http = HttpTransport("https://user:pass@mcp.example/mcp", headers={"Authorization": "Bearer s3cret"})
     assert server_address(http) == {"url": "https://mcp.example/mcp"}
+
+
+async def test_a_store_that_is_not_the_users_is_refused_with_the_chown_to_run(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    store = RemoteTaskStore(tmp_path / "tasks.sqlite")
+    await store.add(kept())
+    owner = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: owner + 1)  # as if another user had made it
+    with pytest.raises(UnsafeFile) as refused:
+        await store.tasks()
+    assert str(refused.value).endswith(
+        f"fix it with: sudo chown {owner + 1} {store.path} && chmod 600 {store.path}"
+    )
+    assert f"owner uid {owner}" in str(refused.value)
