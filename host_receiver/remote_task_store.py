@@ -56,9 +56,9 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import anyio.to_thread
 
+from host_receiver._identity import http_identity, stdio_identity
 from host_receiver.errors import ConnectionClosed, TransportError, UnsafeFile
 from host_receiver.paths import private_file_problem
-from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.sse import SseTransport
@@ -101,7 +101,7 @@ def server_address(transport: Transport) -> dict[str, Any] | None:
 def server_identity(address: dict[str, Any]) -> str:
     """The identity of the server at ``address``, computed from its command line and directory
     (without the hash of the file it runs, so no file is read) or its URL
-    (:func:`~host_receiver.policies.stdio_identity`, ``http_identity``)."""
+    (:func:`~host_receiver._identity.stdio_identity`, ``http_identity``)."""
     if "url" in address:
         return http_identity(address["url"])
     return stdio_identity(address["command"], address["cwd"], hashed=False)

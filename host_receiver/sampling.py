@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from host_receiver.errors import LimitExceeded, RpcError, invalid_params
 from host_receiver.protocol.types import (
@@ -32,12 +33,21 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from providers import ModelInfo, SamplingLimits, bound_request
+
+if TYPE_CHECKING:
+    from providers import SamplingLimits
 
 __all__ = ["SamplingLimits", "check_request", "failure_message", "limit_error"]
 
-#: A model that bounds nothing, for checking the host's limits alone.
-_ANY_MODEL = ModelInfo(id="any", provider="any", context_tokens=sys.maxsize)
+
+def __getattr__(name: str) -> object:
+    # ``SamplingLimits`` was importable from here in 0.1: served from ``providers`` without
+    # loading it for the rules (the receiver below the providers imports this module).
+    if name == "SamplingLimits":
+        from providers import SamplingLimits
+
+        return SamplingLimits
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_request(
@@ -65,8 +75,11 @@ def check_request(
         raise invalid_params("messages must not be empty")
     _check_tool_turns(params)
     if limits is not None:
+        from providers import ModelInfo, bound_request  # only for the deprecated call
+
+        any_model = ModelInfo(id="any", provider="any", context_tokens=sys.maxsize)  # bounds nothing
         try:
-            bound_request(params, _ANY_MODEL, replace(limits, over_max_tokens="refuse"))
+            bound_request(params, any_model, replace(limits, over_max_tokens="refuse"))
         except LimitExceeded as exc:
             raise limit_error(exc) from None
 

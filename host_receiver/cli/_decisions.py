@@ -1,8 +1,8 @@
 """``host-receiver decisions``: the saved "always"/"never" sampling answers, listed and forgotten.
 
 ``decisions`` prints one line per saved decision: its ID, the verdict and the
-server's identity (:func:`host_receiver.policies.stdio_identity`,
-:func:`~host_receiver.policies.http_identity`). ``decisions forget ID...``
+server's identity (:func:`host_receiver._identity.stdio_identity`,
+:func:`~host_receiver._identity.http_identity`). ``decisions forget ID...``
 removes those, ``decisions forget --all`` every one; an unknown ID is an
 error (exit 2) that removes nothing. The file is ``$HOST_RECEIVER_DECISIONS``
 or ``decisions.json`` in the config directory; one that is not the user's, or

@@ -42,6 +42,7 @@ from typing import Any
 
 import anyio
 
+from host_receiver._identity import http_identity, stdio_identity
 from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_options_given, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
@@ -73,7 +74,6 @@ from host_receiver.cli._show import (
 from host_receiver.client.host import Host, ServerConnection
 from host_receiver.client.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
 from host_receiver.errors import ProviderError
-from host_receiver.policies import http_identity, stdio_identity
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
@@ -217,7 +217,7 @@ class Target:
 
     transport: Transport
     name: str
-    #: The key remembered decisions are kept under (:func:`host_receiver.policies.stdio_identity`).
+    #: The key remembered decisions are kept under (:func:`host_receiver._identity.stdio_identity`).
     identity: str
     #: Where it runs, as the terminal's screens show it in small print: its command line or URL.
     where: str

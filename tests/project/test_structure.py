@@ -133,6 +133,7 @@ BASE = {
     "host_receiver._net",
     "host_receiver._net.body",
     "host_receiver._net.pool",
+    "host_receiver._identity",
     "host_receiver._keyring",
     "host_receiver._net.socket_stream",
     "host_receiver._net.tls",
@@ -341,6 +342,13 @@ def loaded_after(statement: str) -> set[str]:
 
 def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:
     assert {m for m in loaded_after("import providers") if m.startswith("host_receiver")} <= BASE
+
+
+def test_a_client_connection_loads_nothing_of_providers() -> None:
+    # A host that only calls servers pays for no LLM backend: the client, the session and the
+    # transports stand below the people and providers rooms (docs/architecture.md).
+    loaded = loaded_after("import host_receiver.client.connection, host_receiver.client.host")
+    assert {m for m in loaded if m.split(".")[0] == "providers"} == set()
 
 
 def test_importing_the_top_level_loads_only_itself() -> None:
