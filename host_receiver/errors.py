@@ -39,6 +39,7 @@ The tree::
     │   └── InsufficientScope         403 insufficient_scope past the allowed steps
     ├── AdapterUnavailable (ImportError)  an adapter's client library is missing or out of range
     ├── InvalidAnswer (ValueError), UnknownItem (LookupError), AlreadyAnswered  the web inbox took no answer
+    ├── Interrupted                   the person pressed Ctrl-C or Ctrl-D at a terminal prompt
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -83,6 +84,7 @@ __all__ = [
     "InputRoundsExceeded",
     "InsecureEndpoint",
     "InsufficientScope",
+    "Interrupted",
     "InvalidAnswer",
     "InvalidCursor",
     "InvalidMessage",
@@ -367,6 +369,10 @@ class AlreadyAnswered(HostReceiverError):
     def __init__(self, item_id: str) -> None:
         super().__init__(f"item {safe_id(item_id)} was answered before")
         self.item_id = item_id
+
+
+class Interrupted(HostReceiverError):
+    """The person pressed Ctrl-C or Ctrl-D at a terminal prompt (``host_receiver.cli.terminal``)."""
 
 
 # --- the LLM side (providers) --------------------------------------------

@@ -42,16 +42,16 @@ except ModuleNotFoundError as missing:
     ) from missing
 
 from host_receiver.cli.terminal._activity import Activity, terminal_sampling
-from host_receiver.cli.terminal._console import Console, Interrupted, Turn
+from host_receiver.cli.terminal._console import Console, Turn
 from host_receiver.cli.terminal._forms import TerminalElicitationUI, parse_answer
 from host_receiver.cli.terminal._sampling import TerminalApprover
+from host_receiver.errors import Interrupted as Interrupted  # its old path, until 0.4
 from host_receiver.handlers import Generation
 
 __all__ = [
     "Activity",
     "Console",
     "Generation",
-    "Interrupted",
     "TerminalApprover",
     "TerminalElicitationUI",
     "Turn",

@@ -57,6 +57,7 @@ from prompt_toolkit.utils import get_cwidth
 
 from host_receiver.cli.terminal._activity import Activity, task_label
 from host_receiver.cli.terminal._render import Who
+from host_receiver.errors import Interrupted
 from host_receiver.sanitize import safe_text
 
 STYLE = Style.from_dict(
@@ -170,10 +171,6 @@ _INVISIBLE = re.compile(r"[^\x00-\x9f]")
 def _placeholder(match: re.Match[str]) -> str:
     char = match.group()
     return char if char.isprintable() else "\ufffd"
-
-
-class Interrupted(Exception):
-    """The person pressed Ctrl-C or Ctrl-D at a prompt."""
 
 
 class Console:

@@ -26,8 +26,9 @@ from prompt_toolkit.formatted_text import FormattedText
 
 from host_receiver.approval import FormView, UrlAnswer, UrlView
 from host_receiver.cli.terminal import _render as render
-from host_receiver.cli.terminal._console import Console, Interrupted, Turn
+from host_receiver.cli.terminal._console import Console, Turn
 from host_receiver.elicitation import FormField
+from host_receiver.errors import Interrupted
 from host_receiver.protocol.types import ElicitResult, ElicitValue
 
 START_CHOICES = (("f", "fill in"), ("d", "decline"), ("c", "cancel"))

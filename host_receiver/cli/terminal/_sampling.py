@@ -31,7 +31,8 @@ from host_receiver.approval import (
     result_text,
 )
 from host_receiver.cli.terminal import _render as render
-from host_receiver.cli.terminal._console import Console, Interrupted, Turn
+from host_receiver.cli.terminal._console import Console, Turn
+from host_receiver.errors import Interrupted
 from host_receiver.protocol.types import TextContent
 
 REQUEST_CHOICES = (
