@@ -25,12 +25,17 @@ what it covers and where it departs from host-receiver's own connection.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from host_receiver.errors import AdapterUnavailable
+
+if TYPE_CHECKING:
+    from host_receiver.receiver import Receiver
 
 __all__: list[str] = []
 
@@ -89,3 +94,27 @@ def _release(version: str) -> tuple[int, ...]:
     """The release numbers a version starts with: ``"2.3.0rc1"`` -> ``(2, 3, 0)``."""
     match = re.match(r"\d+(?:\.\d+)*", version)
     return tuple(int(part) for part in match.group().split(".")) if match else ()
+
+
+class OptionsFunction(Protocol):
+    """An adapter's public function: its client's keyword arguments serving ``server``."""
+
+    def __call__(self, receiver: Receiver, *, server: str) -> dict[str, Any]: ...
+
+
+def options_function(extra: str, implementation: str, function: str, client: str) -> OptionsFunction:
+    """The public options function of one adapter: checks the extra (:func:`require`), then imports
+    the adapter's ``implementation`` module (and so its library) and calls its ``function``."""
+
+    def options(receiver: Receiver, *, server: str) -> dict[str, Any]:
+        require(extra)
+        return getattr(importlib.import_module(implementation), function)(receiver, server)  # type: ignore[no-any-return]
+
+    options.__name__ = options.__qualname__ = function
+    options.__module__ = f"host_receiver.adapters.{extra}"
+    options.__doc__ = (
+        f"``{client}`` keyword arguments that serve the server's requests through ``receiver``.\n\n"
+        "``server`` names the server in approval views, prompts and the audit log. Raises\n"
+        ":class:`AdapterUnavailable` when the library is missing or outside the extra's range.\n"
+    )
+    return options

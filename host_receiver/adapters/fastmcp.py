@@ -24,28 +24,16 @@ Rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from host_receiver._moved import moved_names
-from host_receiver.adapters import require
-
-if TYPE_CHECKING:
-    from host_receiver.receiver import Receiver
+from host_receiver.adapters import options_function
 
 __all__ = ["client_options"]
 
-
-def client_options(receiver: Receiver, *, server: str) -> dict[str, Any]:
-    """``fastmcp.Client`` keyword arguments that serve the server's requests through ``receiver``.
-
-    ``server`` names the server in approval views, prompts and the audit log. Raises
-    :class:`AdapterUnavailable` when the library is missing or outside the extra's range.
-    """
-    require("fastmcp")
-    from host_receiver.adapters import _fastmcp
-
-    return _fastmcp.client_options(receiver, server)
-
+client_options = options_function(
+    "fastmcp", "host_receiver.adapters._fastmcp", "client_options", "fastmcp.Client"
+)
 
 if not TYPE_CHECKING:  # its old path, until 0.4 (a type checker flags it)
     __getattr__ = moved_names(__name__, {"AdapterUnavailable": "host_receiver.errors"})
