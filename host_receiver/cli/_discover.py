@@ -35,14 +35,10 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error, safe_json
-from host_receiver.cli._run import (
-    add_connection_options,
-    json_object,
-    prepare,
-    serve,
-    usage_error,
-)
+from host_receiver.cli._options import add_connection_options, usage_error
+from host_receiver.cli._run import serve
 from host_receiver.cli._show import add_task_option, call_and_print, readable_content
+from host_receiver.cli._target import json_object, prepare
 from host_receiver.client.host import ServerConnection
 from host_receiver.sanitize import safe_text
 

@@ -1,8 +1,5 @@
 """``host-receiver run``: connect to one MCP server and serve its requests.
 
-(About 420 lines, one idea: the options every command that talks to a server
-shares, and the one way they become a connection that serves it.)
-
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
 ``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
 A stdio server gets a minimal environment plus what ``--env`` names
@@ -28,42 +25,28 @@ commands of :mod:`host_receiver.cli._discover` take the same options
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from host_receiver._identity import http_identity, stdio_identity
-from host_receiver.cli._auth import AuthOptionsError, add_auth_options, auth_options_given, build_auth
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
     InboxUnavailable,
-    add_hook_options,
     build_hooks,
     describe_error,
     describe_server,
     open_console,
     open_inbox,
-    resolve_hooks,
     uses_terminal,
 )
-from host_receiver.cli._servers import (
-    ServerEntry,
-    add_servers_options,
-    find_server,
-    server_environment,
-    server_name,
-)
+from host_receiver.cli._options import add_connection_options, root_uri, usage_error
 from host_receiver.cli._show import (
     add_task_option,
     call_and_print,
@@ -71,28 +54,17 @@ from host_receiver.cli._show import (
     print_stderr_tail,
     remote_task_store,
 )
+from host_receiver.cli._target import Target, json_object, prepare
 from host_receiver.client.host import Host, ServerConnection
-from host_receiver.client.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS, ConnectionOptions
+from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import ProviderError
-from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.sanitize import safe_logger
-from host_receiver.transports.base import Transport
-from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
 
-__all__ = [
-    "Target",
-    "add_connection_options",
-    "add_run_command",
-    "json_object",
-    "prepare",
-    "run_command",
-    "serve",
-    "usage_error",
-]
+__all__ = ["add_run_command", "run_command", "serve"]
 
 logger = safe_logger("host_receiver.cli")
 
@@ -112,115 +84,6 @@ def add_run_command(commands: Any) -> None:
     add_task_option(run)
     run.add_argument("server_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     run.set_defaults(func=run_command)
-
-
-def add_connection_options(run: argparse.ArgumentParser) -> None:
-    """What every command that talks to one server takes: the server, the protocol, the hooks."""
-    run.add_argument("--url", help="the server's URL: its Streamable HTTP (or 2024-11-05 HTTP+SSE) endpoint")
-    add_servers_options(run)
-    run.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="NAME:VALUE",
-        help="an HTTP header to send with --url (repeatable)",
-    )
-    run.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="an environment variable for a stdio server (repeatable): NAME alone copies this "
-        "environment's value, the way to pass a secret (export it, then --env NAME); NAME=VALUE sets "
-        "it, but the value is on the command line, where ps shows it to every user of the machine and "
-        "the shell's history keeps it. The server gets only these and the few variables a process "
-        "needs (PATH, HOME, locale, temporary directory): provider keys and other secrets are not "
-        "passed unless named",
-    )
-    run.add_argument(
-        "--name", help="the server's name in prompts and logs (default: its own, or its command)"
-    )
-    add_protocol_options(run)
-    run.add_argument(
-        "--provider",
-        help="the LLM provider that serves sampling (default: the configured ones, or the offline "
-        "'echo' provider when none is configured)",
-    )
-    run.add_argument("--model", help="the model to use (with --provider: that provider's model id)")
-    add_hook_options(run)
-    run.add_argument(
-        "--store",
-        choices=["memory"],
-        default="memory",
-        help="where tasks are kept (default: memory)",
-    )
-    defaults = ReceiverConfig()
-    run.add_argument(
-        "--max-active-tasks",
-        type=_positive_int,
-        default=defaults.max_active_tasks,
-        metavar="N",
-        help=f"tasks the server may have working at once (default: {defaults.max_active_tasks})",
-    )
-    run.add_argument(
-        "--max-stored-tasks",
-        type=_positive_int,
-        default=defaults.max_stored_tasks,
-        metavar="N",
-        help="tasks kept for the server at once, finished ones until their ttl ends "
-        f"(default: {defaults.max_stored_tasks})",
-    )
-    add_auth_options(run)
-
-
-def add_protocol_options(run: argparse.ArgumentParser) -> None:
-    """``--protocol``, ``--max-input-rounds``, ``--no-tasks-extension``, ``--root``."""
-    run.add_argument(
-        "--protocol",
-        choices=[AUTO, *MODERN_VERSIONS, LATEST_LEGACY_VERSION],
-        default=AUTO,
-        help="the MCP protocol to speak: 'auto' probes with server/discover and falls back to the "
-        f"initialize handshake of legacy servers (default); {MODERN_VERSIONS[0]} only; or "
-        f"{LATEST_LEGACY_VERSION} (the handshake) only",
-    )
-    run.add_argument(
-        "--max-input-rounds",
-        type=_positive_int,
-        default=DEFAULT_MAX_INPUT_ROUNDS,
-        metavar="N",
-        help="input rounds (input_required answers) one request may take before it is given up "
-        f"(default: {DEFAULT_MAX_INPUT_ROUNDS})",
-    )
-    run.add_argument(
-        "--no-tasks-extension",
-        dest="tasks_extension",
-        action="store_false",
-        help="do not declare the tasks extension (io.modelcontextprotocol/tasks) to modern servers",
-    )
-    run.add_argument(
-        "--root",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="a directory to offer the server as a root (roots/list; repeatable; a file:// URI works too)",
-    )
-
-
-def root_uri(text: str) -> str:
-    """A ``--root`` as a ``file://`` URI: URIs as they are, paths made absolute."""
-    return text if text.startswith("file://") else Path(text).expanduser().resolve().as_uri()
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The one server a command talks to: how to reach it, its name, and who it really is."""
-
-    transport: Transport
-    name: str
-    #: The key remembered decisions are kept under (:func:`host_receiver._identity.stdio_identity`).
-    identity: str
-    #: Where it runs, as the terminal's screens show it in small print: its command line or URL.
-    where: str
 
 
 #: Tells the inbox and the terminal who a connected server is (:func:`describe_server`).
@@ -246,71 +109,6 @@ def run_command(args: argparse.Namespace) -> int:
         call = partial(call_and_print, args.call, arguments, as_json=True, task=args.task or None)
         return anyio.run(serve, args, target, call)
     return anyio.run(serve, args, target, None)
-
-
-def json_object(text: str) -> dict[str, Any] | str:
-    """``--args``: a JSON object, or what is wrong with it."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"--args is not valid JSON: {exc}"
-    return value if isinstance(value, dict) else "--args must be a JSON object"
-
-
-def prepare(args: argparse.Namespace) -> Target | int:
-    """The server the options name, with the hooks resolved; or the exit code of a usage error."""
-    command = list(args.server_command)
-    if command and command[0] == "--":
-        command = command[1:]
-    url, entry = args.url, ServerEntry()
-    if args.server is not None:
-        if command or url:
-            return usage_error(args, "give --server NAME, '-- COMMAND [ARG...]' or '--url URL' (one of them)")
-        found = find_server(args)
-        if isinstance(found, str):
-            return usage_error(args, found)
-        entry, command, url = found, list(found.command), found.url
-    elif bool(command) == bool(url):
-        return usage_error(args, "give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
-    problem = resolve_hooks(args)
-    if problem is not None:
-        return usage_error(args, problem)
-    headers = dict(entry.headers)
-    for header in args.header:
-        name, sep, value = header.partition(":")
-        if not sep or not name.strip():
-            return usage_error(args, f"--header {header!r} is not NAME:VALUE")
-        headers[name.strip()] = value.strip()
-    environment = server_environment(args.env)
-    if isinstance(environment, str):
-        return usage_error(args, environment)
-    default_name = args.name or args.server
-    if url:
-        if args.env:
-            return usage_error(args, "--env goes with a stdio server ('-- COMMAND'), not --url")
-        try:
-            auth = build_auth(args)
-        except AuthOptionsError as exc:
-            return usage_error(args, str(exc))
-        name = default_name or url
-        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url), url)
-    if args.header:
-        return usage_error(
-            args,
-            "--header goes with --url (an HTTP server), not a stdio server ('-- COMMAND'); "
-            "give a stdio server what it needs with --env NAME=VALUE",
-        )
-    given = auth_options_given(args)
-    if given:
-        return usage_error(
-            args,
-            f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --url (a server behind "
-            "OAuth), not a stdio server ('-- COMMAND'), which takes credentials from its environment",
-        )
-    name = default_name or server_name(command)
-    env = {**entry.env, **environment}
-    transport = StdioTransport(command[0], command[1:], env=env, cwd=entry.cwd, name=name)
-    return Target(transport, name, stdio_identity(command, entry.cwd), shlex.join(command))
 
 
 async def serve(
@@ -418,16 +216,3 @@ async def _serve_until_closed(host: Host, target: Target, describe: Describe) ->
             await server.wait_closed()
             group.cancel_scope.cancel()
     return EXIT_OK
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive whole number")
-    return value
-
-
-def usage_error(args: argparse.Namespace, message: str) -> int:
-    """Print ``message`` as the command's usage error; the exit code."""
-    print(f"host-receiver {args.command_name}: {message}", file=sys.stderr)
-    return EXIT_FAILURE

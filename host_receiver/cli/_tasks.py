@@ -37,8 +37,10 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error
-from host_receiver.cli._run import add_connection_options, prepare, serve
+from host_receiver.cli._options import add_connection_options
+from host_receiver.cli._run import serve
 from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remote_task_store, run_and_print
+from host_receiver.cli._target import prepare
 from host_receiver.client.host import ServerConnection
 from host_receiver.errors import RemoteTaskLost, UnsafeFile
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address, server_identity

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from host_receiver.cli import build_parser, server_name
-from host_receiver.cli._run import root_uri
+from host_receiver.cli._options import root_uri
 
 
 @pytest.mark.parametrize(
