@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from host_receiver._url_host import browser_ipv4
 from host_receiver.elicitation import FormSchema
+from host_receiver.errors import INVALID_REQUEST, RpcError
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,
@@ -39,6 +40,21 @@ logger = safe_logger(__name__)
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
 
 RememberScope = Literal["once", "session", "always", "never"]
+
+#: Requests of one server that may wait for a person at once, sampling and elicitation each
+#: (:class:`~host_receiver.policies.RememberDecisions`, :class:`~host_receiver.handlers.ElicitationService`).
+DEFAULT_MAX_WAITING = 32
+
+
+def too_many_waiting(server: str, what: str, maximum: int) -> RpcError:
+    """The error a request gets when ``maximum`` of its server's ``what`` already wait for a person:
+    JSON-RPC -32600, the code of the host's other policy limits; ``data`` names the limit."""
+    return RpcError(
+        INVALID_REQUEST,
+        f"Too many requests waiting for a person: {server!r} already has {maximum} {what} waiting "
+        "for an answer; this one is refused (try again once they are answered)",
+        {"limit": "max_waiting", "max": maximum},
+    )
 
 
 # --- sampling -------------------------------------------------------------------

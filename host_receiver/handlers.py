@@ -14,7 +14,9 @@ provider's safe message.
 Elicitation: a form is shown with its defaults and re-shown with the problems
 of an invalid answer until it is valid (or the person gives up); a URL is
 shown with its domain and warnings and opened in the system browser only
-after consent, never fetched by the host.
+after consent, never fetched by the host. At most ``max_waiting`` forms and
+links of one server wait for a person at once; one more is refused at once
+with -32600 saying so (an automatic policy asks nobody and is not counted).
 
 While a hook waits for the person, the task's ``statusMessage`` says so.
 
@@ -43,6 +45,7 @@ import anyio
 
 from host_receiver import telemetry
 from host_receiver.approval import (
+    DEFAULT_MAX_WAITING,
     Approve,
     AutoApprove,
     DeclineAll,
@@ -56,6 +59,7 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
     UrlView,
+    too_many_waiting,
     url_warnings,
 )
 from host_receiver.elicitation import parse_form_schema
@@ -310,16 +314,34 @@ class ElicitationService:
         *,
         opener: Callable[[str], bool] = open_in_browser,
         max_attempts: int = 5,
+        max_waiting: int | None = DEFAULT_MAX_WAITING,
     ) -> None:
         self.ui = ui
         self.opener = opener
         self.max_attempts = max_attempts
+        self.max_waiting = max_waiting
+        self._waiting: dict[str, int] = {}
 
     def accept(self, params: ElicitRequestParams, server: str) -> ElicitationWork:
         """The work for ``params``: the receiver has checked the mode, the schema and the URL."""
         return functools.partial(self.__call__, params)
 
     async def __call__(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
+        server = context.requestor_name
+        if self.max_waiting is None or not _asks_person(self.ui):
+            return await self._ask(params, context)
+        waiting = self._waiting.get(server, 0)
+        if waiting >= self.max_waiting:
+            raise too_many_waiting(server, "forms and links", self.max_waiting)
+        self._waiting[server] = waiting + 1
+        try:
+            return await self._ask(params, context)
+        finally:
+            self._waiting[server] -= 1
+            if not self._waiting[server]:
+                del self._waiting[server]
+
+    async def _ask(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
         if isinstance(params, ElicitRequestFormParams):
             return await self._form(params, context)
         view = UrlView(

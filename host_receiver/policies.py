@@ -49,6 +49,14 @@ Rules:
   -32600, the code the receiver uses for its other policy limits; the message
   names the limit and when to retry, ``data`` carries ``limit``, ``max``
   and ``retryAfterSeconds``. Nothing is queued.
+- Back-pressure in :class:`RememberDecisions`: approvals by a remembered
+  answer (session or always) are rate-limited per server,
+  ``remembered_per_minute`` (default :data:`DEFAULT_REMEMBERED_PER_MINUTE`;
+  None: no limit), refused over it as :class:`RateLimit` refuses. Requests
+  waiting for a person (asked now, or queued behind the server's question
+  being asked) are capped per server at ``max_waiting`` (default
+  :data:`~host_receiver.approval.DEFAULT_MAX_WAITING`); one more is refused at
+  once with -32600 saying so (:func:`~host_receiver.approval.too_many_waiting`).
 """
 
 from __future__ import annotations
@@ -71,6 +79,7 @@ from host_receiver._identity import http_identity as http_identity  # its home b
 from host_receiver._identity import stdio_identity as stdio_identity  # its home before 0.3
 from host_receiver._identity import unhashed
 from host_receiver.approval import (
+    DEFAULT_MAX_WAITING,
     Approve,
     Refuse,
     RequestDecision,
@@ -79,6 +88,7 @@ from host_receiver.approval import (
     SamplingRequestView,
     SamplingResultView,
     Send,
+    too_many_waiting,
 )
 from host_receiver.errors import INVALID_REQUEST, RpcError
 from host_receiver.paths import private_file_problem, user_config_dir
@@ -88,6 +98,8 @@ from providers import estimate_input_tokens
 logger = safe_logger("host_receiver.policies")
 
 DECISIONS_ENV = "HOST_RECEIVER_DECISIONS"
+#: Sampling requests per minute one server may have approved by a remembered answer.
+DEFAULT_REMEMBERED_PER_MINUTE = 60
 Verdict = Literal["approve", "refuse"]
 
 
@@ -222,7 +234,9 @@ class RememberDecisions:
     """Asks ``inner`` only when no remembered answer applies (scopes in the module docstring).
 
     ``identify`` maps a connection's name to the identity decisions are kept
-    under (default: the name).
+    under (default: the name); ``max_waiting`` caps one server's requests
+    waiting for a person, ``remembered_per_minute`` its requests approved by a
+    remembered answer (None: no cap, no limit).
     """
 
     def __init__(
@@ -231,13 +245,21 @@ class RememberDecisions:
         store: DecisionStore | None = None,
         *,
         identify: Callable[[str], str] = str,
+        max_waiting: int | None = DEFAULT_MAX_WAITING,
+        remembered_per_minute: int | None = DEFAULT_REMEMBERED_PER_MINUTE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
         self.store = store if store is not None else DecisionStore()
         self.identify = identify
+        self.max_waiting = max_waiting
         self._session: dict[str, Verdict] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._told_changed: set[str] = set()
+        self._waiting: dict[str, int] = {}
+        self._remembered_rate = _RememberedRate(
+            _Approves(), RateLimits(requests_per_minute=remembered_per_minute), clock=clock
+        )
 
     async def remembered(self, server: str) -> Verdict | None:
         """What is remembered for ``server``: this session's answer first, then the saved one."""
@@ -263,18 +285,29 @@ class RememberDecisions:
         await self.store.set(key, None)
 
     async def review_request(self, view: SamplingRequestView) -> RequestDecision:
-        # One question per server at a time, so that a second request waits for
-        # the answer to the first and then obeys it instead of asking again.
-        lock = self._locks.setdefault(self.identify(view.server), anyio.Lock())
-        async with lock:
-            verdict = await self.remembered(view.server)
-            if verdict == "approve":
-                return Approve()
-            if verdict == "refuse":
-                return Refuse(f"Sampling requests from {view.server!r} are refused (remembered decision)")
-            decision = await self.inner.review_request(view)
-            await self._remember(self.identify(view.server), decision)
-            return decision
+        key = self.identify(view.server)
+        verdict = await self.remembered(view.server)
+        if verdict is None:
+            waiting = self._waiting.get(key, 0)
+            if self.max_waiting is not None and waiting >= self.max_waiting:
+                raise too_many_waiting(view.server, "sampling requests", self.max_waiting)
+            self._waiting[key] = waiting + 1
+            try:
+                # One question per server at a time, so that a second request waits for
+                # the answer to the first and then obeys it instead of asking again.
+                async with self._locks.setdefault(key, anyio.Lock()):
+                    verdict = await self.remembered(view.server)
+                    if verdict is None:
+                        decision = await self.inner.review_request(view)
+                        await self._remember(key, decision)
+                        return decision
+            finally:
+                self._waiting[key] -= 1
+                if not self._waiting[key]:
+                    del self._waiting[key]
+        if verdict == "approve":
+            return await self._remembered_rate.review_request(view)
+        return Refuse(f"Sampling requests from {view.server!r} are refused (remembered decision)")
 
     async def review_result(self, view: SamplingResultView) -> ResultDecision:
         if await self.remembered(view.server) == "approve":
@@ -352,6 +385,9 @@ class RateLimit:
 
     MINUTE = 60.0
     HOUR = 3600.0
+    #: What is counted, and the limit's name in an error's ``data``.
+    COUNTED = "sampling requests"
+    PER_MINUTE = "requests_per_minute"
 
     def __init__(
         self,
@@ -382,8 +418,8 @@ class RateLimit:
         if limits.requests_per_minute is not None and len(usage.requests) >= limits.requests_per_minute:
             wait = usage.requests[0] + self.MINUTE - now
             raise _limit_error(
-                f"{view.server!r} may make {limits.requests_per_minute} sampling requests per minute",
-                "requests_per_minute",
+                f"{view.server!r} may make {limits.requests_per_minute} {self.COUNTED} per minute",
+                self.PER_MINUTE,
                 limits.requests_per_minute,
                 wait,
             )
@@ -429,6 +465,23 @@ class RateLimit:
             budget,
             wait,
         )
+
+
+class _Approves:
+    """Approves every request: what a remembered approval stands for, behind its rate limit."""
+
+    async def review_request(self, view: SamplingRequestView) -> RequestDecision:
+        return Approve()
+
+    async def review_result(self, view: SamplingResultView) -> ResultDecision:
+        return Send()
+
+
+class _RememberedRate(RateLimit):
+    """The rate limit of approvals by a remembered answer (:class:`RememberDecisions`)."""
+
+    COUNTED = "sampling requests approved by a remembered answer"
+    PER_MINUTE = "remembered_per_minute"
 
 
 def _drop_before(times: deque[float], cutoff: float) -> None:

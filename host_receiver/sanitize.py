@@ -12,6 +12,9 @@ Rules:
   newline passes only in ``multiline`` text (a message body), otherwise it is
   ``\\n`` too, so one log record stays one line. A value longer than
   ``limit`` is cut, and the cut says how long the value was.
+* A piece of server text a person judges (a message, a system prompt, a
+  URL) is shown whole up to :data:`SHOWN_LIMIT` characters, the same in the
+  terminal and the web inbox; a longer one is cut saying how long it was.
 * :func:`bounded` only cuts (no escaping): for what goes back to a server,
   which JSON escapes anyway (an id quoted in an error's ``data``).
 * URLs are shown without user info, query or fragment (:func:`safe_url`).
@@ -24,7 +27,7 @@ Rules:
   emitted, never for a level that is off.
 * Ids quoted in logs and errors are cut to :data:`ID_LIMIT` (:func:`safe_id`).
 
-Fixed caps (docs/limits.md): ``TEXT_LIMIT``, ``ARG_LIMIT``,
+Fixed caps (docs/limits.md): ``TEXT_LIMIT``, ``SHOWN_LIMIT``, ``ARG_LIMIT``,
 ``MESSAGE_LIMIT``, ``ID_LIMIT``.
 """
 
@@ -40,6 +43,7 @@ __all__ = [
     "ARG_LIMIT",
     "ID_LIMIT",
     "MESSAGE_LIMIT",
+    "SHOWN_LIMIT",
     "TEXT_LIMIT",
     "SafeRecords",
     "bounded",
@@ -51,6 +55,8 @@ __all__ = [
 
 #: The default cut of :func:`safe_text`.
 TEXT_LIMIT = 2_000
+#: The longest piece of server text a person is shown whole (terminal and web inbox alike).
+SHOWN_LIMIT = 20_000
 #: The cut of each argument of a log record.
 ARG_LIMIT = 4_096
 #: The cut of a whole log message.

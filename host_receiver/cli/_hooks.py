@@ -7,7 +7,9 @@ Rules:
   own default applies. ``ask`` without a terminal, or without the ``cli``
   extra (prompt_toolkit), is a usage error that says what to do.
 - ``ask`` remembers "session"/"always"/"never" answers per server identity
-  (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them).
+  (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them);
+  requests approved by such a remembered answer are limited to
+  ``--remembered-per-minute`` per server (0: no limit). 'web' does the same.
 - Off a terminal, when ``--approve`` is not given and the command's default
   is 'deny', each refusal says why and what to do, on stderr and in the
   error the server gets (:data:`NO_TERMINAL`). ``--elicit defaults`` warns
@@ -44,7 +46,7 @@ from host_receiver.approval import (
 )
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.policies import DEFAULT_REMEMBERED_PER_MINUTE, ModelAllowList, RememberDecisions
 from host_receiver.receiver.work import ElicitationHandler, SamplingHandler
 from host_receiver.sanitize import safe_text
 from providers import ProviderRegistry
@@ -86,6 +88,15 @@ def add_hook_options(
         "form requests with every schema default filled in and declines URL requests; 'decline' "
         f"declines all (default: ask on a terminal, else {elicit})",
     )
+    parser.add_argument(
+        "--remembered-per-minute",
+        type=_count,
+        default=DEFAULT_REMEMBERED_PER_MINUTE,
+        metavar="N",
+        help="with --approve ask or web: sampling requests per minute one server may have approved "
+        f"by a remembered 'session' or 'always' answer; more are refused (default: "
+        f"{DEFAULT_REMEMBERED_PER_MINUTE}; 0: no limit)",
+    )
     inbox = parser.add_argument_group("web inbox (with --approve web or --elicit web)")
     inbox.add_argument(
         "--inbox-listen",
@@ -104,6 +115,13 @@ def add_hook_options(
     )
     inbox.add_argument("--inbox-cert", metavar="FILE", help="serve the inbox over TLS with this certificate")
     inbox.add_argument("--inbox-key", metavar="FILE", help="the private key of --inbox-cert")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number, 0 or more")
+    return value
 
 
 def _positive_seconds(text: str) -> float:
@@ -211,14 +229,19 @@ def build_hooks(
         raise ValueError("'web' needs an inbox")
     sampling: SamplingHandler
     person: ElicitationUI
+    per_minute = getattr(args, "remembered_per_minute", DEFAULT_REMEMBERED_PER_MINUTE) or None
     if args.approve == "ask" and console is not None:
         from host_receiver.cli.terminal import TerminalApprover, terminal_sampling
 
-        remember = RememberDecisions(ModelAllowList(TerminalApprover(console)), identify=identify)
+        remember = RememberDecisions(
+            ModelAllowList(TerminalApprover(console)), identify=identify, remembered_per_minute=per_minute
+        )
         chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
     elif args.approve == "web" and inbox is not None:
-        remember = RememberDecisions(ModelAllowList(inbox), identify=identify)
+        remember = RememberDecisions(
+            ModelAllowList(inbox), identify=identify, remembered_per_minute=per_minute
+        )
         sampling = inbox.watch(SamplingService(registry, approver(remember)))
     elif getattr(args, "refused_for_want_of_a_terminal", False):
         sampling = SamplingService(registry, approver(NobodyToAsk(NO_TERMINAL)))

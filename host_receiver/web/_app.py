@@ -21,6 +21,10 @@ Rules (docs/inbox.md has the API):
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
+- An answer's body is read up to ``MAX_ANSWER`` bytes and no further: a
+  longer one (by its ``Content-Length`` or by what has come) gets 413 and the
+  connection is closed. A body that is not JSON, or nests too deeply for the
+  parser, gets 400 with the reason, never a 500.
 - Every answer has a Content-Security-Policy allowing only the app's own
   script and style (media as ``data:``), no framing, no referrer, no caching.
   No answer contains the token.
@@ -188,13 +192,16 @@ def build_app(inbox: Inbox) -> Starlette:
             return JSONResponse({"error": "no such item"}, 404)
 
     async def answer(request: Request, session: Session) -> Response:
-        raw = await request.body()
-        if len(raw) > MAX_ANSWER:
-            return JSONResponse({"error": "the answer is too large"}, 413)
+        raw = await _read_limited(request, MAX_ANSWER)
+        if raw is None:
+            too_large = {"error": f"the answer is too large: at most {MAX_ANSWER} bytes"}
+            return JSONResponse(too_large, 413, headers={"Connection": "close"})
         try:
             payload = json.loads(raw)
-        except ValueError:
-            return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        except ValueError as exc:
+            return JSONResponse({"error": f"the answer is not JSON: {exc}"}, 400)
+        except RecursionError:
+            return JSONResponse({"error": "the answer is nested too deeply to be read"}, 400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "the answer must be a JSON object"}, 400)
         try:
@@ -232,6 +239,20 @@ async def _page(request: Request) -> Response:
 async def _static(request: Request) -> Response:
     name = request.url.path.rsplit("/", 1)[-1]
     return Response(_read(name), media_type=_STATIC[name])
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is known to exceed ``limit`` bytes (its declared
+    length, or what has come so far): the rest is never read."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            return None
+    return bytes(received)
 
 
 def _read(name: str) -> bytes:

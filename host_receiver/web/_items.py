@@ -3,10 +3,16 @@
 Rules:
 
 - An item's ``request`` is what the page and the JSON API show: every piece
-  of server text passed through :func:`providers.safe_text` (multiline for
-  bodies), so a front-end shows it as it comes (as text, never as HTML) and
-  sees no control, escape or bidi character raw. Raw values travel only where
-  they are not shown: the values of an enum's options, and media data.
+  of server text passed through :func:`host_receiver.sanitize.safe_text`
+  (multiline for bodies), so a front-end shows it as it comes (as text, never
+  as HTML) and sees no control, escape or bidi character raw. A body (a
+  message, a system prompt, a URL) is cut at
+  :data:`~host_receiver.sanitize.SHOWN_LIMIT` characters as the terminal cuts
+  it, saying how long it was ("… [N characters]"); a name at
+  :data:`LABEL_LIMIT`. Raw values travel only where they are not shown, to
+  answer with: a form field's ``key`` (its property name, which a form's
+  ``content`` and ``problems`` are keyed by), the values of an enum's
+  options, and media data.
 - An answer is a JSON object with an ``action`` (docs/inbox.md). It is
   checked here, completely, before it resolves anything: a wrong answer is
   an :class:`InvalidAnswer` naming the fields (the form's own checks,
@@ -50,7 +56,7 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from host_receiver.sanitize import safe_text
+from host_receiver.sanitize import SHOWN_LIMIT, safe_text
 
 Kind = Literal["sampling", "result", "form", "url"]
 #: A person's answer, as the hook returns it.
@@ -70,8 +76,8 @@ def label(text: str) -> str:
 
 
 def body(text: str) -> str:
-    """A body of text, escaped (newlines and tabs kept), whole."""
-    return safe_text(text, None, multiline=True)
+    """A body of text, escaped (newlines and tabs kept), cut at SHOWN_LIMIT as the terminal cuts it."""
+    return safe_text(text, SHOWN_LIMIT, multiline=True)
 
 
 # --- what is shown --------------------------------------------------------------
@@ -152,7 +158,8 @@ def form(view: FormView) -> dict[str, Any]:
 def _field(field: FormField, view: FormView) -> dict[str, Any]:
     value = view.values.get(field.name)
     return {
-        "name": field.name,
+        "key": field.name,
+        "name": label(field.name),
         "label": label(field.label),
         "description": body(field.description) if field.description else None,
         "type": field.kind,
@@ -172,7 +179,7 @@ def _field(field: FormField, view: FormView) -> dict[str, Any]:
 def url(view: UrlView) -> dict[str, Any]:
     return {
         "message": body(view.message),
-        "url": safe_text(view.url, None),
+        "url": safe_text(view.url, SHOWN_LIMIT),
         "domain": label(view.domain),
         "warnings": list(view.warnings),
     }
@@ -190,7 +197,8 @@ def sampling_decision(view: SamplingRequestView, answer: dict[str, Any]) -> Requ
         return Refuse(remember="never")
     if action != "approve":
         raise InvalidAnswer({"action": "must be approve, refuse or never"})
-    remember = _SCOPES.get(answer.get("remember", "once"))
+    scope = answer.get("remember", "once")
+    remember = _SCOPES.get(scope) if isinstance(scope, str) else None
     if remember is None:
         raise InvalidAnswer({"remember": "must be once, session or always"})
     edits = answer.get("edits") or {}

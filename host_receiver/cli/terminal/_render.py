@@ -2,7 +2,8 @@
 
 Rules: everything a person must judge is shown in full (messages, system
 prompt, tool names, the whole URL) up to :data:`TEXT_LIMIT` characters a
-piece, and a longer piece is cut saying how long it was; names (server,
+piece (:data:`host_receiver.sanitize.SHOWN_LIMIT`, the web inbox's cut too),
+and a longer piece is cut saying how long it was; names (server,
 model, tool, field, option) are one line of at most :data:`LABEL_LIMIT`
 characters, their controls and newlines escaped (:func:`label`), so that
 a name cannot fake a line of the screen; each screen opens with a title naming
@@ -10,7 +11,7 @@ the server (by the name it gives itself, with its command or URL in small
 print: :class:`Who`) and the task; media is described, never dumped. What the server
 wrote is made safe to show by the console (:mod:`._console`), never here alone.
 
-Fixed caps (docs/limits.md): ``LABEL_LIMIT``, ``TEXT_LIMIT``.
+Fixed caps (docs/limits.md): ``LABEL_LIMIT``.
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from host_receiver.protocol.types import (
     ToolResultContent,
     ToolUseContent,
 )
-from host_receiver.sanitize import bounded, safe_text
+from host_receiver.sanitize import SHOWN_LIMIT, bounded, safe_text
 
 Lines = list[tuple[str, str]]
 
 #: The longest name shown (server, model, tool, field, option, domain).
 LABEL_LIMIT = 120
-#: The longest piece of text shown whole (a message, a system prompt, a URL).
-TEXT_LIMIT = 20_000
+#: The longest piece of text shown whole (a message, a system prompt, a URL): the one rule of
+#: the terminal and the web inbox.
+TEXT_LIMIT = SHOWN_LIMIT
 
 
 def label(text: str) -> str:

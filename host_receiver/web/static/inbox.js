@@ -231,13 +231,14 @@
     return [facts, editor, buttons];
   }
 
-  function formField(item, field, view) {
-    const id = `f-${item.id}-${field.name}`;
+  function formField(item, field, view, index) {
+    // field.key is the server's raw property name: to answer with, never shown (nor in an id).
+    const id = `f-${item.id}-${index}`;
     const wrap = el("div", { className: "field" });
     const marker = field.required ? el("span", { className: "required", title: "required" }, " *") : null;
     const problem = problemLine(`${id}-problem`);
-    view.problems.set(field.name, problem);
-    view.labels.set(field.name, field.label);
+    view.problems.set(field.key, problem);
+    view.labels.set(field.key, field.label);
     const description = field.description ? el("p", { className: "description", id: `${id}-description` }, field.description) : null;
     let read;
     if (field.type === "multi_enum") {
@@ -298,7 +299,7 @@
     const request = item.request;
     const message = textBlock(request.message);
     const form = el("form", { noValidate: true });
-    const fields = request.fields.map((field) => [field.name, formField(item, field, view)]);
+    const fields = request.fields.map((field, index) => [field.key, formField(item, field, view, index)]);
     for (const [, field] of fields) form.append(field.wrap);
     for (const [name, text] of Object.entries(request.problems || {})) {
       const node = view.problems.get(name);
