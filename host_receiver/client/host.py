@@ -35,8 +35,11 @@ Rules:
   the same headers and auth, and the ``initialize`` handshake (unless the
   protocol is pinned to 2026-07-28); a server that serves neither fails with
   both answers named (2026-07-28 streamable-http.mdx, "Backward
-  Compatibility"). The host remembers such a URL: its next connection goes
-  straight to HTTP+SSE (and tries afresh if that fails).
+  Compatibility"). The connection does this
+  (:mod:`host_receiver.client._sse_fallback`, a lone ``ClientConnection``
+  too); the host remembers such a URL (``_sse_urls``, one set per host):
+  its next connection goes straight to HTTP+SSE (and tries afresh if that
+  fails).
 """
 
 from __future__ import annotations
@@ -53,14 +56,11 @@ import anyio.abc
 import httpx
 
 from host_receiver.client.connection import ClientConnection, ServesServers
-from host_receiver.client.options import AUTO, ConnectionOptions, options_from_keywords
-from host_receiver.errors import HttpStatusError, TransportError
-from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
+from host_receiver.client.options import ConnectionOptions, options_from_keywords
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
-from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport
 
 __all__ = ["Host", "ServerConnection", "tune_gc_for_serving"]
@@ -90,17 +90,19 @@ class ServerConnection(ClientConnection):
         options: ConnectionOptions,
         name: str,
         known_version: str | None = None,
+        sse_urls: set[str] | None = None,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Connect, hand the connection to ``task_status``, and serve until it ends.
 
         It ends when the server goes away or :meth:`close` is called (then it
         winds down first). A failure before the connection is handed out
-        raises; one after it is kept as :attr:`error` and logged.
+        raises; one after it is kept as :attr:`error` and logged. ``sse_urls``: the URLs found
+        to serve only HTTP+SSE (the host's; kept up to date).
         """
         server: ServerConnection | None = None
         try:
-            async with cls._connected(transport, receiver, options, name, known_version) as server:
+            async with cls._connected(transport, receiver, options, name, known_version, sse_urls) as server:
                 task_status.started(server)
                 await server._serve()
         except Exception as exc:
@@ -233,20 +235,7 @@ class Host:
             raise ValueError(f"a server named {name!r} is already connected")
         origin = _origin(transport)
         known = self._versions.get(origin) if origin is not None else None
-        legacy_allowed = options.protocol == AUTO or options.protocol in LEGACY_VERSIONS
-        server: ServerConnection | None = None
-        if isinstance(transport, HttpTransport) and transport.url in self._sse_urls and legacy_allowed:
-            server = await self._start_sse(name, transport, options)  # as it was found before
-        if server is None:
-            try:
-                server = await self._start(name, transport, options, known)
-            except HttpStatusError as exc:
-                if not (
-                    isinstance(transport, HttpTransport) and exc.status in _OLD_SERVER and legacy_allowed
-                ):
-                    raise
-                server = await self._fall_back_to_sse(name, transport, options, exc)
-                self._sse_urls.add(transport.url)
+        server = await self._start(name, transport, options, known)
         self.servers[name] = server
         if origin is not None:
             self._versions[origin] = server.protocol_version
@@ -263,43 +252,10 @@ class Host:
             options=options,
             name=name,
             known_version=known_version,
+            sse_urls=self._sse_urls,
         )
         server: ServerConnection = await self._group.start(run)
         return server
-
-    async def _fall_back_to_sse(
-        self, name: str, http: HttpTransport, options: ConnectionOptions, refused: HttpStatusError
-    ) -> ServerConnection:
-        """The same URL over the HTTP+SSE transport, with ``initialize`` (rules above)."""
-        logger.info("%s: Streamable HTTP got HTTP %d; trying the HTTP+SSE transport", name, refused.status)
-        try:
-            return await self._start(name, _as_sse(http), options, LATEST_LEGACY_VERSION)
-        except TransportError as exc:
-            raise HttpStatusError(
-                f"{refused}; nor does it serve the HTTP+SSE transport: {exc}", refused.status
-            ) from None
-
-    async def _start_sse(
-        self, name: str, http: HttpTransport, options: ConnectionOptions
-    ) -> ServerConnection | None:
-        """A URL that served HTTP+SSE before, straight over it; None (forgotten) when that fails now."""
-        try:
-            return await self._start(name, _as_sse(http), options, LATEST_LEGACY_VERSION)
-        except TransportError as exc:
-            logger.info("%s: the HTTP+SSE transport it used before failed (%s); trying afresh", name, exc)
-            self._sse_urls.discard(http.url)
-            return None
-
-
-def _as_sse(http: HttpTransport) -> SseTransport:
-    """The HTTP+SSE transport at ``http``'s URL, with its headers, auth and size limit."""
-    return SseTransport(
-        http.url, headers=http.headers, auth=http.auth, max_message_size=http.max_message_size
-    )
-
-
-#: The statuses of a Streamable HTTP POST that may mean a server of the HTTP+SSE transport.
-_OLD_SERVER = frozenset({400, 404, 405})
 
 
 def _origin(transport: Transport) -> str | None:

@@ -17,9 +17,11 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
+from host_receiver.client.connection import ClientConnection
 from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import HttpStatusError, UnsupportedProtocolVersion
 from host_receiver.protocol.versions import Era
+from host_receiver.transports.http import HttpTransport
 from tests.cli.test_terminal import HOST
 from tests.interop import everything_command, http_server
 from tests.interop.conftest import running_host
@@ -58,6 +60,17 @@ async def test_a_url_found_to_serve_sse_is_reached_over_sse_at_once_the_next_tim
     assert answer.text == "topic: tides; summary: echo: summarise tides"
     fell_back = [r for r in caplog.records if "trying the HTTP+SSE transport" in r.getMessage()]
     assert [r.getMessage().split(":")[0] for r in fell_back] == ["first"]  # no second failed POST
+
+
+async def test_a_lone_client_connection_to_an_sse_servers_url_falls_back_too(sse_url: str) -> None:
+    # The server serves only HTTP+SSE: its POST is refused (405), so a tool called is the fallback.
+    with anyio.fail_after(30):
+        async with ClientConnection.connect(HttpTransport(sse_url), name="old") as server:
+            tools = await server.list_tools()
+            answer = await server.call_tool("wait", task=False)
+    assert server.era is Era.LEGACY
+    assert {"research", "wait", "ask"} <= {tool.name for tool in tools}
+    assert answer.text == "done at once"
 
 
 @pytest.fixture(scope="module")

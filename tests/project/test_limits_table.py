@@ -174,14 +174,25 @@ def _numeric_annotation(annotation: object) -> bool:
 
 
 def _callables(obj: Any) -> Iterator[tuple[str, Callable[..., Any]]]:
-    """``(label, callable)``: a class's constructor and public methods, or the function itself."""
+    """``(label, callable)``: a class's constructor and public methods (with those it takes from the
+    mixins of private modules it is made of, as ``ClientConnection``), or the function itself."""
     if not inspect.isclass(obj):
         yield obj.__name__, obj
         return
-    for name, member in vars(obj).items():
+    parts = [obj, *(base for base in obj.__mro__[1:] if _private_module(base.__module__))]
+    members: dict[str, Any] = {}
+    for part in reversed(parts):
+        members.update(vars(part))
+    for name, member in members.items():
         function = getattr(member, "__func__", member)
         if inspect.isfunction(function) and (name == "__init__" or not name.startswith("_")):
             yield (obj.__name__ if name == "__init__" else f"{obj.__name__}.{name}"), function
+
+
+def _private_module(name: str) -> bool:
+    """Whether the module ``name`` is a private part of ``host_receiver`` or ``providers``."""
+    parts = name.split(".")
+    return parts[0] in ("host_receiver", "providers") and any(p.startswith("_") for p in parts[1:])
 
 
 def api_arguments() -> tuple[dict[str, object], set[str]]:

@@ -1,6 +1,12 @@
 """The tasks a server runs for the host: following them to their end, and keeping them across restarts.
 
-(The tasks the host runs for a server are :mod:`host_receiver.receiver.tasks`.) May
-import the client's input rounds, the session, protocol and the base;
-nothing of the connection or host above it.
+``_polls`` (one ``tasks/get``, its pace, the ttl, ``tasks/cancel``), ``_news``
+(status notifications, and which are news), ``_modern`` (the tasks
+extension), ``_legacy`` (2025-11-25 task-augmented calls), ``_handle``
+(``TaskHandle``) and ``_calls`` (the connection's part that follows them,
+and keeps them in the task store). (The tasks the host runs for a server
+are :mod:`host_receiver.receiver.tasks`.) May import the client's input
+rounds and options, the session, protocol and the base; nothing of the
+connection or host above it (``_calls`` declares what it uses of the
+connection for the type checker only).
 """

@@ -1,4 +1,4 @@
-"""Following a 2025-11-25 server's task (host_receiver/client/remote_tasks/_follow.py), scripted server."""
+"""Following a 2025-11-25 server's task (host_receiver/client/remote_tasks/_legacy.py), scripted server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.client.remote_tasks._follow import TaskNews, follow_legacy_task
+from host_receiver.client.remote_tasks._legacy import follow_legacy_task
+from host_receiver.client.remote_tasks._news import TaskNews
 from host_receiver.protocol.modern import RemoteTask
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""A server's task followed through its status notifications (host_receiver/client/remote_tasks/_follow.py).
+"""A server's task followed through its status notifications (client/remote_tasks/_modern.py, _news.py).
 
 The tasks extension's ``subscriptions/listen`` with ``notifications/tasks``
 against tests/servers/task_news_server.py over stdio and Streamable HTTP on
@@ -24,8 +24,9 @@ import pytest
 from host_receiver import Host, Receiver
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.options import ConnectionOptions
-from host_receiver.client.remote_tasks import _follow as _remote_tasks
-from host_receiver.client.remote_tasks._follow import MAX_SUBSCRIPTIONS, TaskNews, follow_task
+from host_receiver.client.remote_tasks import _modern
+from host_receiver.client.remote_tasks._modern import follow_task
+from host_receiver.client.remote_tasks._news import MAX_SUBSCRIPTIONS, TaskNews
 from host_receiver.errors import RemoteTaskLost
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import RemoteTask
@@ -123,7 +124,7 @@ async def test_when_the_stream_drops_the_task_is_polled_and_listened_to_again(
 async def test_a_subscription_that_goes_quiet_is_backed_by_a_slow_poll(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_remote_tasks, "SUBSCRIBED_POLL", 0.5)  # 30 s in real use
+    monkeypatch.setattr(_modern, "SUBSCRIBED_POLL", 0.5)  # 30 s in real use
     record = tmp_path / "sent.jsonl"
     with news_server(kind, "quiet", record) as transport:
         async with connected(transport) as server:

@@ -1,0 +1,235 @@
+"""Tools, prompts and resources: the calls a host makes of a server, each to its final, typed result.
+
+:class:`ServerFeatures` lists the tools (every page; on HTTP, tools whose
+header annotations break the binding's rules are left out), keeps the last
+full list until ``notifications/tools/list_changed``, and calls a tool, gets
+a prompt or reads a resource, answering a modern server's input rounds
+(:mod:`._input_rounds`) and following its task
+(:mod:`.remote_tasks._calls`), to a typed model
+(:mod:`host_receiver.protocol.results`; one that breaks the schema is a
+:class:`BadResult` naming the field). On HTTP, a -32020 answer to
+``tools/call`` makes it list the tools again and send the call once more;
+a call of a tool left out is refused (:class:`InvalidToolHeaders`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from host_receiver.client._inbound import InboundRouting
+from host_receiver.client._input_rounds import with_input_rounds
+from host_receiver.client._sending import ROUND_METHODS, EraSending
+from host_receiver.client.remote_tasks._calls import RemoteTaskCalls
+from host_receiver.client.remote_tasks._handle import TaskHandle
+from host_receiver.client.remote_tasks._polls import TaskObserver
+from host_receiver.errors import BadResult, ProtocolError, RpcError
+from host_receiver.protocol.modern import HEADER_MISMATCH, RemoteTask, result_type
+from host_receiver.protocol.results import (
+    CallToolResult,
+    GetPromptResult,
+    ListedTool,
+    ReadResourceResult,
+    parse_result,
+    parse_tools,
+)
+from host_receiver.protocol.versions import Era
+from host_receiver.sanitize import safe_id, safe_logger
+from host_receiver.session import ProgressCallback
+
+__all__ = ["ServerFeatures"]
+
+logger = safe_logger("host_receiver.client.connection")
+
+
+class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
+    """The connection's part that calls tools, gets prompts and reads resources."""
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[ListedTool]:
+        """Every tool the server offers, following ``nextCursor`` to the last page.
+
+        ``timeout`` applies to each page. On HTTP, tools whose header
+        annotations break the binding's rules are left out, with a warning.
+        A tool that breaks the schema is a :class:`BadResult` naming its field.
+        """
+        tools: list[ListedTool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = await self.request(
+                "tools/list", {"cursor": cursor} if cursor is not None else None, timeout=timeout
+            )
+            items = page.get("tools")
+            if not isinstance(items, list):
+                raise ProtocolError("tools/list result has no tools array")
+            page_tools = [t for t in items if isinstance(t, dict)]
+            accepted = (
+                page_tools if self._mirror is None else self._mirror.accept_tools(page_tools, self.name)
+            )
+            tools.extend(parse_tools(accepted, server=self.name))
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                self._tools = {tool.name: tool for tool in tools}
+                return tools
+            if not isinstance(cursor, str) or cursor in seen:
+                raise ProtocolError(f"tools/list returned a bad or repeated cursor: {safe_id(cursor)}")
+            seen.add(cursor)
+
+    async def tool_definition(self, name: str, *, timeout: float | None = None) -> ListedTool | None:
+        """The tool ``name`` as the server lists it (None if it lists no such tool).
+
+        The tools are listed (every page) when no full list is known yet, or
+        the server said it changed (``notifications/tools/list_changed``);
+        otherwise the last list answers. A server without the ``tools``
+        capability lists none.
+        """
+        if self._tools is None:
+            if "tools" not in self.server_capabilities:
+                return None
+            await self.list_tools(timeout=timeout)
+        return self._tools.get(name) if self._tools is not None else None
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_task: TaskObserver | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
+    ) -> CallToolResult:
+        """Call a tool and return its final :class:`CallToolResult`.
+
+        A tool that failed is a result with ``is_error=True``, not an
+        exception. On a modern connection the server's input rounds are
+        answered and its task (tasks extension) followed to its end;
+        ``on_task`` is told each new state of that task once. ``timeout`` applies to
+        each request sent (but ``tasks/result``, which waits for the task's
+        end). A result that breaks the schema is a :class:`BadResult` naming
+        the field.
+
+        ``task`` is for 2025-11-25 servers (a 2026-07-28 server decides
+        itself): True sends the call task-augmented (with ``task_ttl_ms`` as
+        the ttl asked for, if given), False never, None (the default) when the
+        tool's ``execution.taskSupport`` is ``"required"`` (the tools are
+        listed first if the definition is not known). The task is followed to
+        its end as above. Asking for a task a server or tool does not offer is
+        a :class:`ProtocolError` saying which.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if self.era is Era.LEGACY:
+            augment = await self._task_member(name, task, task_ttl_ms, timeout)
+            if augment is not None:
+                params["task"] = augment
+                result = await self._legacy_task_call(params, timeout, on_progress, on_task)
+                return parse_result(CallToolResult, "tools/call", result, server=self.name)
+        elif self._mirror is not None:  # its x-mcp-header annotations are mirrored: know them first
+            await self.tool_definition(name, timeout=timeout)
+            self._mirror.check_callable(name, self.name)
+        try:
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        except RpcError as exc:
+            if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
+                raise
+            logger.info("%s refused the headers of tools/call %s; listing the tools again", self.name, name)
+            await self.list_tools(timeout=timeout)
+            if self._mirror is not None:
+                self._mirror.check_callable(name, self.name)
+            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+        return parse_result(CallToolResult, "tools/call", result, server=self.name)
+
+    @asynccontextmanager
+    async def watch_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        task: bool | None = None,
+        task_ttl_ms: int | None = None,
+    ) -> AsyncIterator[TaskHandle]:
+        """Call a tool as :meth:`call_tool` does, and yield a :class:`TaskHandle` to watch it.
+
+            async with server.watch_tool("deploy", {"env": "prod"}) as call:
+                async for task in call.updates():
+                    show(task.status, task.status_message)
+                result = await call.result()
+
+        The call runs while the block does; leaving the block before it ends
+        cancels it (the server's task gets ``tasks/cancel``).
+        """
+
+        def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
+            return self.call_tool(
+                name,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                on_task=observer,
+                task=task,
+                task_ttl_ms=task_ttl_ms,
+            )
+
+        handle = TaskHandle()
+        async with anyio.create_task_group() as group:
+            group.start_soon(handle._run, call)
+            try:
+                yield handle
+            finally:
+                handle.cancel()
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
+        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        result = await self._with_rounds("prompts/get", params, timeout, None, None)
+        return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`."""
+        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+        return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
+
+    async def _with_rounds(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        if self.era is Era.LEGACY:
+            return await self.request(method, params, timeout=timeout, on_progress=on_progress)
+
+        async def send(attempt: dict[str, Any]) -> dict[str, Any]:
+            return await self.request(method, attempt, timeout=timeout, on_progress=on_progress)
+
+        assert method in ROUND_METHODS
+        with self._telemetry.logical_call(method, params, self._facts()) as call:
+            result = await with_input_rounds(
+                method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+            )
+            if result_type(result) != "task":
+                return result
+            if method != "tools/call" or not self._options.tasks_extension:
+                raise BadResult(
+                    f"{self.name} answered {method} with a task, which this request did not allow"
+                )
+
+            async def observe(task: RemoteTask) -> None:
+                call.status(task.status, task.status_message)
+                if on_task is not None:
+                    await on_task(task)
+
+            return await self._follow(result, params, timeout, observe)
