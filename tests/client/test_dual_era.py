@@ -617,7 +617,10 @@ async def test_fifty_calls_in_flight_never_mix_their_requests_or_states() -> Non
 
     results: dict[str, str] = {}
     server = FakeServer(protocol_version=MODERN, tools={"echo_state": echo_state})
-    async with connected(server, receiver(elicitation=ElicitationService(Person()))) as connection:
+    # Fifty forms wait for the person at once: above the default cap of waiting requests (32).
+    async with connected(
+        server, receiver(elicitation=ElicitationService(Person(), max_waiting=50))
+    ) as connection:
 
         async def one(tag: str) -> None:
             results[tag] = (await connection.call_tool("echo_state", {"tag": tag})).text
