@@ -47,8 +47,8 @@ from host_receiver import (
 )
 from host_receiver.protocol.jsonrpc import Response, decode_message, dumps_message
 from host_receiver.protocol.params import parse
+from host_receiver.protocol.sampling_rules import check_request
 from host_receiver.protocol.types import CreateMessageRequestParams
-from host_receiver.sampling import check_request
 from host_receiver.testing import RecordingPeer
 from providers import build_registry
 

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 import anyio
 
-from host_receiver.approval import AutoApprove, FillDefaults
 from host_receiver.client.host import Host, tune_gc_for_serving
 from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.people.approval import AutoApprove, FillDefaults
 from host_receiver.receiver import Receiver, ReceiverConfig
 from providers import build_registry
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.mrtr_load import FORM_TEXT, client_main, measure
-from host_receiver.approval import AutoApprove, FillDefaults
 from host_receiver.client.host import Host, ServerConnection
 from host_receiver.client.options import ConnectionOptions
 from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.people.approval import AutoApprove, FillDefaults
 from host_receiver.receiver import Receiver
 from providers import build_registry
 

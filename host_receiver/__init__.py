@@ -26,7 +26,19 @@ from typing import TYPE_CHECKING
 from host_receiver._moved import moved_names, serve_moved_modules
 
 if TYPE_CHECKING:
-    from host_receiver.approval import (
+    from host_receiver.client.connection import ClientConnection, TaskHandle, default_client_info
+    from host_receiver.client.host import Host, ServerConnection, tune_gc_for_serving
+    from host_receiver.client.options import ConnectionOptions
+    from host_receiver.handlers import (
+        ElicitationService,
+        Generation,
+        GenerationObserver,
+        ModelRouter,
+        SamplingService,
+        open_receiver,
+    )
+    from host_receiver.peer import Peer
+    from host_receiver.people.approval import (
         Approve,
         AutoApprove,
         DeclineAll,
@@ -45,20 +57,14 @@ if TYPE_CHECKING:
         UrlView,
         url_warnings,
     )
-    from host_receiver.client.connection import ClientConnection, TaskHandle, default_client_info
-    from host_receiver.client.host import Host, ServerConnection, tune_gc_for_serving
-    from host_receiver.client.options import ConnectionOptions
-    from host_receiver.elicitation import FormField, FormSchema, parse_form_schema
-    from host_receiver.handlers import (
-        ElicitationService,
-        Generation,
-        GenerationObserver,
-        ModelRouter,
-        SamplingService,
-        open_receiver,
+    from host_receiver.people.policies import (
+        DecisionStore,
+        ModelAllowList,
+        RateLimit,
+        RateLimits,
+        RememberDecisions,
     )
-    from host_receiver.peer import Peer
-    from host_receiver.policies import DecisionStore, ModelAllowList, RateLimit, RateLimits, RememberDecisions
+    from host_receiver.protocol.elicitation_rules import FormField, FormSchema, parse_form_schema
     from host_receiver.protocol.modern import RemoteTask
     from host_receiver.receiver import Receiver, ReceiverConfig
     from host_receiver.receiver.work import (
@@ -142,31 +148,31 @@ _HOMES = {
     "ModelRouter": "host_receiver.handlers",
     "SamplingService": "host_receiver.handlers",
     "open_receiver": "host_receiver.handlers",
-    "Approve": "host_receiver.approval",
-    "AutoApprove": "host_receiver.approval",
-    "DeclineAll": "host_receiver.approval",
-    "DenyAll": "host_receiver.approval",
-    "ElicitationUI": "host_receiver.approval",
-    "FillDefaults": "host_receiver.approval",
-    "FormView": "host_receiver.approval",
-    "Refuse": "host_receiver.approval",
-    "RequestDecision": "host_receiver.approval",
-    "ResultDecision": "host_receiver.approval",
-    "SamplingApprover": "host_receiver.approval",
-    "SamplingRequestView": "host_receiver.approval",
-    "SamplingResultView": "host_receiver.approval",
-    "Send": "host_receiver.approval",
-    "UrlAnswer": "host_receiver.approval",
-    "UrlView": "host_receiver.approval",
-    "url_warnings": "host_receiver.approval",
-    "FormField": "host_receiver.elicitation",
-    "FormSchema": "host_receiver.elicitation",
-    "parse_form_schema": "host_receiver.elicitation",
-    "DecisionStore": "host_receiver.policies",
-    "ModelAllowList": "host_receiver.policies",
-    "RateLimit": "host_receiver.policies",
-    "RateLimits": "host_receiver.policies",
-    "RememberDecisions": "host_receiver.policies",
+    "Approve": "host_receiver.people.approval",
+    "AutoApprove": "host_receiver.people.approval",
+    "DeclineAll": "host_receiver.people.approval",
+    "DenyAll": "host_receiver.people.approval",
+    "ElicitationUI": "host_receiver.people.approval",
+    "FillDefaults": "host_receiver.people.approval",
+    "FormView": "host_receiver.people.approval",
+    "Refuse": "host_receiver.people.approval",
+    "RequestDecision": "host_receiver.people.approval",
+    "ResultDecision": "host_receiver.people.approval",
+    "SamplingApprover": "host_receiver.people.approval",
+    "SamplingRequestView": "host_receiver.people.approval",
+    "SamplingResultView": "host_receiver.people.approval",
+    "Send": "host_receiver.people.approval",
+    "UrlAnswer": "host_receiver.people.approval",
+    "UrlView": "host_receiver.people.approval",
+    "url_warnings": "host_receiver.people.approval",
+    "FormField": "host_receiver.protocol.elicitation_rules",
+    "FormSchema": "host_receiver.protocol.elicitation_rules",
+    "parse_form_schema": "host_receiver.protocol.elicitation_rules",
+    "DecisionStore": "host_receiver.people.policies",
+    "ModelAllowList": "host_receiver.people.policies",
+    "RateLimit": "host_receiver.people.policies",
+    "RateLimits": "host_receiver.people.policies",
+    "RememberDecisions": "host_receiver.people.policies",
     "ElicitationFunction": "host_receiver.receiver.work",
     "ElicitationHandler": "host_receiver.receiver.work",
     "ElicitationWork": "host_receiver.receiver.work",
@@ -251,6 +257,10 @@ MOVED_MODULES = {
     "host_receiver.demo": "host_receiver.cli.demo",
     "host_receiver.terminal": "host_receiver.cli.terminal",
     "host_receiver.work": "host_receiver.receiver.work",
+    "host_receiver.sampling": "host_receiver.protocol.sampling_rules",
+    "host_receiver.elicitation": "host_receiver.protocol.elicitation_rules",
+    "host_receiver.approval": "host_receiver.people.approval",
+    "host_receiver.policies": "host_receiver.people.policies",
     "host_receiver.tasks": "host_receiver.receiver.tasks",
     "host_receiver.tasks.cursor": "host_receiver.receiver.tasks.cursor",
     "host_receiver.tasks.record": "host_receiver.receiver.tasks.record",

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
-from host_receiver.policies import DecisionStore, decision_id
+from host_receiver.people.policies import DecisionStore, decision_id
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_decisions_command"]

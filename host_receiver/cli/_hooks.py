@@ -7,7 +7,7 @@ Rules:
   own default applies. ``ask`` without a terminal, or without the ``cli``
   extra (prompt_toolkit), is a usage error that says what to do.
 - ``ask`` remembers "session"/"always"/"never" answers per server identity
-  (:mod:`host_receiver.policies`; ``host-receiver decisions`` lists them);
+  (:mod:`host_receiver.people.policies`; ``host-receiver decisions`` lists them);
   requests approved by such a remembered answer are limited to
   ``--remembered-per-minute`` per server (0: no limit). 'web' does the same.
 - Off a terminal, when ``--approve`` is not given and the command's default
@@ -34,7 +34,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from host_receiver.approval import (
+from host_receiver.errors import RpcError
+from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.people.approval import (
     AutoApprove,
     DeclineAll,
     DenyAll,
@@ -44,9 +46,7 @@ from host_receiver.approval import (
     SamplingApprover,
     SamplingRequestView,
 )
-from host_receiver.errors import RpcError
-from host_receiver.handlers import ElicitationService, SamplingService
-from host_receiver.policies import DEFAULT_REMEMBERED_PER_MINUTE, ModelAllowList, RememberDecisions
+from host_receiver.people.policies import DEFAULT_REMEMBERED_PER_MINUTE, ModelAllowList, RememberDecisions
 from host_receiver.receiver.work import ElicitationHandler, SamplingHandler
 from host_receiver.sanitize import safe_text
 from providers import ProviderRegistry

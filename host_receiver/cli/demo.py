@@ -42,7 +42,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 
 import host_receiver.cli._hooks as hooks
-from host_receiver.approval import (
+from host_receiver.client.host import Host
+from host_receiver.errors import ProviderError, RpcError
+from host_receiver.people.approval import (
     ElicitationUI,
     FormView,
     Refuse,
@@ -54,8 +56,6 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.client.host import Host
-from host_receiver.errors import ProviderError, RpcError
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,

@@ -18,8 +18,8 @@ Its parts, one concept a module, each opening with its rules:
 - :mod:`._audit`: the audit trail of what a person or policy decided.
 
 (The tasks a server runs for the host are :mod:`host_receiver.client.remote_tasks`.)
-May import the session, protocol, the request checks (:mod:`host_receiver.sampling`,
-:mod:`host_receiver.elicitation`) and the base; never the handlers, people,
+May import the session, protocol, the request checks (:mod:`host_receiver.protocol.sampling_rules`,
+:mod:`host_receiver.protocol.elicitation_rules`) and the base; never the handlers, people,
 client or ``providers`` above it.
 """
 

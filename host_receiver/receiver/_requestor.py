@@ -33,12 +33,13 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel
 
-from host_receiver.elicitation import check_request as check_elicitation
 from host_receiver.errors import RpcError, method_not_found
 from host_receiver.peer import Peer
+from host_receiver.protocol.elicitation_rules import check_request as check_elicitation
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import INPUT_METHODS
 from host_receiver.protocol.params import parse, parse_elicitation, task_id_of
+from host_receiver.protocol.sampling_rules import check_request as check_sampling
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     ElicitationCompleteParams,
@@ -51,7 +52,6 @@ from host_receiver.receiver._config import ELICITATION, ROOTS, SAMPLING
 from host_receiver.receiver._methods import TaskMethods
 from host_receiver.receiver._offer import Offer, RootsFunction, RootsSource
 from host_receiver.receiver._runner import TaskRunner, Work
-from host_receiver.sampling import check_request as check_sampling
 from host_receiver.sanitize import safe_logger
 
 __all__ = ["Answer", "Requestor"]

@@ -43,6 +43,7 @@ from pydantic import BaseModel
 
 from host_receiver.errors import INTERNAL_ERROR, INVALID_REQUEST, RpcError, invalid_params
 from host_receiver.peer import Peer
+from host_receiver.protocol.sampling_rules import failure_message
 from host_receiver.protocol.types import RequestParams, dump
 from host_receiver.receiver import _audit
 from host_receiver.receiver._config import SAMPLING, ReceiverConfig
@@ -51,7 +52,6 @@ from host_receiver.receiver.tasks.record import TaskRecord, new_task_id
 from host_receiver.receiver.tasks.state import TaskStatus
 from host_receiver.receiver.tasks.store import TaskStore
 from host_receiver.receiver.work import WorkContext
-from host_receiver.sampling import failure_message
 from host_receiver.sanitize import safe_logger
 from host_receiver.telemetry import TaskTrace, current
 

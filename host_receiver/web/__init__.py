@@ -1,8 +1,8 @@
 """The web inbox: a person approves sampling, fills forms and consents to links from a browser.
 
 For hosts that run without a terminal (a daemon, a background agent, CI): a
-:class:`WebInbox` is the person's hooks (:class:`~host_receiver.approval.SamplingApprover`
-and :class:`~host_receiver.approval.ElicitationUI`, like the terminal's), and
+:class:`WebInbox` is the person's hooks (:class:`~host_receiver.people.approval.SamplingApprover`
+and :class:`~host_receiver.people.approval.ElicitationUI`, like the terminal's), and
 serves one page on which every pending request of every server of the host
 is a card, live (server-sent events), with a JSON API beside it for other
 front-ends (docs/inbox.md)::

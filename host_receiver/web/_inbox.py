@@ -37,7 +37,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver.approval import (
+from host_receiver.errors import AlreadyAnswered, UnknownItem
+from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
+from host_receiver.people.approval import (
     Approve,
     FormView,
     Refuse,
@@ -49,9 +51,7 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.errors import AlreadyAnswered, UnknownItem
-from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
-from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.people.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.receiver import _audit
 from host_receiver.receiver.work import ElicitationHandler, SamplingHandler, WorkContext

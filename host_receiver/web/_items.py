@@ -16,7 +16,7 @@ Rules:
 - An answer is a JSON object with an ``action`` (docs/inbox.md). It is
   checked here, completely, before it resolves anything: a wrong answer is
   an :class:`InvalidAnswer` naming the fields (the form's own checks,
-  :meth:`~host_receiver.elicitation.FormSchema.problems`, the same as the
+  :meth:`~host_receiver.protocol.elicitation_rules.FormSchema.problems`, the same as the
   terminal's) and the item stays pending.
 - Edited text is compared with what was shown: text sent back unchanged keeps
   the server's original (which may hold characters the page showed escaped).
@@ -30,7 +30,8 @@ import json
 import re
 from typing import Any, Literal, cast
 
-from host_receiver.approval import (
+from host_receiver.errors import InvalidAnswer
+from host_receiver.people.approval import (
     Approve,
     FormView,
     Refuse,
@@ -44,8 +45,7 @@ from host_receiver.approval import (
     UrlView,
     result_text,
 )
-from host_receiver.elicitation import FormField
-from host_receiver.errors import InvalidAnswer
+from host_receiver.protocol.elicitation_rules import FormField
 from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from host_receiver.policies import decision_id, stdio_identity
+from host_receiver.people.policies import decision_id, stdio_identity
 from tests.cli.test_terminal import PEER_PYTHON, PEER_SERVER, Terminal
 from tests.cli_command import cli_env, run_cli
 

@@ -29,7 +29,8 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 from prompt_toolkit.utils import get_cwidth
 
-from host_receiver.approval import (
+from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
+from host_receiver.people.approval import (
     Approve,
     Refuse,
     SamplingRequestView,
@@ -38,8 +39,7 @@ from host_receiver.approval import (
     UrlView,
     url_warnings,
 )
-from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
-from host_receiver.policies import stdio_identity
+from host_receiver.people.policies import stdio_identity
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 from tests.receiver_harness import sampling_params
 

@@ -28,7 +28,11 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.approval import (
+from host_receiver.client.host import Host, ServerConnection
+from host_receiver.client.options import ConnectionOptions
+from host_receiver.errors import InvalidMessage
+from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
+from host_receiver.people.approval import (
     Approve,
     AutoApprove,
     ElicitationUI,
@@ -38,10 +42,6 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
-from host_receiver.client.host import Host, ServerConnection
-from host_receiver.client.options import ConnectionOptions
-from host_receiver.errors import InvalidMessage
-from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.protocol.jsonrpc import (
     ErrorResponse,
     Message,

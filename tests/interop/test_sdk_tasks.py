@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.approval import DenyAll
 from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, USER_REJECTED
+from host_receiver.people.approval import DenyAll
 from host_receiver.protocol.types import RELATED_TASK_META_KEY
 from host_receiver.receiver import ReceiverConfig, Requestor
 from tests.fake_openai import Completion, FakeOpenAI

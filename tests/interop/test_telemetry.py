@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from host_receiver import AutoApprove, Host, Receiver, SamplingService
-from host_receiver.approval import Approve, SamplingRequestView, SamplingResultView, Send
 from host_receiver.client.options import ConnectionOptions
+from host_receiver.people.approval import Approve, SamplingRequestView, SamplingResultView, Send
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport

@@ -18,15 +18,15 @@ import anyio
 import pytest
 
 from host_receiver import AutoApprove, ClientConnection, Host, Receiver, SamplingService
-from host_receiver.errors import INVALID_PARAMS, RpcError
+from host_receiver.errors import INVALID_PARAMS
+from host_receiver.protocol.sampling_rules import check_request
 from host_receiver.protocol.types import Implementation, SamplingRequest
 from host_receiver.protocol.versions import Era
-from host_receiver.sampling import check_request
 from host_receiver.testing import FakeServer
 from host_receiver.transports.stdio import StdioTransport
 from providers import EchoProvider, ModelInfo, Provider, ProviderRegistry, SamplingLimits
+from tests.handlers.test_limits import Watching, messages
 from tests.receiver_harness import connect, sampling_params
-from tests.test_limits import Watching, messages
 
 pytestmark = pytest.mark.anyio
 SAMPLING = "sampling/createMessage"
@@ -103,23 +103,21 @@ async def test_a_router_with_only_choose_still_serves_within_the_one_limits_chec
     assert error.code == INVALID_PARAMS and error.data == {"field": "messages"}
 
 
-def test_check_request_with_limits_checks_them_as_0_1_did_with_a_warning() -> None:
+def test_check_request_with_limits_is_a_type_error_that_names_where_the_limits_went() -> None:
+    # 0.2 announced its removal in 0.3: 0.1's call now says where the limits went.
     from host_receiver.protocol.types import CreateMessageRequestParams
 
-    def params(**extra: Any) -> CreateMessageRequestParams:
-        return CreateMessageRequestParams.model_validate(sampling_params(**extra))
+    request = CreateMessageRequestParams.model_validate(sampling_params(maxTokens=100, messages=messages(2)))
+    with pytest.raises(
+        TypeError, match=r"removed in host-receiver 0\.3.*ProviderRegistry\(\.\.\., limits=SamplingLimits"
+    ):
+        check_request(request, tools_declared=False, limits=SamplingLimits(max_tokens=100))
 
-    limits = SamplingLimits(max_tokens=100, max_messages=2)
-    with pytest.warns(DeprecationWarning, match="check_request.*limits.*0\\.3"):
-        check_request(params(maxTokens=100, messages=messages(2)), tools_declared=False, limits=limits)
-    cases: list[tuple[dict[str, Any], str]] = [
-        ({"maxTokens": 101}, "maxTokens"),
-        ({"messages": messages(3)}, "messages"),
-    ]
-    for too_much, field_name in cases:
-        with pytest.warns(DeprecationWarning), pytest.raises(RpcError) as refused:
-            check_request(params(**too_much), tools_declared=False, limits=limits)
-        assert refused.value.code == INVALID_PARAMS and refused.value.data == {"field": field_name}
+
+def test_sampling_limits_from_the_sampling_rules_module_is_served_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"SamplingLimits moved to providers\.SamplingLimits"):
+        from host_receiver.protocol.sampling_rules import SamplingLimits as Old  # type: ignore[attr-defined]
+    assert Old is SamplingLimits
 
 
 async def test_the_0_2_connection_keywords_on_host_reach_every_connection_with_a_warning() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host_receiver import Receiver, SamplingService
-from host_receiver.approval import (
+from host_receiver.people.approval import (
     Approve,
     RequestDecision,
     ResultDecision,

@@ -25,9 +25,9 @@ import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
-from host_receiver.approval import FormView, SamplingRequestView, SamplingResultView, UrlView
 from host_receiver.cli.terminal import Console, TerminalApprover, TerminalElicitationUI
-from host_receiver.elicitation import parse_form_schema
+from host_receiver.people.approval import FormView, SamplingRequestView, SamplingResultView, UrlView
+from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
 from host_receiver.sanitize import SafeRecords
 from tests.cli_command import CLI, LIMIT_S

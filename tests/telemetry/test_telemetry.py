@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 
 from host_receiver import Host, Receiver, SamplingService
-from host_receiver.approval import (
+from host_receiver.client.options import ConnectionOptions
+from host_receiver.errors import RpcError
+from host_receiver.handlers import ElicitationService
+from host_receiver.people.approval import (
     Approve,
     AutoApprove,
     FillDefaults,
@@ -31,10 +34,7 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.client.options import ConnectionOptions
-from host_receiver.errors import RpcError
-from host_receiver.handlers import ElicitationService
-from host_receiver.policies import ModelAllowList, RememberDecisions
+from host_receiver.people.policies import ModelAllowList, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.telemetry import CAPTURE_CONTENT, DISTINCT_NAMES
 from host_receiver.testing import FakeServer, ToolCall

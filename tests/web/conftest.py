@@ -8,8 +8,14 @@ from typing import Any
 
 import anyio
 
-from host_receiver.approval import FormView, SamplingRequestView, SamplingResultView, UrlView, url_warnings
-from host_receiver.elicitation import parse_form_schema
+from host_receiver.people.approval import (
+    FormView,
+    SamplingRequestView,
+    SamplingResultView,
+    UrlView,
+    url_warnings,
+)
+from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest, TextContent
 from host_receiver.web import WebInbox
 

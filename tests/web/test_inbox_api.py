@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from host_receiver.approval import Approve, Refuse, Send
-from host_receiver.elicitation import parse_form_schema
+from host_receiver.people.approval import Approve, Refuse, Send
+from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
 from host_receiver.receiver.work import WorkContext
 from host_receiver.web import WAITING, WebInbox

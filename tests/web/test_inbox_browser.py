@@ -29,9 +29,9 @@ import anyio
 import httpx
 import pytest
 
-from host_receiver.approval import Approve, Refuse, SamplingRequestView, UrlView
 from host_receiver.cli.demo import SERVER_NAME, TOOL, find_server_script, server_python
 from host_receiver.client.host import Host, ServerConnection
+from host_receiver.people.approval import Approve, Refuse, SamplingRequestView, UrlView
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import SamplingRequest
 from host_receiver.receiver import Receiver

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from host_receiver.approval import SamplingApprover
 from host_receiver.handlers import Generation, ModelRouter, SamplingService
+from host_receiver.people.approval import SamplingApprover
 from host_receiver.receiver.work import SamplingHandler
 from host_receiver.sanitize import safe_text
 

@@ -24,11 +24,11 @@ import math
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import FormattedText
 
-from host_receiver.approval import FormView, UrlAnswer, UrlView
 from host_receiver.cli.terminal import _render as render
 from host_receiver.cli.terminal._console import Console, Turn
-from host_receiver.elicitation import FormField
 from host_receiver.errors import Interrupted
+from host_receiver.people.approval import FormView, UrlAnswer, UrlView
+from host_receiver.protocol.elicitation_rules import FormField
 from host_receiver.protocol.types import ElicitResult, ElicitValue
 
 START_CHOICES = (("f", "fill in"), ("d", "decline"), ("c", "cancel"))
@@ -92,7 +92,7 @@ def _choices(field: FormField) -> str:
 
 
 class TerminalElicitationUI:
-    """An :class:`~host_receiver.approval.ElicitationUI` that asks the person at the terminal."""
+    """An :class:`~host_receiver.people.approval.ElicitationUI` that asks the person at the terminal."""
 
     def __init__(self, console: Console) -> None:
         self.console = console

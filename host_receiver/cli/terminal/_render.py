@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from prompt_toolkit.formatted_text import FormattedText
 
-from host_receiver.approval import Approve, FormView, SamplingRequestView, SamplingResultView, UrlView
 from host_receiver.cli.terminal._activity import task_label
-from host_receiver.elicitation import FormField, FormSchema
+from host_receiver.people.approval import Approve, FormView, SamplingRequestView, SamplingResultView, UrlView
+from host_receiver.protocol.elicitation_rules import FormField, FormSchema
 from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,

@@ -6,7 +6,7 @@ Rules:
   budget, system prompt, tools and every message before anything is sent.
 - Answers: approve once, for this session, or always; edit; refuse; refuse
   from now on ("never"). The remembering itself is done by
-  :class:`~host_receiver.policies.RememberDecisions` around this approver.
+  :class:`~host_receiver.people.policies.RememberDecisions` around this approver.
 - Edits: the system prompt, the token budget (1 up to what the server asked)
   and the model (only among the allowed ones); each is checked as typed and
   asked again when wrong.
@@ -19,7 +19,10 @@ from __future__ import annotations
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import FormattedText
 
-from host_receiver.approval import (
+from host_receiver.cli.terminal import _render as render
+from host_receiver.cli.terminal._console import Console, Turn
+from host_receiver.errors import Interrupted
+from host_receiver.people.approval import (
     Approve,
     Refuse,
     RememberScope,
@@ -30,9 +33,6 @@ from host_receiver.approval import (
     Send,
     result_text,
 )
-from host_receiver.cli.terminal import _render as render
-from host_receiver.cli.terminal._console import Console, Turn
-from host_receiver.errors import Interrupted
 from host_receiver.protocol.types import TextContent
 
 REQUEST_CHOICES = (
@@ -49,7 +49,7 @@ MULTILINE_HINT = " (Esc then Enter to finish)"
 
 
 class TerminalApprover:
-    """A :class:`~host_receiver.approval.SamplingApprover` that asks the person at the terminal."""
+    """A :class:`~host_receiver.people.approval.SamplingApprover` that asks the person at the terminal."""
 
     def __init__(self, console: Console) -> None:
         self.console = console

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from host_receiver.errors import ConnectionClosed, RemoteTaskCancelled, RemoteTaskLost, RpcError, UnsafeFile
-from host_receiver.policies import http_identity
+from host_receiver.people.policies import http_identity
 from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport

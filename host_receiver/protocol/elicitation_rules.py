@@ -24,7 +24,7 @@
   so is a host ending in a number that is no address (browsers refuse those
   URLs). Anything else is -32602 before a task exists; what only *might*
   mislead (an IP address written plainly, among others) is a warning of the
-  consent view (:func:`host_receiver.approval.url_warnings`).
+  consent view (:func:`host_receiver.people.approval.url_warnings`).
 """
 
 from __future__ import annotations

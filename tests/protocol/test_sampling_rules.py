@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from host_receiver.errors import INVALID_PARAMS, RpcError
+from host_receiver.protocol.sampling_rules import check_request
 from host_receiver.protocol.types import CreateMessageRequestParams
-from host_receiver.sampling import check_request
 
 
 def text(role: str, value: str = "x") -> dict[str, Any]:

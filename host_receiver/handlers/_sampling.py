@@ -1,27 +1,15 @@
-"""The sampling and elicitation handlers a host plugs into the receiver.
+"""The sampling handler: plan the request, ask the person, generate, ask again, answer.
 
-Sampling: before a task exists, the router plans the request (chooses the
-model and bounds the request by the host's :class:`SamplingLimits`: too big
-is -32602 naming the field; a lowered ``maxTokens`` is written to the audit
-log then, once, and shown to the person) -> the person reviews the request (approve,
+Before a task exists, the router plans the request (chooses the model and
+bounds the request by the host's :class:`SamplingLimits`: too big is -32602
+naming the field; a lowered ``maxTokens`` is written to the audit log then,
+once, and shown to the person) -> the person reviews the request (approve,
 edit, refuse; edits are planned again) -> the provider generates, reporting
 progress when someone watches it (the requestor sent a progress token, or the
 host has an observer; otherwise the call is not streamed) -> the person
-reviews the result (send, edit, refuse). A refusal at
-either stage is JSON-RPC error -1; a provider failure is -32603 with the
-provider's safe message.
-
-Elicitation: a form is shown with its defaults and re-shown with the problems
-of an invalid answer until it is valid (or the person gives up); a URL is
-shown with its domain and warnings and opened in the system browser only
-after consent, never fetched by the host. At most ``max_waiting`` forms and
-links of one server wait for a person at once; one more is refused at once
-with -32600 saying so (an automatic policy asks nobody and is not counted).
-
-While a hook waits for the person, the task's ``statusMessage`` says so.
-
-:func:`open_receiver` is the one-call default: a receiver with both services,
-sampling through the configured providers.
+reviews the result (send, edit, refuse). A refusal at either stage is
+JSON-RPC error -1; a provider failure is -32603 with the provider's safe
+message. While the person is asked, the task's ``statusMessage`` says so.
 
 Deprecated until 0.3 (docs/changelog.md): a 0.1 router, with ``choose``
 (returning a provider and a model) and no ``plan``, still works: its choice
@@ -35,34 +23,13 @@ from __future__ import annotations
 
 import functools
 import warnings
-import webbrowser
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
 
 from host_receiver import telemetry
-from host_receiver.approval import (
-    DEFAULT_MAX_WAITING,
-    Approve,
-    AutoApprove,
-    DeclineAll,
-    DenyAll,
-    ElicitationUI,
-    FillDefaults,
-    FormView,
-    Refuse,
-    SamplingApprover,
-    SamplingRequestView,
-    SamplingResultView,
-    Send,
-    UrlView,
-    too_many_waiting,
-    url_warnings,
-)
-from host_receiver.elicitation import parse_form_schema
 from host_receiver.errors import (
     INTERNAL_ERROR,
     USER_REJECTED,
@@ -71,18 +38,24 @@ from host_receiver.errors import (
     RpcError,
     invalid_params,
 )
+from host_receiver.people.approval import (
+    Approve,
+    Refuse,
+    SamplingApprover,
+    SamplingRequestView,
+    SamplingResultView,
+    Send,
+    asks_person,
+)
+from host_receiver.protocol.sampling_rules import limit_error
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     CreateMessageResult,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitResult,
     SamplingRequest,
 )
-from host_receiver.receiver import Receiver, ReceiverConfig, _audit
-from host_receiver.receiver.work import ElicitationWork, SamplingWork, WorkContext
-from host_receiver.sampling import limit_error
-from providers import SamplingLimits, SamplingPlan, SamplingProgress, bound_request, build_registry
+from host_receiver.receiver import _audit
+from host_receiver.receiver.work import SamplingWork, WorkContext
+from providers import SamplingLimits, SamplingPlan, SamplingProgress, bound_request
 
 #: Seconds between statusMessage updates while a model generates.
 STATUS_REFRESH = 0.5
@@ -176,7 +149,7 @@ class SamplingService:
         await context.set_status_message(
             f"Waiting for the user to approve the request (model {plan.model.id})"
         )
-        with telemetry.current().person("approval", _asks_person(self.approver)) as wait:
+        with telemetry.current().person("approval", asks_person(self.approver)) as wait:
             decision = await self.approver.review_request(view)
             wait.chose(_decided(decision))
         if isinstance(decision, Refuse):
@@ -232,7 +205,7 @@ class SamplingService:
                 observer.generation_ended(generation)
 
         await context.set_status_message("Waiting for the user to review the result")
-        with telemetry.current().person("review", _asks_person(self.approver)) as wait:
+        with telemetry.current().person("review", asks_person(self.approver)) as wait:
             verdict = await self.approver.review_result(
                 SamplingResultView(server=server, task_id=context.task_id, params=params, result=result)
             )
@@ -270,25 +243,6 @@ class _ChoosingRouter:
         return tuple(self._inner.allowed_models(server))
 
 
-#: The ready-made policies: they decide without asking anyone.
-_AUTOMATIC = (AutoApprove, DenyAll, FillDefaults, DeclineAll)
-
-
-def _asks_person(hook: object) -> bool:
-    """Whether ``hook`` (an approver or an elicitation UI) may ask a person: not when it is one
-    of the ready-made policies, or wraps one (a policy's ``inner``, at any depth). Only a
-    person's wait is a ``person`` span (docs/observability.md)."""
-    while not isinstance(hook, _AUTOMATIC):
-        hook = getattr(hook, "inner", None)
-        if hook is None:
-            return True
-    return False
-
-
-#: A person's answer to a form or a URL, as the outcome of their span.
-_ANSWERED = {"accept": "approved", "decline": "declined", "cancel": "cancelled"}
-
-
 def _decided(decision: Approve | Send | Refuse) -> str:
     """The outcome of a review: refused, edited (anything changed) or approved."""
     if isinstance(decision, Refuse):
@@ -298,107 +252,3 @@ def _decided(decision: Approve | Send | Refuse) -> str:
     else:
         edits = (decision.messages, decision.system_prompt, decision.model, decision.max_tokens)
     return "edited" if any(edit is not None for edit in edits) else "approved"
-
-
-def open_in_browser(url: str) -> bool:
-    """Open ``url`` in the system browser; False when none could be started."""
-    return webbrowser.open(url, new=2)
-
-
-class ElicitationService:
-    """An elicitation handler: forms checked field by field, URLs opened only after consent."""
-
-    def __init__(
-        self,
-        ui: ElicitationUI,
-        *,
-        opener: Callable[[str], bool] = open_in_browser,
-        max_attempts: int = 5,
-        max_waiting: int | None = DEFAULT_MAX_WAITING,
-    ) -> None:
-        self.ui = ui
-        self.opener = opener
-        self.max_attempts = max_attempts
-        self.max_waiting = max_waiting
-        self._waiting: dict[str, int] = {}
-
-    def accept(self, params: ElicitRequestParams, server: str) -> ElicitationWork:
-        """The work for ``params``: the receiver has checked the mode, the schema and the URL."""
-        return functools.partial(self.__call__, params)
-
-    async def __call__(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
-        server = context.requestor_name
-        if self.max_waiting is None or not _asks_person(self.ui):
-            return await self._ask(params, context)
-        waiting = self._waiting.get(server, 0)
-        if waiting >= self.max_waiting:
-            raise too_many_waiting(server, "forms and links", self.max_waiting)
-        self._waiting[server] = waiting + 1
-        try:
-            return await self._ask(params, context)
-        finally:
-            self._waiting[server] -= 1
-            if not self._waiting[server]:
-                del self._waiting[server]
-
-    async def _ask(self, params: ElicitRequestParams, context: WorkContext) -> ElicitResult:
-        if isinstance(params, ElicitRequestFormParams):
-            return await self._form(params, context)
-        view = UrlView(
-            server=context.requestor_name,
-            task_id=context.task_id,
-            message=params.message,
-            url=params.url,
-            elicitation_id=params.elicitation_id,
-            warnings=url_warnings(params.url, params.message),
-        )
-        await context.set_status_message("Waiting for the user to consent to opening a URL")
-        with telemetry.current().person("url_consent", _asks_person(self.ui)) as wait:
-            answer = await self.ui.consent_url(view)
-            wait.chose(_ANSWERED.get(answer, answer))
-        if answer == "accept":
-            await anyio.to_thread.run_sync(self.opener, params.url)
-        return ElicitResult(action=answer)
-
-    async def _form(self, params: ElicitRequestFormParams, context: WorkContext) -> ElicitResult:
-        schema = parse_form_schema(params.requested_schema)
-        values = schema.defaults()
-        problems: dict[str, str] = {}
-        await context.set_status_message("Waiting for the user to fill in a form")
-        for _ in range(self.max_attempts):
-            view = FormView(
-                server=context.requestor_name,
-                task_id=context.task_id,
-                message=params.message,
-                schema=schema,
-                values=values,
-                problems=problems,
-            )
-            with telemetry.current().person("form", _asks_person(self.ui)) as wait:
-                answer = await self.ui.fill_form(view)
-                wait.chose(_ANSWERED.get(answer.action, answer.action))
-            if answer.action != "accept":
-                return ElicitResult(action=answer.action)
-            content = dict(answer.content or {})
-            problems = schema.problems(content)
-            if not problems:
-                return ElicitResult(action="accept", content=content)
-            values = {**values, **content}
-        return ElicitResult(action="cancel")
-
-
-@asynccontextmanager
-async def open_receiver(
-    approver: SamplingApprover, forms: ElicitationUI, *, config: ReceiverConfig | None = None
-) -> AsyncIterator[Receiver]:
-    """A :class:`Receiver`: sampling through the configured providers behind ``approver``, forms by ``forms``.
-
-    The providers are :func:`providers.build_registry`'s: the config file with its
-    keys, or the offline echo provider when none is configured; they are closed
-    when the block ends. For your own registry, roots or task store, build the
-    ``Receiver`` from :class:`SamplingService` and :class:`ElicitationService`.
-    """
-    async with build_registry() as registry:
-        yield Receiver(
-            sampling=SamplingService(registry, approver), elicitation=ElicitationService(forms), config=config
-        )

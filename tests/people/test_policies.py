@@ -18,7 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.approval import (
+from host_receiver.errors import INVALID_REQUEST, USER_REJECTED, RpcError
+from host_receiver.handlers import SamplingService
+from host_receiver.people.approval import (
     Approve,
     Refuse,
     RequestDecision,
@@ -28,9 +30,7 @@ from host_receiver.approval import (
     SamplingResultView,
     Send,
 )
-from host_receiver.errors import INVALID_REQUEST, USER_REJECTED, RpcError
-from host_receiver.handlers import SamplingService
-from host_receiver.policies import (
+from host_receiver.people.policies import (
     DecisionStore,
     ModelAllowList,
     RateLimit,
@@ -47,7 +47,7 @@ from tests.receiver_harness import connect, sampling_params
 
 pytestmark = pytest.mark.anyio
 SAMPLING = "sampling/createMessage"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PEER_PYTHON = ROOT / ".peers" / "py" / "bin" / "python"
 PEER_SERVER = ROOT / "tests" / "interop" / "peers" / "py_server.py"
 

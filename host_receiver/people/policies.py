@@ -3,7 +3,7 @@
 (About 490 lines, one idea: ready approvers that wrap another, and the server identities
 their memory is kept under.)
 
-Each policy is a :class:`~host_receiver.approval.SamplingApprover` around an
+Each policy is a :class:`~host_receiver.people.approval.SamplingApprover` around an
 inner one (a person at a terminal, another policy), so they stack::
 
     approver = RateLimit(RememberDecisions(ModelAllowList(TerminalApprover(console))),
@@ -55,8 +55,8 @@ Rules:
   None: no limit), refused over it as :class:`RateLimit` refuses. Requests
   waiting for a person (asked now, or queued behind the server's question
   being asked) are capped per server at ``max_waiting`` (default
-  :data:`~host_receiver.approval.DEFAULT_MAX_WAITING`); one more is refused at
-  once with -32600 saying so (:func:`~host_receiver.approval.too_many_waiting`).
+  :data:`~host_receiver.people.approval.DEFAULT_MAX_WAITING`); one more is refused at
+  once with -32600 saying so (:func:`~host_receiver.people.approval.too_many_waiting`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ import anyio
 from host_receiver._identity import http_identity as http_identity  # its home before 0.3
 from host_receiver._identity import stdio_identity as stdio_identity  # its home before 0.3
 from host_receiver._identity import unhashed
-from host_receiver.approval import (
+from host_receiver.errors import INVALID_REQUEST, RpcError
+from host_receiver.paths import private_file_problem, user_config_dir
+from host_receiver.people.approval import (
     DEFAULT_MAX_WAITING,
     Approve,
     Refuse,
@@ -90,12 +92,10 @@ from host_receiver.approval import (
     Send,
     too_many_waiting,
 )
-from host_receiver.errors import INVALID_REQUEST, RpcError
-from host_receiver.paths import private_file_problem, user_config_dir
 from host_receiver.sanitize import safe_logger
 from providers import estimate_input_tokens
 
-logger = safe_logger("host_receiver.policies")
+logger = safe_logger("host_receiver.people.policies")
 
 DECISIONS_ENV = "HOST_RECEIVER_DECISIONS"
 #: Sampling requests per minute one server may have approved by a remembered answer.

@@ -13,14 +13,14 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.approval import DEFAULT_MAX_WAITING, Approve, FormView, UrlAnswer, UrlView
 from host_receiver.errors import INVALID_REQUEST, RpcError
 from host_receiver.handlers import ElicitationService
-from host_receiver.policies import DEFAULT_REMEMBERED_PER_MINUTE, DecisionStore, RememberDecisions
+from host_receiver.people.approval import DEFAULT_MAX_WAITING, Approve, FormView, UrlAnswer, UrlView
+from host_receiver.people.policies import DEFAULT_REMEMBERED_PER_MINUTE, DecisionStore, RememberDecisions
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.receiver import Receiver
+from tests.people.test_policies import Person, sample, view
 from tests.receiver_harness import connect
-from tests.test_policies import Person, sample, view
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from host_receiver._url_host import browser_ipv4
-from host_receiver.elicitation import FormSchema
 from host_receiver.errors import INVALID_REQUEST, RpcError
+from host_receiver.protocol.elicitation_rules import FormSchema
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,
@@ -42,7 +42,8 @@ _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b")
 RememberScope = Literal["once", "session", "always", "never"]
 
 #: Requests of one server that may wait for a person at once, sampling and elicitation each
-#: (:class:`~host_receiver.policies.RememberDecisions`, :class:`~host_receiver.handlers.ElicitationService`).
+#: (:class:`~host_receiver.people.policies.RememberDecisions`,
+#: :class:`~host_receiver.handlers.ElicitationService`).
 DEFAULT_MAX_WAITING = 32
 
 
@@ -219,7 +220,7 @@ class UrlView:
     """A URL the server wants the person to open, and what to warn about.
 
     Raw server text: ``message``, ``url`` (checked:
-    :func:`~host_receiver.elicitation.check_url`), :attr:`domain` and
+    :func:`~host_receiver.protocol.elicitation_rules.check_url`), :attr:`domain` and
     ``elicitation_id`` are what the server sent, as it sent it (escape
     sequences, bidi controls, any length). Show them through
     :func:`host_receiver.sanitize.safe_text` (``multiline=True`` for a message body), never
@@ -296,7 +297,7 @@ def url_warnings(url: str, message: str) -> tuple[str, ...]:
     """What a person should be warned of before opening ``url`` (a URL the receiver accepted).
 
     An IP address instead of a name (also one only a browser reads as one,
-    ``http://2130706433/``, which :func:`~host_receiver.elicitation.check_url`
+    ``http://2130706433/``, which :func:`~host_receiver.protocol.elicitation_rules.check_url`
     refuses before this), an internationalised (punycode or non-ASCII)
     domain, a port that is not the scheme's own, http to a host that is not
     this machine, and a message that names another domain. The warnings
@@ -343,3 +344,18 @@ def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
         return browser_ipv4(host)
     except ValueError:
         return None
+
+
+#: The ready-made policies: they decide without asking anyone.
+AUTOMATIC = (AutoApprove, DenyAll, FillDefaults, DeclineAll)
+
+
+def asks_person(hook: object) -> bool:
+    """Whether ``hook`` (an approver or an elicitation UI) may ask a person: not when it is one
+    of the ready-made policies, or wraps one (a policy's ``inner``, at any depth). Only a
+    person's wait is a ``person`` span (docs/observability.md)."""
+    while not isinstance(hook, AUTOMATIC):
+        hook = getattr(hook, "inner", None)
+        if hook is None:
+            return True
+    return False

@@ -15,18 +15,15 @@ protocol rule but the host's policy: :class:`SamplingLimits`, applied once by
 the model router when it plans the request (``providers.bound_request``); a
 request beyond them is -32602 naming the field (:func:`limit_error`).
 
-Deprecated until 0.3 (docs/changelog.md): ``check_request(..., limits=...)``,
-0.1's call, still checks the limits after the rules, refusing (it cannot
-clamp) a ``maxTokens`` above ``limits.max_tokens`` as 0.1 did.
+Removed in 0.3, as 0.2 announced (docs/changelog.md): ``check_request(...,
+limits=...)``, 0.1's call, is a ``TypeError`` that says where the limits went.
 """
 
 from __future__ import annotations
 
-import sys
-import warnings
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from host_receiver._moved import moved_names
 from host_receiver.errors import LimitExceeded, RpcError, invalid_params
 from host_receiver.protocol.types import (
     SamplingRequest,
@@ -34,35 +31,22 @@ from host_receiver.protocol.types import (
     ToolUseContent,
 )
 
-if TYPE_CHECKING:
-    from providers import SamplingLimits
+__all__ = ["check_request", "failure_message", "limit_error"]
 
-__all__ = ["SamplingLimits", "check_request", "failure_message", "limit_error"]
-
-
-def __getattr__(name: str) -> object:
-    # ``SamplingLimits`` was importable from here in 0.1: served from ``providers`` without
-    # loading it for the rules (the receiver below the providers imports this module).
-    if name == "SamplingLimits":
-        from providers import SamplingLimits
-
-        return SamplingLimits
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # 0.1's import from here, until 0.4 (a type checker flags it)
+    __getattr__ = moved_names(__name__, {"SamplingLimits": "providers"})
 
 
-def check_request(
-    params: SamplingRequest, *, tools_declared: bool, limits: SamplingLimits | None = None
-) -> None:
+def check_request(params: SamplingRequest, *, tools_declared: bool, limits: object = None) -> None:
     """Raise -32602 if ``params`` break a sampling rule; return None otherwise.
 
-    ``limits`` is deprecated (module docstring).
+    ``limits`` was removed in 0.3 (module docstring): giving it is a ``TypeError``.
     """
     if limits is not None:
-        warnings.warn(
-            "host_receiver.sampling.check_request(..., limits=...) is deprecated and goes in host-receiver "
-            "0.3: the model router applies the limits when it plans a request (ProviderRegistry.plan)",
-            DeprecationWarning,
-            stacklevel=2,
+        raise TypeError(
+            "check_request(..., limits=...) was removed in host-receiver 0.3 (docs/changelog.md): "
+            "the model router applies the limits when it plans a request: "
+            "ProviderRegistry(..., limits=SamplingLimits(...)), or [limits] in the config file"
         )
     if (params.tools is not None or params.tool_choice is not None) and not tools_declared:
         raise invalid_params(
@@ -74,14 +58,6 @@ def check_request(
     if not params.messages:
         raise invalid_params("messages must not be empty")
     _check_tool_turns(params)
-    if limits is not None:
-        from providers import ModelInfo, bound_request  # only for the deprecated call
-
-        any_model = ModelInfo(id="any", provider="any", context_tokens=sys.maxsize)  # bounds nothing
-        try:
-            bound_request(params, any_model, replace(limits, over_max_tokens="refuse"))
-        except LimitExceeded as exc:
-            raise limit_error(exc) from None
 
 
 def limit_error(exc: LimitExceeded) -> RpcError:

@@ -9,7 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from host_receiver.approval import (
+from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED, ProviderError
+from host_receiver.handlers import ElicitationService, Generation, SamplingService, open_receiver
+from host_receiver.people.approval import (
     Approve,
     AutoApprove,
     DeclineAll,
@@ -25,8 +27,6 @@ from host_receiver.approval import (
     UrlAnswer,
     UrlView,
 )
-from host_receiver.errors import INTERNAL_ERROR, INVALID_PARAMS, USER_REJECTED, ProviderError
-from host_receiver.handlers import ElicitationService, Generation, SamplingService, open_receiver
 from host_receiver.protocol.types import (
     CreateMessageResult,
     ElicitResult,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from host_receiver.elicitation import check_request, parse_form_schema
 from host_receiver.errors import INVALID_PARAMS, RpcError
+from host_receiver.protocol.elicitation_rules import check_request, parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitRequestURLParams
 
 
