@@ -261,6 +261,7 @@ MOVED_MODULES = {
     "host_receiver.elicitation": "host_receiver.protocol.elicitation_rules",
     "host_receiver.approval": "host_receiver.people.approval",
     "host_receiver.policies": "host_receiver.people.policies",
+    "host_receiver.remote_task_store": "host_receiver.client.remote_tasks.store",
     "host_receiver.tasks": "host_receiver.receiver.tasks",
     "host_receiver.tasks.cursor": "host_receiver.receiver.tasks.cursor",
     "host_receiver.tasks.record": "host_receiver.receiver.tasks.record",

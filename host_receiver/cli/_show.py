@@ -22,9 +22,9 @@ import anyio
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks._polls import TaskObserver
+from host_receiver.client.remote_tasks.store import RemoteTaskStore
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.results import CallToolResult
-from host_receiver.remote_task_store import RemoteTaskStore
 from host_receiver.sanitize import safe_text
 from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport

@@ -2,7 +2,7 @@
 
 The store is ``--task-store PATH`` or ``$HOST_RECEIVER_TASK_STORE``, the file
 ``call --task-store`` and ``run --call --task-store`` keep a server's task in
-until it ends (:mod:`host_receiver.remote_task_store`).
+until it ends (:mod:`host_receiver.client.remote_tasks.store`).
 
 - ``tasks`` prints one line per kept task: its ID, the tool, the server's
   task id, its age and ttl, the server's identity as computed now from the
@@ -42,8 +42,13 @@ from host_receiver.cli._run import serve
 from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remote_task_store, run_and_print
 from host_receiver.cli._target import prepare
 from host_receiver.client.host import ServerConnection
+from host_receiver.client.remote_tasks.store import (
+    RemoteTaskStore,
+    StoredTask,
+    server_address,
+    server_identity,
+)
 from host_receiver.errors import RemoteTaskLost, UnsafeFile
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address, server_identity
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_tasks_command"]

@@ -27,7 +27,7 @@ from host_receiver.session import Session
 from host_receiver.transports.base import Binding, MessageStream, StreamAttribute
 
 if TYPE_CHECKING:
-    from host_receiver.client._inbound import ServerHandler, ServesServers
+    from host_receiver.client._serving import ServerHandler, ServesServers
 
 __all__ = ["ConnectionCore"]
 

@@ -93,16 +93,16 @@ import anyio
 
 from host_receiver import telemetry
 from host_receiver.client._features import ServerFeatures
-from host_receiver.client._inbound import Callbacks, ServerHandler, ServesServers
 from host_receiver.client._mirror import HeaderMirror
 from host_receiver.client._negotiation import agree
+from host_receiver.client._serving import Callbacks, ServerHandler, ServesServers
 from host_receiver.client._sse_fallback import falling_back
 from host_receiver.client.options import ConnectionOptions, default_client_info, options_from_keywords
 from host_receiver.client.remote_tasks._handle import TaskHandle
 from host_receiver.client.remote_tasks._news import TaskNews
+from host_receiver.client.remote_tasks.store import server_address
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.versions import Era
-from host_receiver.remote_task_store import server_address
 from host_receiver.sanitize import safe_logger
 from host_receiver.session import NotificationHandler, RequestHandler, Session
 from host_receiver.transports.base import MessageStream, StreamAttribute, Transport

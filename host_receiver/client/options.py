@@ -28,7 +28,7 @@ from host_receiver.protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from host_receiver.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from host_receiver.remote_task_store import RemoteTaskStore
+    from host_receiver.client.remote_tasks.store import RemoteTaskStore
 
 __all__ = [
     "AUTO",
@@ -74,7 +74,7 @@ class ConnectionOptions:
     providers it was given (None: the global ones; docs/observability.md).
     ``task_store`` keeps the servers' tasks the connection follows until they
     end, so that they can be resumed after a restart (None: in memory only;
-    :mod:`host_receiver.remote_task_store`).
+    :mod:`host_receiver.client.remote_tasks.store`).
     """
 
     protocol: str = AUTO

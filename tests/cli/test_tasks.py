@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
+from host_receiver.client.remote_tasks.store import RemoteTaskStore, StoredTask
 from tests.cli_command import cli_env, run_cli
 
 #: Every test runs the CLI as a subprocess.

@@ -27,8 +27,8 @@ import pytest
 
 from host_receiver import Host, Receiver
 from host_receiver.client.options import ConnectionOptions
+from host_receiver.client.remote_tasks.store import RemoteTaskStore, StoredTask
 from host_receiver.people.policies import stdio_identity
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask
 from host_receiver.transports.stdio import StdioTransport
 from tests.cli.test_terminal import HOST
 from tests.interop import FASTMCP_SERVER, everything_command, http_server, peer_python

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from host_receiver.client.remote_tasks._legacy import follow_legacy_task
 from host_receiver.client.remote_tasks._modern import follow_task
 from host_receiver.client.remote_tasks._polls import TaskObserver, birth, current_task
+from host_receiver.client.remote_tasks.store import StoredTask
 from host_receiver.errors import INVALID_PARAMS, ProtocolError, RemoteTaskLost, RpcError
 from host_receiver.protocol.modern import TASKS_EXTENSION, remote_task
 from host_receiver.protocol.results import CallToolResult, parse_result
 from host_receiver.protocol.types import RequestId
 from host_receiver.protocol.versions import Era
-from host_receiver.remote_task_store import StoredTask
 from host_receiver.sanitize import safe_id, safe_text
 from host_receiver.session import ProgressCallback
 

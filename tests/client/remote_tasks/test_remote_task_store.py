@@ -1,4 +1,4 @@
-"""The task store's rules (host_receiver/remote_task_store.py): what is kept, and when it is forgotten."""
+"""The task store's rules (host_receiver/client/remote_tasks/store.py): what is kept, and when forgotten."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
+from host_receiver.client.remote_tasks.store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.errors import ConnectionClosed, RemoteTaskCancelled, RemoteTaskLost, RpcError, UnsafeFile
 from host_receiver.people.policies import http_identity
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
 

@@ -27,11 +27,11 @@ from host_receiver.client.options import ConnectionOptions
 from host_receiver.client.remote_tasks import _modern
 from host_receiver.client.remote_tasks._modern import follow_task
 from host_receiver.client.remote_tasks._news import MAX_SUBSCRIPTIONS, TaskNews
+from host_receiver.client.remote_tasks.store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.errors import RemoteTaskLost
 from host_receiver.protocol.jsonrpc import Request
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.types import RequestId
-from host_receiver.remote_task_store import RemoteTaskStore, StoredTask, server_address
 from host_receiver.testing import FakeServer, ToolCall
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
