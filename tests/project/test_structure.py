@@ -269,6 +269,14 @@ def architecture_layers() -> list[str]:
     return names
 
 
+def test_the_architecture_page_lists_every_room_of_host_receiver() -> None:
+    # A room is a package or a loose module at the top of host_receiver: each one has its row.
+    package = ROOT / "host_receiver"
+    rooms = {p.name + "/" for p in package.iterdir() if (p / "__init__.py").exists()}
+    rooms |= {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    assert rooms - set(architecture_layers()) == set()
+
+
 def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None:
     layers = architecture_layers()
 
