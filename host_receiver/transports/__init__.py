@@ -6,6 +6,8 @@ they all follow. Shipped: stdio (a child process), Streamable HTTP, the
 deprecated HTTP+SSE transport of 2024-11-05 (the fallback of a URL whose
 server predates Streamable HTTP), and an in-memory pair for tests. What only
 one binding has is reached through :class:`StreamAttribute` (``stream.extra(StreamAttribute.binding, None)``).
+May import protocol, the lean HTTP stack (:mod:`host_receiver._net`) and the
+base; never the session or anything above it, and no MCP method name.
 """
 
 from typing import TYPE_CHECKING

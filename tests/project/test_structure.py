@@ -522,3 +522,13 @@ def test_each_adapter_example_adds_at_most_five_lines_to_the_clients_code(adapte
     code = [line.split("#")[0] for line in source.splitlines()[docstring.end_lineno :]]
     ours = [line.strip() for line in code if any(word in line for word in HOST_RECEIVER_WORDS)]
     assert 3 <= len(ours) <= 5, ours
+
+
+def test_each_package_says_what_it_holds_and_what_it_may_import() -> None:
+    unsaid = []
+    for package in PACKAGES:
+        for init in sorted((ROOT / package).rglob("__init__.py")):
+            said = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            if "import" not in said:
+                unsaid.append(str(init.relative_to(ROOT)))
+    assert unsaid == []
