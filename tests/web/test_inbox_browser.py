@@ -39,7 +39,7 @@ from host_receiver.transports.stdio import StdioTransport
 from host_receiver.web import WebInbox
 from providers import Config, build_registry
 from tests.interop import PY2_SERVER, peer_python
-from tests.web.conftest import asking, form_view, sampling_view, url_view
+from tests.web.conftest import asking, form_view, result_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -93,9 +93,10 @@ class Browser:
     browser: Any
 
     @asynccontextmanager
-    async def tab(self, url: str) -> AsyncIterator[Tab]:
-        """A new person (their own browser storage) with the inbox open at ``url``."""
-        context = await self.browser.new_context(viewport={"width": 1000, "height": 900})
+    async def tab(self, url: str, **device: Any) -> AsyncIterator[Tab]:
+        """A new person (their own browser storage) with the inbox open at ``url``, on a desktop
+        unless ``device`` says otherwise (``PHONE``, ``DESKTOP``)."""
+        context = await self.browser.new_context(**{"viewport": {"width": 1000, "height": 900}, **device})
         try:
             page = await context.new_page()
             tab = Tab(page)
@@ -156,12 +157,23 @@ async def connect(host: Host, inbox: WebInbox, name: str, python: str, script: P
 
 async def shoot(card: Any, name: str, directory: Path) -> None:
     """A screenshot of ``card`` (times and task ids hidden), into docs/inbox/ when
-    $UPDATE_SCREENSHOTS is set (the history's times and ids change every run), else ``directory``."""
+    $UPDATE_SCREENSHOTS is set (the history's times and ids change every run), else ``directory``;
+    in CSS pixels, so that a phone's is as wide as its screen."""
     where = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") else directory
     where.mkdir(exist_ok=True)
     await card.screenshot(
-        path=where / f"{name}.png", mask=[card.locator(".meta").first], mask_color="#ffffff"
+        path=where / f"{name}.png", mask=[card.locator(".meta").first], mask_color="#ffffff", scale="css"
     )
+
+
+async def shoot_screen(page: Any, card: Any, name: str, directory: Path) -> None:
+    """A screenshot of the screen with ``card`` at its top, as a person sees it on a phone (the
+    cards' times and task ids hidden); where ``shoot`` writes."""
+    where = SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") else directory
+    where.mkdir(exist_ok=True)
+    await card.evaluate("card => card.scrollIntoView()")
+    times = page.locator("article > h3 + .meta")
+    await page.screenshot(path=where / f"{name}.png", mask=[times], mask_color="#ffffff", scale="css")
 
 
 async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
@@ -542,3 +554,164 @@ async def test_hostile_text_in_every_server_field_shows_escaped_and_runs_nothing
             await anyio.sleep(0.5)
             tab.assert_nothing_ran()
             group.cancel_scope.cancel()
+
+
+#: A phone as the issue tried it (chromium's emulation: 390 x 844 CSS px, touch), and a desktop.
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 3,
+    "is_mobile": True,
+    "has_touch": True,
+}
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+#: A system prompt of many lines and a message of one long paragraph.
+LONG_PROMPT = "\n".join(
+    f"Rule {n}: answer in plain words, and cite the page you took it from." for n in range(40)
+)
+LONG_TEXT = "Summarise the release notes below for the changelog. " * 60
+#: The buttons that turn a request away, which a thumb must not hit for another.
+DESTRUCTIVE = ("Refuse", "Never", "Decline")
+
+#: What the page's layout is, measured in the page: its width and the document's, each request
+#: text's box, each label and value pair's boxes.
+LAYOUT = """() => {
+  const box = (node) => { const r = node.getBoundingClientRect(); return {left: r.left, right: r.right,
+    top: r.top, bottom: r.bottom, width: r.width, height: r.height}; };
+  return {
+    viewport: document.documentElement.clientWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    texts: [...document.querySelectorAll("article .text")].map(box),
+    pairs: [...document.querySelectorAll("article dt")].map((dt) => [box(dt), box(dt.nextElementSibling)]),
+  };
+}"""
+
+#: Every visible button, link button and form control of the cards: its name, type and box.
+CONTROLS = """() => [...document.querySelectorAll(
+    "article button, article a.button, article input, article select, article textarea")]
+  .filter((node) => node.getClientRects().length > 0)
+  .map((node) => { const r = node.getBoundingClientRect();
+    return {name: (node.innerText || node.id || node.type).trim(), tag: node.tagName, type: node.type,
+            card: node.closest("article").className, width: r.width, height: r.height,
+            left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })"""
+
+
+@asynccontextmanager
+async def every_card(inbox: WebInbox) -> AsyncIterator[None]:
+    """A card of each kind pending (a sampling request with long texts, a result to review, a form
+    with every field type, a link) for the duration of the block."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(inbox.review_request, sampling_view(system=LONG_PROMPT, text=LONG_TEXT))
+        group.start_soon(inbox.review_result, result_view(text=LONG_TEXT))
+        group.start_soon(inbox.fill_form, form_view())
+        group.start_soon(inbox.consent_url, url_view(url="https://docs.example.com/" + "a/" * 150))
+        yield
+        group.cancel_scope.cancel()
+
+
+async def test_on_a_phone_each_card_stacks_at_full_width_and_the_desktop_keeps_its_columns(
+    browser: Browser, tmp_path: Path
+) -> None:
+    async with served() as inbox, every_card(inbox):
+        async with browser.tab(inbox.url, **PHONE) as phone:
+            await phone.page.locator("article").nth(3).wait_for(timeout=WAIT_MS)
+            layout = await phone.page.evaluate(LAYOUT)
+            assert layout["viewport"] == 390
+            assert layout["scrollWidth"] <= layout["viewport"]  # no card scrolls sideways
+            assert len(layout["texts"]) >= 6
+            for text in layout["texts"]:  # the request's texts use the card's width
+                assert text["width"] >= 0.85 * layout["viewport"]
+                assert text["left"] >= 0 and text["right"] <= layout["viewport"]
+            for label, value in layout["pairs"]:  # each label above its value
+                assert label["bottom"] <= value["top"]
+            for kind, name in [
+                ("Sampling request", "sampling"),
+                ("Sampling result", "result"),
+                ("Form", "form"),
+                ("Link to open", "url"),
+            ]:
+                card = phone.card(f"notes · {kind}")
+                await shoot_screen(phone.page, card, f"{name}-phone", tmp_path)
+            phone.assert_nothing_ran()
+        async with browser.tab(inbox.url, **DESKTOP) as desktop:
+            await desktop.page.locator("article").nth(3).wait_for(timeout=WAIT_MS)
+            layout = await desktop.page.evaluate(LAYOUT)
+            assert layout["scrollWidth"] <= layout["viewport"] == 1280
+            for label, value in layout["pairs"]:  # the desktop's two columns, as before
+                assert label["right"] < value["left"] and label["top"] == value["top"]
+            assert await desktop.page.get_by_role("button", name="Show all").count() == 0
+            folded = "[...document.querySelectorAll('.text')].some(t => t.scrollHeight > t.clientHeight)"
+            assert await desktop.page.evaluate(folded) is False  # nothing folded away
+            desktop.assert_nothing_ran()
+
+
+def apart(one: dict[str, float], other: dict[str, float]) -> float:
+    """The space between two boxes (CSS px): 0 when they touch or overlap."""
+    across = max(other["left"] - one["right"], one["left"] - other["right"])
+    down = max(other["top"] - one["bottom"], one["top"] - other["bottom"])
+    return max(across, down, 0.0)
+
+
+async def test_on_a_phone_every_control_is_a_44_px_target_and_the_refusals_stand_apart(
+    browser: Browser,
+) -> None:
+    not_web = UrlView("elsewhere", None, "Go", "javascript:void(0)", None, ())
+    async with (
+        served() as inbox,
+        every_card(inbox),
+        anyio.create_task_group() as group,
+        browser.tab(inbox.url, **PHONE) as phone,
+    ):
+        group.start_soon(inbox.consent_url, not_web)
+        await phone.page.locator("article").nth(4).wait_for(timeout=WAIT_MS)
+        disabled = phone.card("elsewhere · Link to open").get_by_role("button", name="Open")
+        after = "node => getComputedStyle(node, '::after').content"
+        assert "Not a web link" in await disabled.evaluate(after)  # said, not left to a hover
+        for edit in ("Edit", "Edit the text"):  # the editors' controls too
+            await phone.page.get_by_role("button", name=edit, exact=True).tap()
+        controls = await phone.page.evaluate(CONTROLS)
+        kinds = {control["card"] for control in controls}
+        assert kinds == {"card sampling", "card result", "card form", "card url"}
+        small = [c for c in controls if c["width"] < 44 or c["height"] < 44]
+        assert small == []
+        types = {c["type"] for c in controls if c["tag"] == "INPUT"}
+        assert {"email", "url", "number", "date", "checkbox", "text"} <= types  # the keyboard each asks for
+        for kind in kinds:
+            bar = [c for c in controls if c["card"] == kind and c["tag"] in ("BUTTON", "A")]
+            away = [c for c in bar if c["name"] in DESTRUCTIVE]
+            assert away, kind
+            for refusal in away:
+                for other in bar:
+                    if other["name"] not in DESTRUCTIVE and other["name"] != "Show all":
+                        assert apart(refusal, other) >= 16, (refusal["name"], other["name"])
+        phone.assert_nothing_ran()
+        group.cancel_scope.cancel()
+
+
+async def test_on_a_phone_a_long_request_is_folded_and_answered_by_tapping_without_scrolling(
+    browser: Browser,
+) -> None:
+    async with served() as inbox, browser.tab(inbox.url, **PHONE) as phone:
+        view = sampling_view(system=LONG_PROMPT, text=LONG_TEXT)
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.review_request(view))
+            card = phone.card("notes · Sampling request")
+            await card.wait_for(timeout=WAIT_MS)
+            prompt = card.locator(".text").first
+            folded = await prompt.evaluate("t => [t.clientHeight, t.scrollHeight]")
+            assert folded[0] < folded[1] and folded[0] < 844 / 2  # folded, with the rest a tap away
+            await card.get_by_role("button", name="Show all").first.tap()
+            shown = await prompt.evaluate("t => [t.clientHeight, t.scrollHeight]")
+            assert shown[0] == shown[1] > folded[0]
+            await phone.page.evaluate("window.scrollTo(0, 0)")
+            approve = card.get_by_role("button", name="Approve once")
+            box = await approve.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844  # on screen
+            on_top = "([x, y]) => document.elementFromPoint(x, y).textContent"
+            middle = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+            assert await phone.page.evaluate(on_top, middle) == "Approve once"  # nothing covers it
+            assert await phone.page.evaluate("window.scrollY") == 0
+            await approve.tap()
+        assert answers == [Approve(remember="once")]
+        await card.wait_for(state="detached", timeout=WAIT_MS)
+        phone.assert_nothing_ran()

@@ -16,6 +16,8 @@
   const STORED = `host_receiver_inbox:${location.pathname}`;
   const SESSION_HEADER = "X-Inbox-Session";
   const RECONNECT_MS = 3000;
+  const FOLD_CHARS = 400;
+  const FOLD_LINES = 8;
   let session = null;
   let csrf = null;
 
@@ -52,8 +54,13 @@
     list.append(el("dt", {}, name), el("dd", {}, ...values));
   }
 
+  // A long text is folded on a narrow screen (inbox.css), behind a button that shows all of it.
   function textBlock(text) {
-    return el("div", { className: "text" }, text);
+    const node = el("div", { className: "text" }, text);
+    if (text.length <= FOLD_CHARS && text.split("\n").length <= FOLD_LINES) return node;
+    node.classList.add("folded");
+    const more = button("Show all", () => { node.classList.remove("folded"); more.remove(); }, "show-all");
+    return el("div", { className: "fold" }, node, more);
   }
 
   function block(content) {
@@ -129,7 +136,8 @@
     article.dataset.id = item.id;
     const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard }[item.kind];
     if (parts) article.append(...parts(item, view));
-    article.append(view.problems.get("*"), status);
+    // in the answer bar, so that what became of an answer shows where it was given
+    (article.querySelector(".buttons") || article).append(view.problems.get("*"), status);
     return article;
   }
 
@@ -315,7 +323,7 @@
     };
     form.addEventListener("submit", (event) => { event.preventDefault(); send(); });
     const buttons = el("div", { className: "buttons" }, button("Send", send, "primary"),
-      button("Decline", () => answer(item, { action: "decline" }, view)),
+      button("Decline", () => answer(item, { action: "decline" }, view), "destructive"),
       button("Cancel", () => answer(item, { action: "cancel" }, view)));
     if (request.fields.length) {
       const note = el("p", { className: "meta" }, "Fields marked ", el("span", { className: "required" }, "*"), " are required.");
@@ -341,7 +349,7 @@
       open = el("button", { type: "button", disabled: true, title: "Not a web link" }, "Open");
     }
     const buttons = el("div", { className: "buttons" }, open,
-      button("Decline", () => answer(item, { action: "decline" }, view)));
+      button("Decline", () => answer(item, { action: "decline" }, view), "destructive"));
     return [message, domain, address, warnings, note, buttons];
   }
 
