@@ -20,6 +20,9 @@ served meanwhile) and prints for a person, or JSON with ``--json``:
   readably; with ``--json`` or when stdout is not a terminal, the
   ``CallToolResult`` JSON. Exit codes as ``run --call``: 0, 1 when the result
   has ``isError`` true, 2 when the command could not do its job.
+
+``read``, ``prompt`` and ``call`` ask for the server's progress and show it on
+stderr (:mod:`host_receiver.cli._progress`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error, safe_json
 from host_receiver.cli._options import add_connection_options, usage_error
+from host_receiver.cli._progress import ProgressDisplay
 from host_receiver.cli._run import serve
 from host_receiver.cli._show import add_task_option, call_and_print, readable_content
 from host_receiver.cli._target import json_object, prepare
@@ -123,11 +127,11 @@ def key_values(pairs: Sequence[str], *, as_json: bool) -> dict[str, Any] | str:
     return values
 
 
-def _run(body: Query, args: argparse.Namespace) -> int:
+def _run(body: Query, args: argparse.Namespace, progress: ProgressDisplay | None = None) -> int:
     target = prepare(args)
     if isinstance(target, int):
         return target
-    return anyio.run(serve, args, target, partial(_reporting_failures, body, args))
+    return anyio.run(serve, args, target, partial(_reporting_failures, body, args), progress)
 
 
 async def _reporting_failures(body: Query, args: argparse.Namespace, server: ServerConnection) -> int:
@@ -241,15 +245,19 @@ def _type(spec: Any) -> str:
 
 
 def _read(args: argparse.Namespace) -> int:
+    progress = ProgressDisplay()
+
     async def body(args: argparse.Namespace, server: ServerConnection) -> int:
-        result = (await server.read_resource(args.uri)).model_dump()
+        with progress.watching(args.uri) as on_progress:
+            read = await server.read_resource(args.uri, on_progress=on_progress)
+        result = read.model_dump()
         if args.json:
             print(safe_json(result))
         else:
             print(_joined(_resource_text(c) for c in result.get("contents") or []))
         return EXIT_OK
 
-    return _run(body, args)
+    return _run(body, args, progress)
 
 
 def _resource_text(contents: Any) -> str:
@@ -263,8 +271,12 @@ def _prompt(args: argparse.Namespace) -> int:
     if isinstance(arguments, str):
         return usage_error(args, arguments)
 
+    progress = ProgressDisplay()
+
     async def body(args: argparse.Namespace, server: ServerConnection) -> int:
-        result = (await server.get_prompt(args.prompt_name, arguments or None)).model_dump()
+        with progress.watching(args.prompt_name) as on_progress:
+            got = await server.get_prompt(args.prompt_name, arguments or None, on_progress=on_progress)
+        result = got.model_dump()
         if args.json:
             print(safe_json(result))
             return EXIT_OK
@@ -273,7 +285,7 @@ def _prompt(args: argparse.Namespace) -> int:
                 print(f"{safe_text(message.get('role', '?'))}: {readable_content(message.get('content'))}")
         return EXIT_OK
 
-    return _run(body, args)
+    return _run(body, args, progress)
 
 
 def _joined(parts: Iterable[str]) -> str:
@@ -295,5 +307,8 @@ def _call(args: argparse.Namespace) -> int:
     target = prepare(args)
     if isinstance(target, int):
         return target
-    call = partial(call_and_print, args.tool, arguments, as_json=as_json, task=args.task or None)
-    return anyio.run(serve, args, target, call)
+    progress = ProgressDisplay()
+    call = partial(
+        call_and_print, args.tool, arguments, as_json=as_json, task=args.task or None, progress=progress
+    )
+    return anyio.run(serve, args, target, call, progress)

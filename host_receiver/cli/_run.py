@@ -47,6 +47,7 @@ from host_receiver.cli._hooks import (
     uses_terminal,
 )
 from host_receiver.cli._options import add_connection_options, root_uri, usage_error
+from host_receiver.cli._progress import ProgressDisplay
 from host_receiver.cli._show import (
     add_task_option,
     call_and_print,
@@ -106,15 +107,25 @@ def run_command(args: argparse.Namespace) -> int:
     if isinstance(target, int):
         return target
     if args.call is not None:
-        call = partial(call_and_print, args.call, arguments, as_json=True, task=args.task or None)
-        return anyio.run(serve, args, target, call)
+        progress = ProgressDisplay()
+        call = partial(
+            call_and_print, args.call, arguments, as_json=True, task=args.task or None, progress=progress
+        )
+        return anyio.run(serve, args, target, call, progress)
     return anyio.run(serve, args, target, None)
 
 
 async def serve(
-    args: argparse.Namespace, target: Target, body: Callable[[ServerConnection], Awaitable[int]] | None
+    args: argparse.Namespace,
+    target: Target,
+    body: Callable[[ServerConnection], Awaitable[int]] | None,
+    progress: ProgressDisplay | None = None,
 ) -> int:
-    """Connect to ``target`` with the hooks ``args`` select; run ``body`` (None: serve until the end)."""
+    """Connect to ``target`` with the hooks ``args`` select; run ``body`` (None: serve until the end).
+
+    ``progress`` (the body's display of the server's progress) draws its bars
+    in the terminal host's live line when the terminal host runs.
+    """
     try:
         registry = build_registry(provider=args.provider, model=args.model)
         await registry.open()  # the models of entries that list none, from their APIs
@@ -123,6 +134,8 @@ async def serve(
         return EXIT_FAILURE
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(open_console()) if uses_terminal(args) else None
+        if progress is not None and console is not None:
+            progress.use(console.activity)
         try:
             inbox = await stack.enter_async_context(open_inbox(args))
         except InboxUnavailable as exc:

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
+from host_receiver.cli._progress import ProgressDisplay
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks._polls import TaskObserver
 from host_receiver.client.remote_tasks.store import RemoteTaskStore
@@ -83,19 +84,32 @@ def own_name(server: ServerConnection) -> str:
 
 
 async def call_and_print(
-    tool: str, arguments: dict[str, Any], server: ServerConnection, *, as_json: bool, task: bool | None = None
+    tool: str,
+    arguments: dict[str, Any],
+    server: ServerConnection,
+    *,
+    as_json: bool,
+    task: bool | None = None,
+    progress: ProgressDisplay | None = None,
 ) -> int:
     """Call ``tool``; print its result (JSON, or readably); exit 0, 1 when ``isError``, 2 on failure.
 
     ``task``: as :meth:`ClientConnection.call_tool` (True: ``--task``). Each
-    new state of a server's task is one line on stderr. Ctrl-C cancels the
+    new state of a server's task is one line on stderr; the server's progress
+    is shown on stderr by ``progress`` (default: a display of its own,
+    :mod:`host_receiver.cli._progress`). Ctrl-C cancels the
     call (a server's task gets ``tasks/cancel``) and exits 2. When the call
     fails or the tool reports an error and the server has no such tool,
     stderr names the tools it has.
     """
 
-    def call(observer: TaskObserver) -> Awaitable[CallToolResult]:
-        return server.call_tool(tool, arguments, task=task, on_task=observer)
+    display = progress if progress is not None else ProgressDisplay()
+
+    async def call(observer: TaskObserver) -> CallToolResult:
+        with display.watching(tool) as on_progress:
+            return await server.call_tool(
+                tool, arguments, task=task, on_task=observer, on_progress=on_progress
+            )
 
     return await run_and_print(tool, server, call, as_json=as_json)
 

@@ -113,6 +113,12 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
         end). A result that breaks the schema is a :class:`BadResult` naming
         the field.
 
+        ``on_progress(progress, total, message)`` is told each
+        ``notifications/progress`` the server sends for the call, in order,
+        before this returns: the request carries a ``_meta.progressToken``
+        (in either era; each request of the call, an input round's retry
+        too, has its own). Without it no token is sent.
+
         ``task`` is for 2025-11-25 servers (a 2026-07-28 server decides
         itself): True sends the call task-augmented (with ``task_ttl_ms`` as
         the ttl asked for, if given), False never, None (the default) when the
@@ -187,18 +193,31 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
                 handle.cancel()
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> GetPromptResult:
-        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`."""
+        """Get a prompt (answering a modern server's input rounds); returns :class:`GetPromptResult`.
+
+        ``on_progress`` as for :meth:`call_tool`.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        result = await self._with_rounds("prompts/get", params, timeout, None, None)
+        result = await self._with_rounds("prompts/get", params, timeout, on_progress, None)
         return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
-        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`."""
-        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, None, None)
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> ReadResourceResult:
+        """Read a resource (answering a modern server's input rounds); returns :class:`ReadResourceResult`.
+
+        ``on_progress`` as for :meth:`call_tool`.
+        """
+        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, on_progress, None)
         return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
 
     async def _with_rounds(

@@ -178,6 +178,56 @@ def test_call_on_a_terminal_shows_the_result_readably(env: dict[str, str]) -> No
     assert '{\n  "temperature": ' in screen and '"content"' not in screen
 
 
+# --- progress (notifications/progress) -------------------------------------------------------
+
+STDIO_SERVER = ROOT / "tests" / "servers" / "stdio_mcp_server.py"
+
+
+def test_call_shows_the_servers_progress_on_stderr_off_a_terminal(
+    env: dict[str, str], everything: list[str]
+) -> None:
+    proc = run_cli(env, "call", "trigger-long-running-operation", "duration=0.6", "steps=3", *everything)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"][0]["text"].startswith("Long running operation completed.")
+    shown = [line for line in proc.stderr.splitlines() if line.startswith("progress ")]
+    assert shown == ["progress 1/3", "progress 2/3", "progress 3/3"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_read_and_prompt_show_the_servers_progress_on_stderr_escaped(env: dict[str, str], era: str) -> None:
+    server = ["--", sys.executable, str(STDIO_SERVER), *(["--modern"] if era == "modern" else [])]
+    for words, result in ((["read", "r://x"], "r://x\n"), (["prompt", "p"], "user: p\n")):
+        proc = run_cli(env, *words, *server)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == result
+        shown = [line for line in proc.stderr.splitlines() if line.startswith("progress ")]
+        assert shown == ["progress 1/2: warming \\x1b[31mup", "progress 2/2: done"]
+
+
+@pytest.mark.parametrize(
+    "hooks", [[], ["--approve", "auto", "--elicit", "defaults"]], ids=["live-line", "own-line"]
+)
+def test_call_on_a_terminal_shows_a_bar_erased_before_the_result(
+    env: dict[str, str], hooks: list[str]
+) -> None:
+    """With the terminal host (prompts on: its live activity line) or without it (a line of its own)."""
+    words = ["call", *hooks, "trigger-long-running-operation", "duration=0.6", "steps=3"]
+    child = pexpect.spawn(
+        CLI[0], [*CLI[1:], *words, "--", *everything_command()], env=env, encoding="utf-8", timeout=LIMIT_S
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = child.before
+    assert child.exitstatus == 0, screen
+    bar, result = (
+        screen.rindex("[████████████████████] 3/3"),
+        screen.index("Long running operation completed."),
+    )
+    assert "trigger-long-running-operation [███████░░░░░░░░░░░░░] 1/3" in screen
+    assert bar < screen.index("\r\x1b[K", bar) < result  # erased, then the result on a clean line
+    assert "progress 1/3" not in screen
+
+
 # --- run without --call -----------------------------------------------------------------------
 
 

@@ -659,6 +659,42 @@ async def test_prompts_and_resources_take_input_rounds_too() -> None:
         assert read.model_dump()["contents"] == [{"uri": "ask://x", "text": "r1"}]
 
 
+@pytest.mark.parametrize("version", [LEGACY, MODERN])
+async def test_prompts_and_resources_pass_the_servers_progress_to_on_progress(version: str) -> None:
+    """Each request (a modern retry too) carries a progress token of its own (basic-patterns-progress.mdx)."""
+    tokens: list[object] = []
+
+    async def reporting(request: Request, result: dict[str, Any]) -> dict[str, Any]:
+        params, token = request.params or {}, request.progress_token
+        tokens.append(token)
+        if server.modern and "requestState" not in params:
+            return {"resultType": "input_required", "requestState": "again"}
+        for step in (1, 2):
+            await server.notify(
+                "notifications/progress",
+                {"progressToken": token, "progress": step, "total": 2, "message": f"step {step}"},
+            )
+        return {**result, "resultType": "complete"} if server.modern else result
+
+    async def prompt(request: Request) -> dict[str, Any]:
+        return await reporting(request, {"messages": []})
+
+    async def resource(request: Request) -> dict[str, Any]:
+        return await reporting(request, {"contents": [{"uri": "r://x", "text": "x"}]})
+
+    server = FakeServer(protocol_version=version, methods={"prompts/get": prompt, "resources/read": resource})
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with connected(server) as connection:
+        await connection.get_prompt("p", on_progress=on_progress)
+        await connection.read_resource("r://x", on_progress=on_progress)
+    assert seen == [(1, 2, "step 1"), (2, 2, "step 2")] * 2
+    assert None not in tokens and len(set(tokens)) == len(tokens) == (4 if server.modern else 2)
+
+
 # --- bad input: a clear error naming the key or field, and the connection keeps serving -------
 
 

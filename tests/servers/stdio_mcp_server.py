@@ -20,6 +20,11 @@ and every result carries ``resultType``.
 - ``big``: writes a line of ``arguments.size`` bytes that is no message, then answers;
 - ``die``: exits at once, without answering;
 - ``verbatim``: answers with ``arguments.result``, as it is.
+
+``resources/read`` and ``prompts/get`` answer one text (the URI, the
+prompt's name); when the request carries ``_meta.progressToken`` they first
+send two ``notifications/progress`` under it (total 2, the message of the
+first with an escape sequence in it).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ TOOLS = [
 ]
 PAGES = {None: (0, 3, "p2"), "p2": (3, 6, "p3"), "p3": (6, 8, None)}
 MODERN = "2026-07-28"
+CAPABILITIES: dict[str, Any] = {"tools": {}, "resources": {}, "prompts": {}}
 
 
 def main() -> None:
@@ -51,7 +57,7 @@ def main() -> None:
             initialized = True
         elif method == "server/discover" and modern:
             info = {"io.modelcontextprotocol/serverInfo": {"name": "raw-stdio", "version": "1.0"}}
-            discovered = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "_meta": info}
+            discovered = {"supportedVersions": [MODERN], "capabilities": CAPABILITIES, "_meta": info}
             result(request_id, {"resultType": "complete", **discovered})
         elif method == "initialize":
             wanted = params["protocolVersion"]
@@ -60,7 +66,7 @@ def main() -> None:
                 request_id,
                 {
                     "protocolVersion": version,
-                    "capabilities": {"tools": {}},
+                    "capabilities": CAPABILITIES,
                     "serverInfo": {"name": "raw-stdio", "version": "1.0"},
                     "instructions": f"client sent {json.dumps(params, sort_keys=True)}",
                 },
@@ -75,8 +81,23 @@ def main() -> None:
             result(request_id, page)
         elif method == "tools/call" and initialized:
             call_tool(request_id, params["name"], params.get("arguments") or {})
+        elif method in ("resources/read", "prompts/get") and initialized:
+            answer_with_progress(request_id, method, params, modern)
         elif request_id is not None:
             error(request_id, -32601, f"Method not found: {method}")
+
+
+def answer_with_progress(request_id: Any, method: str, params: dict[str, Any], modern: bool) -> None:
+    token = (params.get("_meta") or {}).get("progressToken")
+    if token is not None:
+        for step, message in ((1, "warming \x1b[31mup"), (2, "done")):
+            progress = {"progressToken": token, "progress": step, "total": 2, "message": message}
+            write({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
+    if method == "resources/read":
+        answer: dict[str, Any] = {"contents": [{"uri": params["uri"], "text": params["uri"]}]}
+    else:
+        answer = {"messages": [{"role": "user", "content": {"type": "text", "text": params["name"]}}]}
+    result(request_id, {"resultType": "complete", **answer} if modern else answer)
 
 
 def call_tool(request_id: Any, name: str, arguments: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""What the models are doing right now, for the live progress line.
+"""What the models and the server are doing right now, for the live progress line.
 
 Rules:
 
@@ -6,6 +6,9 @@ Rules:
   of the terminal's sampling service: a generation is shown exactly as long as
   one provider call runs (after approval, until it returns, fails or is
   cancelled), with the tokens the provider reported so far.
+- It is also the :class:`~host_receiver.cli._progress.ProgressBoard` of the
+  commands' requests: the bar of a call, read or prompt the server reports
+  progress on is shown until the request ends.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ class Activity:
 
     clock: Callable[[], float] = time.monotonic
     running: dict[Generation, float] = field(default_factory=dict)
+    #: The bar of each request the server reports progress on, by its key.
+    progress: dict[object, str] = field(default_factory=dict)
     _listeners: list[Callable[[], None]] = field(default_factory=list)
 
     def subscribe(self, listener: Callable[[], None]) -> None:
@@ -47,9 +52,18 @@ class Activity:
         self.running.pop(generation, None)
         self._changed()
 
+    def show_progress(self, key: object, text: str) -> None:
+        """Show ``text`` (a request's bar, already safe) until :meth:`end_progress`."""
+        self.progress[key] = text
+        self._changed()
+
+    def end_progress(self, key: object) -> None:
+        self.progress.pop(key, None)
+        self._changed()
+
     def describe(self) -> str | None:
-        """One line about every running generation, or None when nothing runs."""
-        if not self.running:
+        """One line about every running generation and request in progress, or None when nothing runs."""
+        if not self.running and not self.progress:
             return None
         now = self.clock()
         parts = [
@@ -57,6 +71,7 @@ class Activity:
             f"{g.tokens}/{g.max_tokens} tokens, {now - started:.1f} s"
             for g, started in self.running.items()
         ]
+        parts.extend(self.progress.values())
         return "⏳ " + " | ".join(parts)
 
 

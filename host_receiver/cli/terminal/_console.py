@@ -7,10 +7,10 @@ Rules:
   :meth:`Turn.show` prints and :meth:`Turn.ask` prompts.
 - :meth:`Console.say` prints from anywhere: above the open prompt when there
   is one, otherwise straight away.
-- When no prompt is open and a model is generating, the bottom line shows the
-  activity, redrawn every ``refresh_interval`` seconds; when nothing runs the
-  drawing job sleeps on an event. When a prompt is open, its bottom toolbar
-  shows the same line plus how many requests are waiting.
+- When no prompt is open and a model generates or a request shows progress, the
+  bottom line shows it, redrawn every ``refresh_interval`` seconds, erased as
+  soon as nothing runs (the drawing job then sleeps on an event). When a prompt
+  is open, its bottom toolbar shows the same line plus how many requests wait.
 - A cancelled turn says so on screen before it lets the cancellation through.
 - :meth:`Turn.choose`: an option's key (either case) answers at once, without
   Enter; a word typed instead is taken on Enter. :meth:`Turn.ask` may show a
@@ -301,6 +301,8 @@ class Console:
     # --- the live line --------------------------------------------------------
 
     def _wake_up(self) -> None:
+        if self.activity.describe() is None:  # erased at once, before a result is printed
+            self._clear_line()
         self._wake.set()
 
     async def _draw_activity(self) -> None:
