@@ -14,7 +14,8 @@ Rules:
 - For work run through :meth:`Inbox.watch` (the ready handlers are), the
   task's ``statusMessage`` reads "waiting for an answer in the web inbox"
   wherever the services would say "Waiting for the user to ..." (set as the
-  work starts, so a server's first poll sees it); at a timeout it is the reason.
+  work starts, so a server's first poll sees it); at a timeout it is the reason,
+  which a form's or link's task keeps once it completes (``cancel``).
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
@@ -308,7 +309,7 @@ class Inbox:
                 item.decision = on_timeout
                 self._resolve(item, self._timeout_reason(), "timeout")
                 if context is not None:
-                    await context.set_status_message(self._timeout_reason())
+                    await context.set_outcome_message(self._timeout_reason())
         finally:
             if item.outcome is None:
                 self._resolve(item, "withdrawn: the request was cancelled", "server")
