@@ -33,6 +33,8 @@ __all__ = ["PROBE", "one_call", "some", "with_listed_models"]
 
 #: The most model ids ``providers add`` names when it lists them.
 _MODELS_SHOWN = 5
+#: Gemini's reason for a key it does not know, which it answers with HTTP 400 (backends/_gemini.py).
+_KEY_REJECTED = "API_KEY_INVALID"
 
 
 def with_listed_models(entry: ProviderEntry, key: str | None) -> ProviderEntry:
@@ -76,8 +78,9 @@ PROBE = {
 }
 
 
-async def one_call(registry: ProviderRegistry, name: str) -> int:
-    """Sample :data:`PROBE` once with provider ``name`` and say how it went; the exit code."""
+async def one_call(registry: ProviderRegistry, name: str, *, key_source: str | None = None) -> int:
+    """Sample :data:`PROBE` once with provider ``name`` and say how it went; the exit code.
+    ``key_source``: where its key came from (``keyring``, ``from $VAR``), named when it is refused."""
     async with registry:
         plan = registry.plan(CreateMessageRequestParams.model_validate(PROBE))
         who = f"provider {name!r}, model {plan.model.id}"
@@ -87,7 +90,7 @@ async def one_call(registry: ProviderRegistry, name: str) -> int:
         except ProviderError as exc:
             print(f"failed: {who}, after {time.monotonic() - started:.2f} s", file=sys.stderr)
             print(f"cause: {exc}", file=sys.stderr)
-            print(f"what to do: {_advice(exc, name)}", file=sys.stderr)
+            print(f"what to do: {_advice(exc, name, key_source)}", file=sys.stderr)
             return 1
     elapsed = time.monotonic() - started
     text = result.content.text if isinstance(result.content, TextContent) else "(not text)"
@@ -95,10 +98,18 @@ async def one_call(registry: ProviderRegistry, name: str) -> int:
     return 0
 
 
-def _advice(exc: ProviderError, name: str) -> str:
+def _advice(exc: ProviderError, name: str, key_source: str | None = None) -> str:
     """What to do about a failed call, from its status or its words."""
     status, text = exc.status, str(exc)
-    if status in (401, 403):
+    if status in (401, 403) or (status == 400 and _KEY_REJECTED in text):
+        if key_source is not None and key_source.startswith("from $"):
+            variable = key_source.removeprefix("from ")
+            return f"check {variable}, where the key comes from: export a valid key there"
+        if key_source == "keyring":
+            return (
+                f"check the key stored in the OS keyring for {name!r}: "
+                f"`host-receiver providers add {name}` stores a new one"
+            )
         return (
             f"check the key: `host-receiver providers add {name}` stores a new one "
             "(or export the variable the entry reads)"

@@ -21,6 +21,7 @@ took, or what failed and what to do. Errors go to stderr with exit code 1.
 from __future__ import annotations
 
 import argparse
+import functools
 import getpass
 import os
 import sys
@@ -275,7 +276,13 @@ def _type_of(name: str) -> ProviderType:
 @_guarded
 def _test(args: argparse.Namespace) -> int:
     registry = build_registry(provider=args.name, model=args.model, path=args.config)
-    return anyio.run(one_call, registry, args.name)
+    entry = load_config(config_path(args.config)).entry(args.name)
+    if entry is None and args.name in VENDOR_BASE_URL:  # a vendor's defaults, without an entry
+        entry = ProviderEntry(args.name, type=_type_of(args.name))
+    found = find_key(entry, os.environ) if entry is not None and entry.type != "echo" else None
+    return anyio.run(
+        functools.partial(one_call, key_source=found.source if found else None), registry, args.name
+    )
 
 
 @_guarded

@@ -78,7 +78,19 @@ class GeminiWire(OpenAIWire):
         return route.rsplit("/", 1)[-1].rsplit(":", 1)[0]
 
     def error_body(self, message: str, type_: str, code: str | None, status: int = 500) -> dict[str, Any]:
-        return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
+        error: dict[str, Any] = {
+            "code": status,
+            "message": message,
+            "status": _STATUS_NAMES.get(status, "UNKNOWN"),
+        }
+        if code is not None:  # Google's reason, as a rejected key gets API_KEY_INVALID
+            reason = {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": code,
+                "domain": "googleapis.com",
+            }
+            error["details"] = [reason]
+        return {"error": error}
 
     def models_body(self) -> dict[str, Any]:
         listed = [

@@ -16,7 +16,10 @@ Rules:
   group. Its outcome is stored as data: a result -> ``completed``; an
   ``RpcError`` -> ``failed``, with a diagnostic ``statusMessage`` and the
   error kept for ``tasks/result``; any other exception -> ``failed`` with
-  -32603 (logged with its traceback, never told). Work cancelled by
+  -32603 (logged with its traceback, never told). A completed task's
+  ``statusMessage`` is the one its work gave as the outcome
+  (:meth:`WorkContext.set_outcome_message`, e.g. why nobody answered), else
+  none: a "waiting for ..." message does not outlive the wait. Work cancelled by
   ``tasks/cancel`` leaves the record as the cancel left it.
 - :meth:`TaskRunner.finish` is the only way a live task reaches a terminal
   status: it replaces the record (the lifecycle table in
@@ -101,6 +104,7 @@ class TaskRunner:
         self._starts_waiting = anyio.Event()
         self._waiters: dict[str, anyio.Event] = {}
         self._traces: dict[str, TaskTrace] = {}  # live tasks' traces, by task id
+        self._outcomes: dict[str, str] = {}  # the statusMessage a task keeps when it completes
 
     async def run(self) -> None:
         """The requestor's background jobs: starting work and expiring tasks (cancel to stop)."""
@@ -185,6 +189,7 @@ class TaskRunner:
             progress_token=params.progress_token,
             notify=self.peer.notify,
             status=self.set_status_message if task_id is not None else None,
+            outcome=self.set_outcome_message if task_id is not None else None,
         )
 
     async def _run_task(self, start: _Start, scope: anyio.CancelScope) -> None:
@@ -207,9 +212,11 @@ class TaskRunner:
                     message = failure_message(error) if method == SAMPLING else f"Failed: {error.message}"
                     self.finish(task_id, TaskStatus.FAILED, message=message, error=error)
                 else:
-                    self.finish(task_id, TaskStatus.COMPLETED, result=result)
+                    outcome = self._outcomes.get(task_id)
+                    self.finish(task_id, TaskStatus.COMPLETED, message=outcome, result=result)
         finally:
             self._running.pop(task_id, None)
+            self._outcomes.pop(task_id, None)
 
     # --- state changes ------------------------------------------------------------------
 
@@ -249,6 +256,12 @@ class TaskRunner:
         if record is None or record.is_terminal or record.status_message == message:
             return
         self.store.replace(record.with_message(message, self.clock()))
+
+    async def set_outcome_message(self, task_id: str, message: str) -> None:
+        """Show ``message`` now, and keep it as the ``statusMessage`` of ``task_id`` once completed."""
+        if task_id in self._running:
+            self._outcomes[task_id] = message
+        await self.set_status_message(task_id, message)
 
     async def wait_finished(self, task_id: str) -> None:
         """Return once ``task_id`` is terminal or gone (no polling: an event per task)."""

@@ -65,6 +65,7 @@ class WorkContext:
         "_last_progress",
         "_last_sent_at",
         "_notify",
+        "_outcome",
         "_status",
         "progress_token",
         "requestor",
@@ -81,6 +82,7 @@ class WorkContext:
         progress_token: ProgressToken | None,
         notify: Notify,
         status: StatusSink | None = None,
+        outcome: StatusSink | None = None,
     ) -> None:
         self.requestor = requestor
         self.requestor_name = requestor_name
@@ -88,6 +90,7 @@ class WorkContext:
         self.progress_token = progress_token
         self._notify = notify
         self._status = status
+        self._outcome = outcome
         self._last_progress: float | None = None
         self._last_sent_at = -math.inf
 
@@ -102,6 +105,15 @@ class WorkContext:
         """Show ``message`` as the task's ``statusMessage`` (no-op for plain requests)."""
         if self._status is not None and self.task_id is not None:
             await self._status(self.task_id, message)
+
+    async def set_outcome_message(self, message: str) -> None:
+        """Say why the work ends as it does (a timeout, say): the task's ``statusMessage`` from now
+        on, kept once the task completes (the spec's summary of a completed task); without an
+        ``outcome`` sink, :meth:`set_status_message`; a no-op for plain requests."""
+        if self._outcome is not None and self.task_id is not None:
+            await self._outcome(self.task_id, message)
+        else:
+            await self.set_status_message(message)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

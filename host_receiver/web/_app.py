@@ -260,13 +260,16 @@ def _read(name: str) -> bytes:
 
 
 async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
-    """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), and keep-alive comments."""
+    """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), keep-alive comments,
+    and ``closed`` last when the host stops (the page then stops reconnecting)."""
     async with inbox.events() as events:
         while True:
             with anyio.move_on_after(KEEP_ALIVE) as idle:
                 try:
                     name, data = await events.receive()
                 except anyio.EndOfStream:
+                    if inbox.closed:
+                        yield 'event: closed\ndata: {"reason": "the host has stopped"}\n\n'
                     return
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"

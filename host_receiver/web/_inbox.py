@@ -14,10 +14,12 @@ Rules:
 - For work run through :meth:`Inbox.watch` (the ready handlers are), the
   task's ``statusMessage`` reads "waiting for an answer in the web inbox"
   wherever the services would say "Waiting for the user to ..." (set as the
-  work starts, so a server's first poll sees it); at a timeout it is the reason.
+  work starts, so a server's first poll sees it); at a timeout it is the reason,
+  which a form's or link's task keeps once it completes (``cancel``).
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
+  :meth:`Inbox.close` ends every stream for good (:attr:`Inbox.closed`).
 
 Fixed caps (docs/limits.md): ``HISTORY``, ``BUFFER``.
 """
@@ -91,6 +93,8 @@ class Item:
     outcome: str | None = None
     answered: float | None = None
     audit: str | None = None
+    #: Who ended it: ``page``, ``api`` (an answer), ``timeout``, or ``server`` (withdrawn).
+    by: str | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -254,6 +258,7 @@ class Inbox:
             "outcome": item.outcome,
             "answered": _iso(item.answered) if item.answered is not None else None,
             "audit": item.audit,
+            "answeredBy": item.by,
             "request": item.request,
         }
 
@@ -272,6 +277,11 @@ class Inbox:
         finally:
             self._listeners.discard(send)
             send.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ended the listeners' streams (the server is stopping)."""
+        return self._closed
 
     def close(self) -> None:
         """End every listener's stream (the server is stopping)."""
@@ -308,7 +318,7 @@ class Inbox:
                 item.decision = on_timeout
                 self._resolve(item, self._timeout_reason(), "timeout")
                 if context is not None:
-                    await context.set_status_message(self._timeout_reason())
+                    await context.set_outcome_message(self._timeout_reason())
         finally:
             if item.outcome is None:
                 self._resolve(item, "withdrawn: the request was cancelled", "server")
@@ -316,7 +326,7 @@ class Inbox:
 
     def _resolve(self, item: Item, outcome: str, by: str) -> None:
         self._pending.pop(item.id, None)
-        item.outcome, item.answered = outcome, time.time()
+        item.outcome, item.answered, item.by = outcome, time.time(), by
         task = item.task_id or "-"
         item.audit = (
             f"inbox answered requestor={safe_text(item.server, 120)} task={safe_text(task, 120)} "

@@ -220,6 +220,19 @@ def _check_event_stream(chunk: types.GenerateContentResponse) -> None:
         raise ProviderError(f"the backend's stream is not an event stream (its content type is {shown})")
 
 
+#: The reason of Google's error details when the API key is not one it knows (with HTTP 400).
+KEY_REJECTED = "API_KEY_INVALID"
+
+
+def _reasons(details: object) -> set[str]:
+    """The ``reason`` of each ``ErrorInfo`` in a Google error body's ``details``."""
+    error = details.get("error") if isinstance(details, dict) else None
+    listed = error.get("details") if isinstance(error, dict) else None
+    if not isinstance(listed, list):
+        return set()
+    return {str(d["reason"]) for d in listed if isinstance(d, dict) and isinstance(d.get("reason"), str)}
+
+
 def gemini_failure(
     exc: Exception, who: str, timeout: float, redactor: Redactor, requests: int
 ) -> ProviderError:
@@ -229,7 +242,10 @@ def gemini_failure(
     if isinstance(exc, errors.APIError):
         response = exc.response
         headers = response.headers if isinstance(response, httpx.Response) else None
-        return status_failure(who, exc.code, exc.message or "", headers, redactor, tries)
+        message = exc.message or ""
+        if KEY_REJECTED in _reasons(exc.details):  # Google's 400 for a key it does not know
+            message = f"{message} ({KEY_REJECTED}: the API key was rejected)".lstrip()
+        return status_failure(who, exc.code, message, headers, redactor, tries)
     if isinstance(exc, httpx.TimeoutException):
         return ProviderError(f"{who}: no response within {timeout:g} s{tries}")
     return connection_failure(who, exc, redactor, tries)

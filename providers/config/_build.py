@@ -19,6 +19,10 @@ Rules:
   yes, audio only for Gemini, 128k context); without ``--provider`` it must be
   listed by some configured provider, or exactly one provider must be
   configured.
+* ``--provider openai`` (``anthropic``, ``gemini``) with no entry, no key and
+  no ``--model`` is "not configured", naming the variables and
+  ``providers add``; an unknown name is named with the configured ones (those
+  ``providers list`` shows), no others.
 * A vendor entry (``openai``, ``anthropic``, ``gemini``) without models takes
   the models its API lists, when the registry opens (the entry needs a key,
   or ``api_key_required = false``); without a key it needs ``--model``.
@@ -89,6 +93,14 @@ def build_registry(
     if config is None:
         config = load_config(config_path(path, env))
     entries = _entries(config, provider)
+    unconfigured = provider is not None and config.entry(provider) is None and provider in VENDOR_KEY_ENV
+    if unconfigured and model is None and find_key(entries[0], env) is None:  # say how to configure it
+        assert provider is not None
+        variables = " or ".join(VENDOR_KEY_ENV[provider])
+        raise ConfigError(
+            f"provider {provider!r} is not configured: set {variables} "
+            f"or run `host-receiver providers add {provider}`"
+        )
     if model is not None:
         entries = _restrict(entries, model, explicit=provider is not None)
     built = [build_provider(entry, env) for entry in entries]
@@ -168,11 +180,15 @@ def _entries(config: Config, provider: str | None) -> list[ProviderEntry]:
         return [ProviderEntry("anthropic", type="anthropic")]
     if provider == "gemini":
         return [ProviderEntry("gemini", type="gemini")]
-    known = ", ".join(
-        dict.fromkeys(["echo", "openai", "anthropic", "gemini", *(p.name for p in config.providers)])
+    # The names `providers list` shows, no others.
+    configured = ", ".join(p.name for p in config.providers)
+    known = (
+        f" (configured: {configured})"
+        if configured
+        else ": none is configured (`host-receiver providers list`)"
     )
     raise ConfigError(
-        f"unknown provider {provider!r} (known: {known}); add it with "
+        f"unknown provider {provider!r}{known}; add it with "
         f"`host-receiver providers add {provider} --base-url URL`"
     )
 

@@ -302,8 +302,8 @@ def test_providers_test_says_the_model_and_the_latency(cli: Cli) -> None:
         (
             ErrorReply(status=401, message="invalid x-api-key", type="authentication_error"),
             "HTTP 401, authentication failed",
-            "check the key: `host-receiver providers add claude` stores a new one "
-            "(or export the variable the entry reads)",
+            "check the key stored in the OS keyring for 'claude': `host-receiver providers add claude` "
+            "stores a new one",
         ),
         (
             ErrorReply(status=404, message="model: claude-nope", type="not_found_error"),
@@ -326,3 +326,73 @@ def test_providers_test_says_the_cause_and_what_to_do(cli: Cli, reply: Any, caus
     assert lines[1].startswith("cause: provider 'claude' (") and cause in lines[1]
     assert lines[2] == f"what to do: {advice}"
     assert SECRET not in tested.stderr + tested.stdout
+
+
+#: What Gemini answers a key it does not know (HTTP 400, the reason in the details).
+BAD_GEMINI_KEY = ErrorReply(
+    status=400, message="API key not valid. Please pass a valid API key.", code="API_KEY_INVALID"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("where", "advice"),
+    [
+        ("variable", "check $GEMINI_KEY, where the key comes from: export a valid key there"),
+        (
+            "keyring",
+            "check the key stored in the OS keyring for 'gemini': `host-receiver providers add gemini` "
+            "stores a new one",
+        ),
+    ],
+)
+def test_providers_test_of_a_gemini_key_the_api_rejects_says_which_key_to_fix(
+    cli: Cli, where: str, advice: str
+) -> None:
+    with FakeGemini(models=("gemini-a",)) as fake:
+        fake.default = BAD_GEMINI_KEY
+        if where == "variable":
+            added = cli("add", "gemini", "--base-url", fake.url, "--model", "gemini-a",
+                        "--runtime-key-env", "GEMINI_KEY")  # fmt: skip
+            cli.env["GEMINI_KEY"] = SECRET
+        else:
+            added = cli("add", "gemini", "--base-url", fake.url, "--model", "gemini-a",
+                        "--api-key-stdin", stdin=SECRET + "\n")  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        tested = cli("test", "gemini")
+    assert tested.returncode == 1
+    lines = tested.stderr.splitlines()
+    assert "HTTP 400" in lines[1] and "API_KEY_INVALID" in lines[1]
+    assert lines[2] == f"what to do: {advice}"
+    assert SECRET not in tested.stderr + tested.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "variables"), [("openai", "OPENAI_API_KEY"), ("gemini", "GOOGLE_API_KEY or GEMINI_API_KEY")]
+)
+def test_providers_test_of_a_vendor_nothing_configures_says_how_to_configure_it(
+    cli: Cli, name: str, variables: str
+) -> None:
+    tested = cli("test", name)
+    assert tested.returncode == 1
+    assert tested.stderr == (
+        f"host-receiver: error: provider {name!r} is not configured: set {variables} "
+        f"or run `host-receiver providers add {name}`\n"
+    )
+
+
+@pytest.mark.slow
+def test_providers_test_of_an_unknown_name_lists_only_what_providers_list_shows(cli: Cli) -> None:
+    alone = cli("test", "nope")
+    assert alone.returncode == 1
+    assert alone.stderr.startswith(
+        "host-receiver: error: unknown provider 'nope': none is configured (`host-receiver providers list`); "
+    )
+    assert (
+        cli("add", "mine", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-key").returncode == 0
+    )
+    listed = [line.split(":")[0] for line in cli("list").stdout.splitlines()[1:] if not line.startswith(" ")]
+    tested = cli("test", "nope")
+    assert listed == ["mine"]
+    assert tested.stderr.startswith("host-receiver: error: unknown provider 'nope' (configured: mine); ")

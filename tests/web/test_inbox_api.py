@@ -25,8 +25,10 @@ from cryptography.x509.oid import NameOID
 from host_receiver.people.approval import Approve, Refuse, Send
 from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
+from host_receiver.receiver import Receiver
 from host_receiver.receiver.work import WorkContext
 from host_receiver.web import WAITING, WebInbox
+from tests.receiver_harness import connect, form_params
 from tests.web.conftest import (
     EVERY_FIELD,
     asking,
@@ -279,6 +281,42 @@ async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeo
     params = ElicitRequestFormParams(message="m", requested_schema=schema)
     assert await handler.accept(params, "notes")(context) == ElicitResult(action="cancel")
     assert statuses == [WAITING, "no answer in the web inbox within 0.2 s"]
+
+
+URL_PARAMS = {
+    "mode": "url",
+    "message": "Sign in",
+    "url": "https://example.com/login",
+    "elicitationId": "el-1",
+}
+
+
+@pytest.mark.parametrize("params", [form_params(), URL_PARAMS], ids=["form", "url"])
+async def test_a_task_nobody_answers_completes_with_the_reason_as_its_status_message(
+    params: dict[str, Any],
+) -> None:
+    inbox = WebInbox(timeout=0.2)
+    async with connect(Receiver(elicitation=inbox.elicitation())) as server:
+        task_id = await server.create_task("elicitation/create", params)
+        assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == "cancel"
+        task = await server.request("tasks/get", {"taskId": task_id})
+        notified = [p for m, p in server.notifications if m == "notifications/tasks/status" and p is not None]
+    reason = "no answer in the web inbox within 0.2 s"
+    assert (task["status"], task.get("statusMessage")) == ("completed", reason)
+    assert [(p["status"], p.get("statusMessage")) for p in notified] == [("completed", reason)]
+
+
+async def test_a_task_answered_in_time_keeps_no_waiting_message_once_completed(inbox: WebInbox) -> None:
+    async with connect(Receiver(elicitation=inbox.elicitation())) as server, inbox.events() as events:
+        task_id = await server.create_task("elicitation/create", form_params())
+        async for name, _ in events:
+            if name == "added":
+                break
+        assert (await server.request("tasks/get", {"taskId": task_id}))["statusMessage"] == WAITING
+        inbox.answer(inbox.state()["pending"][0]["id"], {"action": "decline"})
+        assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == "decline"
+        task = await server.request("tasks/get", {"taskId": task_id})
+    assert task["status"] == "completed" and "statusMessage" not in task
 
 
 async def test_a_cancelled_request_leaves_the_inbox_as_withdrawn(inbox: WebInbox) -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import pytest
 
@@ -44,7 +47,8 @@ from tests.web.conftest import asking, form_view, result_view, sampling_view, ur
 playwright_api = pytest.importorskip("playwright.async_api")
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "inbox"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "inbox"
 #: How long the page may take to show what the host did (ms): a safety net, not a measure.
 WAIT_MS = 15_000
 ANSWERED_4XX = "Failed to load resource: the server responded with a status of 4"
@@ -234,7 +238,8 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
             "sent, edited",
             "approved once, edited",
         ]
-        assert "inbox answered requestor=release-helper" in texts[0]
+        assert "Someone on the inbox page answered the link to open from release-helper (task" in texts[0]
+        assert "requestor=" not in texts[0]
         tab.assert_nothing_ran()
     report = json.loads(outcome[0].text)
     statuses = [s.get("statusMessage") for step in report["requests"] for s in step.get("steps", [])]
@@ -355,7 +360,115 @@ async def test_an_item_nobody_answers_leaves_the_page_with_the_reason(browser: B
         entry = tab.page.locator("#history li").first
         await entry.get_by_text("no answer in the web inbox within 1 s").first.wait_for(timeout=WAIT_MS)
         assert await tab.page.locator("article").count() == 0
+        assert re.search(
+            r"Nobody answered the sampling request from notes \(task task-1\); at .+ it ended: "
+            r"no answer in the web inbox within 1 s\.",
+            await entry.inner_text(),
+        )
         tab.assert_nothing_ran()
+
+
+#: The page's clock: an ISO time as the person's locale writes it.
+CLOCK = "iso => new Date(iso).toLocaleTimeString()"
+
+
+async def test_the_history_says_who_answered_what_and_when_in_a_sentence(browser: Browser) -> None:
+    async with served() as inbox, browser.tab(inbox.url) as tab:
+        async with anyio.create_task_group() as group:
+            group.start_soon(inbox.consent_url, url_view())
+            card = tab.card("notes · Link to open")
+            await card.get_by_role("button", name="Decline").click()
+            await card.wait_for(state="detached", timeout=WAIT_MS)
+        async with asking(inbox, lambda: inbox.fill_form(form_view())):
+            [item] = inbox.state()["pending"]
+            inbox.answer(item["id"], {"action": "cancel"})
+        with anyio.move_on_after(0.2):
+            await inbox.review_request(sampling_view("withdrawing"))
+        entries = tab.page.locator("#history li")
+        await entries.nth(2).wait_for(timeout=WAIT_MS)
+        texts = await entries.all_inner_texts()
+        history = inbox.state()["history"]
+        at = [await tab.page.evaluate(CLOCK, kept["answered"]) for kept in history]
+        assert texts[0].endswith(
+            f"The server withdrew the sampling request from withdrawing (task task-1) at {at[0]}, "
+            f"before anyone answered. Audit log: item {history[0]['id']}."
+        )
+        assert texts[1].endswith(
+            f"A program with the inbox's token answered the form from notes (task task-2) at {at[1]}: "
+            f"cancelled. Audit log: item {history[1]['id']}."
+        )
+        assert texts[2].endswith(
+            f"Someone on the inbox page answered the link to open from notes (task task-3) at {at[2]}: "
+            f"declined. Audit log: item {history[2]['id']}."
+        )
+        assert not any("requestor=" in text or "kind=" in text for text in texts)
+        tab.assert_nothing_ran()
+
+
+async def _serve_until(stop: anyio.Event, *, task_status: anyio.abc.TaskStatus[WebInbox]) -> None:
+    async with served() as inbox:
+        task_status.started(inbox)
+        await stop.wait()
+
+
+async def test_a_host_that_stops_closes_the_page_which_stops_reconnecting(browser: Browser) -> None:
+    stop = anyio.Event()
+    async with anyio.create_task_group() as group:
+        inbox = await group.start(_serve_until, stop)
+        async with browser.tab(inbox.url) as tab:
+            streams: list[str] = []
+            tab.page.on("request", lambda r: streams.append(r.url) if r.url.endswith("/api/events") else None)
+            group.start_soon(inbox.fill_form, form_view())
+            card = tab.card("notes · Form")
+            await card.wait_for(timeout=WAIT_MS)
+            stop.set()
+            closed = tab.page.get_by_text("The host has stopped: this inbox is closed.")
+            await closed.wait_for(timeout=WAIT_MS)
+            assert await card.get_by_role("button", name="Decline").is_disabled()
+            await anyio.sleep(4)  # longer than the page's pause before reconnecting
+            assert streams == []
+            assert "Reconnecting" not in await tab.page.locator("#connection").inner_text()
+            tab.assert_nothing_ran()
+        group.cancel_scope.cancel()
+
+
+#: A host serving only its inbox, in a process of its own: its address on the first line.
+ALONE = """
+import anyio
+from host_receiver.web import WebInbox
+
+async def main() -> None:
+    inbox = WebInbox(auth_delay=0.2)
+    async with inbox.serve("127.0.0.1:0"):
+        print(inbox.url, flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+async def test_a_host_that_vanished_is_tried_less_and_less_often_and_the_page_says_so(
+    browser: Browser,
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = await anyio.open_process([sys.executable, "-c", ALONE], env=env)
+    try:
+        assert process.stdout is not None
+        with anyio.fail_after(WAIT_MS / 1000):
+            url = (await process.stdout.receive()).decode().strip()
+        async with browser.tab(url) as tab:
+            process.kill()  # no goodbye: its connections reset, its port refuses
+            await process.wait()
+            status = tab.page.locator("#connection")
+            since = r"The host has not answered since .+: it may have stopped\. "
+            for pause in (3, 6):  # doubling
+                again = status.get_by_text(re.compile(since + rf"Trying again in {pause} s\."))
+                await again.wait_for(timeout=WAIT_MS)
+            assert tab.dialogs == []
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def test_a_wrong_token_gets_401_and_a_cross_origin_post_gets_403(browser: Browser) -> None:

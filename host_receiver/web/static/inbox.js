@@ -16,10 +16,12 @@
   const STORED = `host_receiver_inbox:${location.pathname}`;
   const SESSION_HEADER = "X-Inbox-Session";
   const RECONNECT_MS = 3000;
+  const RECONNECT_MAX_MS = 60000;
   const FOLD_CHARS = 400;
   const FOLD_LINES = 8;
   let session = null;
   let csrf = null;
+  let closed = false;
 
   // el("p", {className: "x"}, "text", child): an element; strings become text nodes.
   function el(tag, props, ...children) {
@@ -367,9 +369,22 @@
     refreshEmpty();
   }
 
+  // The audit line as a sentence: who ended the item, what it was, when, how; its id to find it in the log.
+  function auditSentence(item) {
+    const what = `the ${(KIND[item.kind] || item.kind).toLowerCase()} from ${serverName(item)} (${taskLabel(item)})`;
+    const when = clock(item.answered);
+    const who = { page: "Someone on the inbox page", api: "A program with the inbox's token" }[item.answeredBy];
+    let sentence;
+    if (who) sentence = `${who} answered ${what} at ${when}: ${item.outcome}.`;
+    else if (item.answeredBy === "timeout") sentence = `Nobody answered ${what}; at ${when} it ended: ${item.outcome}.`;
+    else if (item.answeredBy === "server") sentence = `The server withdrew ${what} at ${when}, before anyone answered.`;
+    else sentence = `At ${when}, ${what} ended: ${item.outcome}.`;
+    return `${sentence} Audit log: item ${item.id}.`;
+  }
+
   function historyEntry(item) {
     const line = `${clock(item.answered)} · ${serverName(item)} · ${KIND[item.kind] || item.kind} (${taskLabel(item)}): ${item.outcome}`;
-    const entry = el("li", {}, line, el("code", {}, item.audit || ""));
+    const entry = el("li", {}, line, el("p", { className: "audit" }, auditSentence(item)));
     entry.dataset.id = item.id;
     return entry;
   }
@@ -443,7 +458,14 @@
     connection.textContent = "Not signed in: open the inbox's address with its token.";
   }
 
-  const HANDLERS = { snapshot, added, resolved };
+  // The host has stopped: nothing here can be answered any more, and nothing reconnects.
+  function hostStopped() {
+    closed = true;
+    connection.textContent = "The host has stopped: this inbox is closed. Open the new address when it runs again.";
+    for (const node of pendingBox.querySelectorAll("button")) node.disabled = true;
+  }
+
+  const HANDLERS = { snapshot, added, resolved, closed: hostStopped };
 
   // One server-sent event: "event: NAME" and "data: JSON" lines; comments (keep-alive) are skipped.
   function dispatch(block) {
@@ -476,8 +498,12 @@
   }
 
   // The event stream, read with fetch (EventSource sends no header): reconnects after a pause
-  // when it ends or fails, and gets a new snapshot; stops when the session is gone.
+  // when it ends or fails, and gets a new snapshot; while the host does not answer, each pause
+  // doubles (up to a minute) and the page says so; stops when the session is gone or the host
+  // said it stopped.
   async function listen() {
+    let failures = 0;
+    let lastSeen = new Date();
     for (;;) {
       let response = null;
       try {
@@ -492,16 +518,25 @@
         signedOut();
         return;
       }
+      let pause = RECONNECT_MS;
       if (response && response.ok && response.body) {
+        failures = 0;
         connection.textContent = "Live";
         try {
           await readEvents(response.body);
         } catch (error) {
           // the connection dropped: reconnect below
         }
+        if (closed) return;
+        lastSeen = new Date();
+        connection.textContent = "Reconnecting…";
+      } else {
+        failures += 1;
+        pause = Math.min(RECONNECT_MS * 2 ** (failures - 1), RECONNECT_MAX_MS);
+        connection.textContent = `The host has not answered since ${lastSeen.toLocaleTimeString()}: it may have stopped. ` +
+          `Trying again in ${pause / 1000} s.`;
       }
-      connection.textContent = "Reconnecting…";
-      await new Promise((resume) => setTimeout(resume, RECONNECT_MS));
+      await new Promise((resume) => setTimeout(resume, pause));
     }
   }
 
