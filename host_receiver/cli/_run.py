@@ -56,7 +56,7 @@ from host_receiver.cli._show import (
 )
 from host_receiver.cli._target import Target, json_object, prepare
 from host_receiver.client.host import Host, ServerConnection
-from host_receiver.client.options import ConnectionOptions
+from host_receiver.client.options import DEFAULT_DISCOVER_TIMEOUT, ConnectionOptions
 from host_receiver.errors import ProviderError
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
@@ -145,6 +145,8 @@ async def serve(
                     max_input_rounds=args.max_input_rounds,
                     tasks_extension=args.tasks_extension,
                     task_store=remote_task_store(args),
+                    init_timeout=args.connect_timeout,
+                    discover_timeout=min(DEFAULT_DISCOVER_TIMEOUT, args.connect_timeout),
                 ),
             )
         )
@@ -178,7 +180,10 @@ async def _connect(host: Host, target: Target, describe: Describe) -> ServerConn
     try:
         server = await host.connect(target.name, target.transport)
     except Exception as exc:
-        print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
+        hint = " (--connect-timeout SECONDS waits longer)" if isinstance(exc, TimeoutError) else ""
+        print(
+            f"host-receiver: could not connect to {target.name}: {describe_error(exc)}{hint}", file=sys.stderr
+        )
         print_stderr_tail(target.name, target.transport)
         return None
     finally:

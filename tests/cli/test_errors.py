@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -116,3 +117,19 @@ def test_elicit_defaults_names_the_required_field_without_a_default(env: dict[st
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
     assert "declined a form from py2_server.py: required field 'name' has no default" in proc.stderr
+
+
+def test_a_silent_server_times_out_after_connect_timeout_naming_the_step_and_the_seconds(
+    env: dict[str, str],
+) -> None:
+    started = time.monotonic()
+    proc = run_cli(env, "tools", "--connect-timeout", "1.5", "--", "sleep", "300")
+    assert time.monotonic() - started < 20  # not the default minute
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        "host-receiver: could not connect to sleep: sleep did not answer initialize within 1.5 s "
+        "(--connect-timeout SECONDS waits longer)"
+    ) in proc.stderr
+    assert "TimeoutError" not in proc.stderr
+    refused = run_cli(env, "tools", "--connect-timeout", "0", "--", "sleep", "300")
+    assert refused.returncode == 2 and "0 is not a positive number of seconds" in refused.stderr
