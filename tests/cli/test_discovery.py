@@ -117,10 +117,14 @@ def test_call_with_key_values_prints_the_result_json_off_a_terminal(
     assert quoted["content"][0]["text"] == 'Echo: "42"'
 
 
-def test_key_values_are_read_as_the_tools_schema_types_them(env: dict[str, str], everything: list[str]) -> None:
+def test_key_values_are_read_as_the_tools_schema_types_them(
+    env: dict[str, str], everything: list[str]
+) -> None:
     """echo's message is a string: 42 stays text; get-sum's a and b are numbers: parsed."""
     assert json.loads(ok(env, "call", "echo", "message=42", *everything))["content"][0]["text"] == "Echo: 42"
-    assert json.loads(ok(env, "call", "echo", "message=true", *everything))["content"][0]["text"] == "Echo: true"
+    assert (
+        json.loads(ok(env, "call", "echo", "message=true", *everything))["content"][0]["text"] == "Echo: true"
+    )
     summed = json.loads(ok(env, "call", "get-sum", "a=2", "b=40", *everything))
     assert "42" in summed["content"][0]["text"]
     wrong = run_cli(env, "call", "get-sum", "a=two", "b=3", *everything)

@@ -4,7 +4,8 @@
 - An HTTP error: its status and the start of its body (made safe, bounded).
 - A legacy server's complaints about the era probe are DEBUG, not INFO; INFO says once it is legacy.
 - Sampling refused for want of a terminal says so, on stderr and to the server; ``--elicit
-  defaults`` names the required field without a default when it declines.
+  defaults`` names the required field without a default when it declines; a form declined for
+  want of a terminal says so.
 """
 
 from __future__ import annotations
@@ -133,3 +134,14 @@ def test_a_silent_server_times_out_after_connect_timeout_naming_the_step_and_the
     assert "TimeoutError" not in proc.stderr
     refused = run_cli(env, "tools", "--connect-timeout", "0", "--", "sleep", "300")
     assert refused.returncode == 2 and "0 is not a positive number of seconds" in refused.stderr
+
+
+def test_a_form_declined_off_a_terminal_says_why(env: dict[str, str]) -> None:
+    server = ["--", str(peer_python("py2")), str(PY2_SERVER)]
+    proc = run_cli(env, "call", "elicit_form", *server)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
+    hint = "host-receiver: form declined: no terminal to ask on; use --elicit web|defaults|decline"
+    assert f"{hint} (a form from py2_server.py)" in proc.stderr
+    chosen = run_cli(env, "call", "--elicit", "decline", "elicit_form", *server)
+    assert chosen.returncode == 0 and "no terminal" not in chosen.stderr  # chosen: no hint needed
