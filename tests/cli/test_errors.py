@@ -84,6 +84,43 @@ def test_an_http_error_shows_its_status_and_its_bodys_start(env: dict[str, str],
     assert len(proc.stderr) < 5_000
 
 
+_NOT_FOUND_PAGE = (
+    b"<!DOCTYPE html>\n<html>\n<head>\n<title>404 Not Found</title>\n<style>body { color: red }</style>\n"
+    b"</head>\n<body>\n<h1>Not Found</h1>\n<p>The requested URL was not found on this server.</p>\n"
+    b"</body>\n</html>\n"
+)
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """A web server with no MCP endpoint: an HTML 404 page for POST and GET alike."""
+
+    def _page(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(_NOT_FOUND_PAGE)))
+        self.end_headers()
+        self.wfile.write(_NOT_FOUND_PAGE)
+
+    do_GET = do_POST = _page
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+def test_an_html_error_page_is_shown_once_as_its_title_not_as_raw_html(env: dict[str, str]) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    try:
+        proc = run_cli(env, "tools", "--url", url)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"HTTP 404 from {url}: 404 Not Found" in proc.stderr
+    assert proc.stderr.count("Not Found") == 1, proc.stderr
+    assert "<" not in proc.stderr and "\\n" not in proc.stderr
+
+
 def test_a_legacy_servers_complaints_about_the_probe_are_debug_and_info_says_legacy_once(
     env: dict[str, str],
 ) -> None:
