@@ -49,7 +49,7 @@ from host_receiver.sanitize import safe_text
 
 __all__ = ["add_discovery_commands", "key_values", "typed_values"]
 
-_SERVER_USAGE = "(--url URL | -- COMMAND [ARG...])"
+_SERVER_USAGE = "(--server NAME | --url URL | -- COMMAND [ARG...])"
 #: What a command asks its connected server, and prints: its exit code.
 Query = Callable[[argparse.Namespace, ServerConnection], Awaitable[int]]
 

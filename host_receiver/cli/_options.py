@@ -78,7 +78,9 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
         "--store",
         choices=["memory"],
         default="memory",
-        help="where tasks are kept (default: memory)",
+        metavar="memory",
+        help="where the tasks the server creates here are kept: 'memory', the one store so far, for "
+        "this run only (the server's own tasks that a call follows: --task-store)",
     )
     defaults = ReceiverConfig()
     run.add_argument(

@@ -1,7 +1,8 @@
 """``host-receiver run``: connect to one MCP server and serve its requests.
 
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
-``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
+``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one;
+``--server NAME`` to one the servers file names.
 A stdio server gets a minimal environment plus what ``--env`` names
 (docs/security.md). Without ``--call`` it prints one line on stderr
 ("connected to NAME (era, version), serving its requests, Ctrl-C to stop",
@@ -76,7 +77,8 @@ def add_run_command(commands: Any) -> None:
         help="connect to one MCP server and serve its requests",
         description="Connect to one MCP server (a command over stdio after '--', or --url) and "
         "serve its sampling and elicitation requests.",
-        usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL",
+        usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL"
+        "\n       host-receiver run [OPTIONS] --server NAME",
     )
     add_connection_options(run)
     run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")

@@ -182,3 +182,24 @@ def test_a_form_declined_off_a_terminal_says_why(env: dict[str, str]) -> None:
     assert f"{hint} (a form from py2_server.py)" in proc.stderr
     chosen = run_cli(env, "call", "--elicit", "decline", "elicit_form", *server)
     assert chosen.returncode == 0 and "no terminal" not in chosen.stderr  # chosen: no hint needed
+
+
+def test_a_url_without_its_scheme_is_named_whole_with_the_fix(env: dict[str, str]) -> None:
+    proc = run_cli(env, "tools", "--url", "localhost:3917/mcp")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        "host-receiver tools: --url 'localhost:3917/mcp' is not an http(s) URL; "
+        "did you mean 'http://localhost:3917/mcp'?"
+    ) in proc.stderr
+    assert "/3917/mcp:" not in proc.stderr
+
+
+def test_usage_names_every_way_to_give_the_server_and_what_store_takes(env: dict[str, str]) -> None:
+    for command in ("tools", "call", "run"):
+        helped = run_cli(env, command, "--help")
+        assert helped.returncode == 0
+        assert "--server NAME" in helped.stdout.split("\n\n")[0], helped.stdout  # the usage lines
+        assert "{memory}" not in helped.stdout and "--store memory" in helped.stdout
+        assert "'memory', the one store so far" in " ".join(helped.stdout.split())
+    neither = run_cli(env, "tools")
+    assert "give either '-- COMMAND [ARG...]', '--url URL' or '--server NAME'" in neither.stderr
