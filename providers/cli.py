@@ -14,8 +14,9 @@ logged or written to the config file. A keyring that cannot keep it
 (:func:`~providers.config._credentials.keyring_problem`) is named before the key is
 asked for, with ``--runtime-key-env`` as the way out. ``add`` for a vendor's
 API without ``--model`` lists the models from the API with the key given
-(which checks the key too). ``test`` makes one tiny call and says how long it
-took, or what failed and what to do. Errors go to stderr with exit code 1.
+(which checks the key too). ``providers`` alone lists, as ``providers list``
+does. ``test`` makes one tiny call and says how long it took, or what failed
+and what to do. Errors go to stderr with exit code 1.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", metavar="PATH", help=config_help)
     actions = parser.add_subparsers(title="commands", metavar="{add,list,test,remove}")
-    parser.set_defaults(func=lambda _args: _usage(parser))
+    parser.set_defaults(func=_list, config=None)  # no action: list, as ``decisions`` does
 
     add = actions.add_parser(
         "add",
@@ -212,11 +213,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("name")
     remove.add_argument("--keep-key", action="store_true", help="leave the stored key in place")
     remove.set_defaults(func=_remove)
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Handler:

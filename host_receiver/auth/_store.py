@@ -14,8 +14,9 @@ Rules:
   keyring (service :data:`KEYRING_SERVICE`), plus an index entry listing
   the keys, because keyrings cannot enumerate.
 - :func:`default_token_store` is the keyring when a backend works; when none
-  does (a headless machine) it logs one warning per process and keeps
-  entries in memory for the run. A backend that would not keep secrets safe
+  does (a headless machine) it keeps entries in memory for the run, and the
+  first entry saved logs one warning per process (a server without OAuth,
+  which stores nothing, warns of nothing). A backend that would not keep secrets safe
   counts as none (:func:`keyring_problem`, the same check as for API keys:
   :mod:`host_receiver._keyring`): keyring's null backend (it drops them) and
   plain-text ones, for a chain the first backend, where writes go. A keyring that
@@ -361,16 +362,29 @@ def keyring_problem() -> str | None:
 
 
 async def default_token_store() -> TokenStore:
-    """The OS keyring when it is fit and works, else memory for this run (with one warning)."""
+    """The OS keyring when it is fit and works, else memory for this run (warning once when the
+    first entry is saved)."""
     problem = await anyio.to_thread.run_sync(keyring_problem)
     if problem is None:
         return KeyringTokenStore()
-    _warn_once(
-        "no-keyring",
-        f"{problem}: OAuth tokens are kept in memory for this run only "
-        "(pass --auth-token-file PATH to keep them in a file only you can read)",
-    )
-    return MemoryTokenStore()
+    return _UnkeptTokenStore(problem)
+
+
+class _UnkeptTokenStore(MemoryTokenStore):
+    """Memory, for want of a fit keyring: the first entry saved warns (once per process) that
+    it is kept for this run only. Loading warns of nothing: a server without OAuth stores none."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__()
+        self.problem = problem
+
+    async def save(self, entry: StoredAuthorization) -> None:
+        _warn_once(
+            "no-keyring",
+            f"{self.problem}: OAuth tokens are kept in memory for this run only "
+            "(pass --auth-token-file PATH to keep them in a file only you can read)",
+        )
+        await super().save(entry)
 
 
 class FileTokenStore:

@@ -15,8 +15,12 @@ served meanwhile) and prints for a person, or JSON with ``--json``:
   ``ReadResourceResult``.
 - ``prompt NAME [key=value ...]``: the prompt's messages; ``--json``: the
   ``GetPromptResult``. Prompt arguments are strings, taken as written.
-- ``call TOOL [key=value ...]`` (and/or ``--args JSON``): a value is JSON when
-  it parses as JSON, else a string. On a terminal the result is shown
+- ``call TOOL [key=value ...]`` (and/or ``--args JSON``): a value is read as
+  the type the tool's ``inputSchema`` gives its property (:func:`typed_values`:
+  ``string`` stays text, ``integer``, ``number``, ``boolean``, ``array``,
+  ``object`` and ``null`` are parsed as JSON; a value that does not fit is exit
+  2 naming the property and the type); a property the schema does not type is
+  JSON when it parses as JSON, else a string. On a terminal the result is shown
   readably; with ``--json`` or when stdout is not a terminal, the
   ``CallToolResult`` JSON. Exit codes as ``run --call``: 0, 1 when the result
   has ``isError`` true, 2 when the command could not do its job.
@@ -44,11 +48,12 @@ from host_receiver.cli._run import serve
 from host_receiver.cli._show import add_task_option, call_and_print, readable_content
 from host_receiver.cli._target import json_object, prepare
 from host_receiver.client.host import ServerConnection
+from host_receiver.protocol.results import ListedTool
 from host_receiver.sanitize import safe_text
 
-__all__ = ["add_discovery_commands", "key_values"]
+__all__ = ["add_discovery_commands", "key_values", "typed_values"]
 
-_SERVER_USAGE = "(--url URL | -- COMMAND [ARG...])"
+_SERVER_USAGE = "(--server NAME | --url URL | -- COMMAND [ARG...])"
 #: What a command asks its connected server, and prints: its exit code.
 Query = Callable[[argparse.Namespace, ServerConnection], Awaitable[int]]
 
@@ -88,7 +93,9 @@ def add_discovery_commands(commands: Any) -> None:
         "pairs",
         nargs="*",
         metavar="key=value",
-        help="an argument: its value is JSON when it parses as JSON (42, true, [1,2], {...}), else a string",
+        help="an argument, read as the type the tool's inputSchema gives it (a string stays text: "
+        "message=42 is the text 42; numbers, booleans, arrays and objects as JSON); where the schema "
+        "gives no type, JSON when it parses as JSON (42, true, [1,2], {...}), else a string",
     )
     call.add_argument("--args", metavar="JSON", help="arguments as a JSON object (key=value ones win)")
     add_task_option(call)
@@ -125,6 +132,69 @@ def key_values(pairs: Sequence[str], *, as_json: bool) -> dict[str, Any] | str:
             with suppress(json.JSONDecodeError):
                 values[key] = json.loads(text)
     return values
+
+
+#: The JSON types a schema may name, and the Python values that are of each.
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+_EXAMPLES = {
+    "integer": "a whole number, like 42",
+    "number": "a number, like 2.5",
+    "boolean": "true or false",
+    "array": 'a JSON array, like [1, "a"]',
+    "object": 'a JSON object, like {"k": 1}',
+    "null": "null",
+}
+
+
+def typed_values(values: dict[str, str], schema: Any) -> dict[str, Any] | str:
+    """``key=value`` texts read as the types the tool's ``inputSchema`` gives their properties,
+    or what does not fit (naming the property and the type it wanted).
+
+    A property typed ``string`` (also among others, when the text parses as none of them) keeps
+    its text; ``integer``, ``number``, ``boolean``, ``array``, ``object`` and ``null`` are parsed
+    as JSON. A property without a type (or not in the schema) is JSON when it parses, else text.
+    """
+    properties = _object(_object(schema).get("properties"))
+    typed: dict[str, Any] = {}
+    for key, text in values.items():
+        kinds = _types(properties.get(key))
+        try:
+            parsed: Any = json.loads(text)
+            parses = True
+        except json.JSONDecodeError:
+            parsed, parses = text, False
+        fits = parses and any(_JSON_TYPES[k](parsed) for k in kinds if k in _JSON_TYPES)
+        if not kinds or fits:
+            typed[key] = parsed
+        elif "string" in kinds or not any(k in _JSON_TYPES for k in kinds):
+            typed[key] = text
+        else:
+            wanted = " or ".join(_EXAMPLES.get(k, k) for k in kinds)
+            return f"{key}={text!r}: the tool's {key!r} takes {'/'.join(kinds)} ({wanted})"
+    return typed
+
+
+def _types(spec: Any) -> list[str]:
+    """The JSON types a property's schema names (its ``type``, or its options' types)."""
+    if not isinstance(spec, dict):
+        return []
+    kind = spec.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    kinds: list[str] = []
+    for key in ("anyOf", "oneOf"):
+        for option in spec.get(key) or []:
+            kinds += [k for k in _types(option) if k not in kinds]
+    return kinds
 
 
 def _run(body: Query, args: argparse.Namespace, progress: ProgressDisplay | None = None) -> int:
@@ -299,16 +369,27 @@ def _call(args: argparse.Namespace) -> int:
         if isinstance(parsed, str):
             return usage_error(args, parsed)
         arguments = parsed
-    pairs = key_values(args.pairs, as_json=True)
+    pairs = key_values(args.pairs, as_json=False)
     if isinstance(pairs, str):
         return usage_error(args, pairs)
-    arguments.update(pairs)
     as_json = args.json or not sys.stdout.isatty()
     target = prepare(args)
     if isinstance(target, int):
         return target
     progress = ProgressDisplay()
-    call = partial(
-        call_and_print, args.tool, arguments, as_json=as_json, task=args.task or None, progress=progress
-    )
+
+    async def call(server: ServerConnection) -> int:
+        given = dict(arguments)
+        if pairs:  # read as the tool's schema types them (JSON when it does not say)
+            tool: ListedTool | None = None
+            with suppress(Exception):  # no definition: the call says what is wrong
+                tool = await server.tool_definition(args.tool)
+            typed = typed_values(pairs, tool.input_schema if tool is not None else None)
+            if isinstance(typed, str):
+                return usage_error(args, typed)
+            given.update(typed)
+        return await call_and_print(
+            args.tool, given, server, as_json=as_json, task=args.task or None, progress=progress
+        )
+
     return anyio.run(serve, args, target, call, progress)

@@ -12,7 +12,9 @@ Rules:
   ``--remembered-per-minute`` per server (0: no limit). 'web' does the same.
 - Off a terminal, when ``--approve`` is not given and the command's default
   is 'deny', each refusal says why and what to do, on stderr and in the
-  error the server gets (:data:`NO_TERMINAL`). ``--elicit defaults`` warns
+  error the server gets (:data:`NO_TERMINAL`); likewise, when ``--elicit`` is
+  not given and the default is 'decline', each declined form or link says
+  why on stderr (:data:`NO_TERMINAL_TO_ANSWER`). ``--elicit defaults`` warns
   which required field had no default when it declines a form.
 - ``web`` puts a person in the loop through the web inbox
   (:mod:`host_receiver.web`), the same for sampling and elicitation: it
@@ -42,11 +44,15 @@ from host_receiver.people.approval import (
     DenyAll,
     ElicitationUI,
     FillDefaults,
+    FormView,
     RequestDecision,
     SamplingApprover,
     SamplingRequestView,
+    UrlAnswer,
+    UrlView,
 )
 from host_receiver.people.policies import DEFAULT_REMEMBERED_PER_MINUTE, ModelAllowList, RememberDecisions
+from host_receiver.protocol.types import ElicitResult
 from host_receiver.receiver.work import ElicitationHandler, SamplingHandler
 from host_receiver.sanitize import safe_text
 from providers import ProviderRegistry
@@ -141,6 +147,7 @@ def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: st
     person = interactive()
     #: Refusals by default, off a terminal, say so (:class:`NobodyToAsk`).
     args.refused_for_want_of_a_terminal = args.approve is None and not person and approve == "deny"
+    args.declined_for_want_of_a_terminal = args.elicit is None and not person and elicit == "decline"
     if args.approve is None:
         args.approve = "ask" if person else approve
     if args.elicit is None:
@@ -253,6 +260,8 @@ def build_hooks(
         person = TerminalElicitationUI(console)
     elif args.elicit == "web" and inbox is not None:
         return sampling, inbox.watch(ElicitationService(ui(inbox), opener=inbox.opens_nothing))
+    elif getattr(args, "declined_for_want_of_a_terminal", False):
+        person = NobodyToAnswer()
     else:
         person = ELICITORS[args.elicit]()
     return sampling, ElicitationService(ui(person))
@@ -268,6 +277,28 @@ class NobodyToAsk(DenyAll):
     async def review_request(self, view: SamplingRequestView) -> RequestDecision:
         print(f"host-receiver: {self.reason} (a request from {safe_text(view.server)})", file=sys.stderr)
         return await super().review_request(view)
+
+
+#: Why a form or link is declined when nobody chose ``--elicit`` and there is no terminal to ask on.
+NO_TERMINAL_TO_ANSWER = "no terminal to ask on; use --elicit web|defaults|decline"
+
+
+class NobodyToAnswer(DeclineAll):
+    """Decline every form and link, saying why on stderr."""
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        print(
+            f"host-receiver: form declined: {NO_TERMINAL_TO_ANSWER} (a form from {safe_text(view.server)})",
+            file=sys.stderr,
+        )
+        return await super().fill_form(view)
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        print(
+            f"host-receiver: link declined: {NO_TERMINAL_TO_ANSWER} (a link from {safe_text(view.server)})",
+            file=sys.stderr,
+        )
+        return await super().consent_url(view)
 
 
 def describe_server(

@@ -19,7 +19,12 @@ from host_receiver.cli._hooks import (
 from host_receiver.cli._servers import (
     add_servers_options,
 )
-from host_receiver.client.options import AUTO, DEFAULT_MAX_INPUT_ROUNDS
+from host_receiver.client.options import (
+    AUTO,
+    DEFAULT_DISCOVER_TIMEOUT,
+    DEFAULT_INIT_TIMEOUT,
+    DEFAULT_MAX_INPUT_ROUNDS,
+)
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION, MODERN_VERSIONS
 from host_receiver.receiver import ReceiverConfig
 
@@ -54,6 +59,15 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
     )
     add_protocol_options(run)
     run.add_argument(
+        "--connect-timeout",
+        type=_positive_seconds,
+        default=DEFAULT_INIT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long the server may take to answer initialize or server/discover when connecting "
+        f"(default: {DEFAULT_INIT_TIMEOUT:g}; a stdio server silent on server/discover for "
+        f"{DEFAULT_DISCOVER_TIMEOUT:g} s, or SECONDS when less, is taken for a legacy one)",
+    )
+    run.add_argument(
         "--provider",
         help="the LLM provider that serves sampling (default: the configured ones, or the offline "
         "'echo' provider when none is configured)",
@@ -64,7 +78,9 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
         "--store",
         choices=["memory"],
         default="memory",
-        help="where tasks are kept (default: memory)",
+        metavar="memory",
+        help="where the tasks the server creates here are kept: 'memory', the one store so far, for "
+        "this run only (the server's own tasks that a call follows: --task-store)",
     )
     defaults = ReceiverConfig()
     run.add_argument(
@@ -127,6 +143,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive whole number")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
 
 

@@ -1,7 +1,8 @@
 """``host-receiver run``: connect to one MCP server and serve its requests.
 
 ``host-receiver run [OPTIONS] -- COMMAND [ARG...]`` starts a stdio server;
-``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one.
+``host-receiver run [OPTIONS] --url URL`` connects to a Streamable HTTP one;
+``--server NAME`` to one the servers file names.
 A stdio server gets a minimal environment plus what ``--env`` names
 (docs/security.md). Without ``--call`` it prints one line on stderr
 ("connected to NAME (era, version), serving its requests, Ctrl-C to stop",
@@ -57,7 +58,7 @@ from host_receiver.cli._show import (
 )
 from host_receiver.cli._target import Target, json_object, prepare
 from host_receiver.client.host import Host, ServerConnection
-from host_receiver.client.options import ConnectionOptions
+from host_receiver.client.options import DEFAULT_DISCOVER_TIMEOUT, ConnectionOptions
 from host_receiver.errors import ProviderError
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
@@ -77,7 +78,8 @@ def add_run_command(commands: Any) -> None:
         help="connect to one MCP server and serve its requests",
         description="Connect to one MCP server (a command over stdio after '--', or --url) and "
         "serve its sampling and elicitation requests.",
-        usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL",
+        usage="host-receiver run [OPTIONS] -- COMMAND [ARG...]\n       host-receiver run [OPTIONS] --url URL"
+        "\n       host-receiver run [OPTIONS] --server NAME",
     )
     add_connection_options(run)
     run.add_argument("--call", metavar="TOOL", help="call TOOL once, print its CallToolResult as JSON, exit")
@@ -158,6 +160,8 @@ async def serve(
                     max_input_rounds=args.max_input_rounds,
                     tasks_extension=args.tasks_extension,
                     task_store=remote_task_store(args),
+                    init_timeout=args.connect_timeout,
+                    discover_timeout=min(DEFAULT_DISCOVER_TIMEOUT, args.connect_timeout),
                 ),
             )
         )
@@ -191,7 +195,10 @@ async def _connect(host: Host, target: Target, describe: Describe) -> ServerConn
     try:
         server = await host.connect(target.name, target.transport)
     except Exception as exc:
-        print(f"host-receiver: could not connect to {target.name}: {describe_error(exc)}", file=sys.stderr)
+        hint = " (--connect-timeout SECONDS waits longer)" if isinstance(exc, TimeoutError) else ""
+        print(
+            f"host-receiver: could not connect to {target.name}: {describe_error(exc)}{hint}", file=sys.stderr
+        )
         print_stderr_tail(target.name, target.transport)
         return None
     finally:

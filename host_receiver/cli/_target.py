@@ -13,6 +13,7 @@ import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from host_receiver._identity import http_identity, stdio_identity
 from host_receiver.cli._auth import AuthOptionsError, auth_options_given, build_auth
@@ -26,6 +27,7 @@ from host_receiver.cli._servers import (
     server_environment,
     server_name,
 )
+from host_receiver.sanitize import safe_text
 from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
@@ -54,6 +56,17 @@ def json_object(text: str) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else "--args must be a JSON object"
 
 
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` is no http(s) URL (the whole value named, with the likely fix), or None."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() in ("http", "https") and parts.netloc:
+        return None
+    shown = safe_text(url)
+    if "://" not in url:
+        return f"--url {shown!r} is not an http(s) URL; did you mean 'http://{shown}'?"
+    return f"--url {shown!r} is not an http(s) URL (http://HOST[:PORT]/PATH or https://...)"
+
+
 def prepare(args: argparse.Namespace) -> Target | int:
     """The server the options name, with the hooks resolved; or the exit code of a usage error."""
     command = list(args.server_command)
@@ -68,7 +81,9 @@ def prepare(args: argparse.Namespace) -> Target | int:
             return usage_error(args, found)
         entry, command, url = found, list(found.command), found.url
     elif bool(command) == bool(url):
-        return usage_error(args, "give either '-- COMMAND [ARG...]' or '--url URL' (exactly one)")
+        return usage_error(
+            args, "give either '-- COMMAND [ARG...]', '--url URL' or '--server NAME' (exactly one)"
+        )
     problem = resolve_hooks(args)
     if problem is not None:
         return usage_error(args, problem)
@@ -83,6 +98,9 @@ def prepare(args: argparse.Namespace) -> Target | int:
         return usage_error(args, environment)
     default_name = args.name or args.server
     if url:
+        problem = _url_problem(url)
+        if problem is not None:
+            return usage_error(args, problem)
         if args.env:
             return usage_error(args, "--env goes with a stdio server ('-- COMMAND'), not --url")
         try:

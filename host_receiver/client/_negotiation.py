@@ -266,10 +266,10 @@ class _Talk:
                         else "on this transport a legacy server answers with an error"
                     )
                     raise TimeoutError(
-                        f"{name} did not answer server/discover within {waited} s ({why}, "
+                        f"{name} did not answer server/discover within {_seconds(waited)} ({why}, "
                         "so silence is not taken for a legacy server)"
                     ) from None
-                return legacy(f"no answer within {waited} s")
+                return legacy(f"no answer within {_seconds(waited)}")
 
     async def initialize(self, version: str, *, auto: bool) -> Agreement:
         """The ``initialize`` handshake offering ``version``. In ``auto`` mode, a -32022 naming a
@@ -348,7 +348,11 @@ async def _initialize(
 ) -> Agreement:
     params = {"protocolVersion": version, "capabilities": capabilities, "clientInfo": dump(client_info)}
     with traced("initialize", params) as call:
-        result = await session.request("initialize", call.params or params, timeout=timeout)
+        try:
+            result = await session.request("initialize", call.params or params, timeout=timeout)
+        except TimeoutError:
+            waited = _seconds(timeout)
+            raise TimeoutError(f"{session.name} did not answer initialize within {waited}") from None
     try:
         init = InitializeResult.model_validate(result)
     except ValidationError as exc:
@@ -368,6 +372,11 @@ async def _initialize(
         instructions=init.instructions,
         server_versions=(init.protocol_version,),
     )
+
+
+def _seconds(value: float | None) -> str:
+    """A timeout as a person reads it: ``10 s``, ``2.5 s``."""
+    return f"{value:g} s" if value is not None else "no bound"
 
 
 def describe_capabilities(capabilities: object, prefix: str = "") -> str:

@@ -83,8 +83,10 @@ async def falling_back(
                         open_over(as_sse(transport), LATEST_LEGACY_VERSION)
                     )
                 except TransportError as exc:
+                    again = isinstance(exc, HttpStatusError) and exc.status == refused.status
+                    why = f" (HTTP {refused.status} there too)" if again else f": {exc}"
                     raise HttpStatusError(
-                        f"{refused}; nor does it serve the HTTP+SSE transport: {exc}", refused.status
+                        f"{refused}; nor does it serve the HTTP+SSE transport{why}", refused.status
                     ) from None
                 if sse_urls is not None:
                     sse_urls.add(transport.url)

@@ -3,7 +3,9 @@
 A form is shown with its defaults and re-shown with the problems of an
 invalid answer until it is valid (or the person gives up); a URL is shown
 with its domain and warnings and opened in the system browser only after
-consent, never fetched by the host. At most ``max_waiting`` forms and links
+consent, never fetched by the host; when no browser can be started (the
+opener returns False) a warning says so, and a UI with a ``link_not_opened(view)``
+method (the terminal's) is told, to show the URL to copy. At most ``max_waiting`` forms and links
 of one server wait for a person at once; one more is refused at once with
 -32600 saying so (an automatic policy asks nobody and is not counted).
 While the person is asked, the task's ``statusMessage`` says so.
@@ -34,6 +36,9 @@ from host_receiver.protocol.types import (
     ElicitResult,
 )
 from host_receiver.receiver.work import ElicitationWork, WorkContext
+from host_receiver.sanitize import safe_logger
+
+logger = safe_logger("host_receiver.handlers")
 
 #: Seconds between statusMessage updates while a model generates.
 
@@ -99,7 +104,18 @@ class ElicitationService:
             answer = await self.ui.consent_url(view)
             wait.chose(_ANSWERED.get(answer, answer))
         if answer == "accept":
-            await anyio.to_thread.run_sync(self.opener, params.url)
+            opened = await anyio.to_thread.run_sync(self.opener, params.url)
+            if opened is False:
+                logger.warning(
+                    "no browser could be opened for the link %s asked to open (on %s): nothing was opened",
+                    context.requestor_name,
+                    view.domain,
+                )
+                shown = getattr(self.ui, "link_not_opened", None)
+                if shown is not None:
+                    await shown(view)
+            else:
+                logger.info("opened the link %s asked to open in the browser", context.requestor_name)
         return ElicitResult(action=answer)
 
     async def _form(self, params: ElicitRequestFormParams, context: WorkContext) -> ElicitResult:

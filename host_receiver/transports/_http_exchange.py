@@ -11,6 +11,8 @@ Fixed caps (docs/limits.md): ``_INCOMING_BUFFER``, ``_STATUS_DETAIL``, ``_END_AF
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -180,7 +182,7 @@ class Exchange:
             self.raise_failure()
         if body is None:
             body, _ = await read_head(response, _STATUS_DETAIL)
-        detail = safe_text(body[:_STATUS_DETAIL].decode(errors="replace"), _STATUS_DETAIL)
+        detail = status_detail(response, body[:_STATUS_DETAIL], _STATUS_DETAIL)
         raise HttpStatusError(f"HTTP {status} from {self.config.url}: {detail}", status)
 
     async def deliver_error(self, response: httpx.Response, request_id: RequestId) -> None:
@@ -229,6 +231,22 @@ async def _read_to_end(events: AsyncIterator[Event]) -> None:
         logger.debug("dropped %d messages that followed the answer on its stream", dropped)
     if scope.cancelled_caught:
         logger.debug("an answered stream did not end within %s s: closed", _END_AFTER_ANSWER)
+
+
+_HIDDEN = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def status_detail(response: httpx.Response, body: bytes, limit: int) -> str:
+    """What an error status's ``body`` says, on one line, safe to show: an HTML page by its title
+    (else its text without tags), any text with its whitespace folded; the reason phrase when the
+    body says nothing."""
+    text = body.decode(errors="replace")
+    if content_type(response) in ("text/html", "application/xhtml+xml") or text.lstrip().startswith("<"):
+        title = _TITLE.search(text)
+        text = html.unescape(_TAG.sub(" ", title[1] if title else _HIDDEN.sub(" ", text)))
+    return safe_text(" ".join(text.split()) or response.reason_phrase, limit)
 
 
 def content_type(response: httpx.Response) -> str:

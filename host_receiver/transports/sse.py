@@ -49,7 +49,14 @@ from host_receiver.errors import HttpStatusError, InvalidMessage, TransportError
 from host_receiver.protocol._head import HEAD_LIMIT
 from host_receiver.protocol.jsonrpc import Message, dumps_message
 from host_receiver.sanitize import safe_logger, safe_text
-from host_receiver.transports._http_exchange import SSE, content_type, decode, oversized_answer, read_head
+from host_receiver.transports._http_exchange import (
+    SSE,
+    content_type,
+    decode,
+    oversized_answer,
+    read_head,
+    status_detail,
+)
 from host_receiver.transports._sse import Event, read_events
 from host_receiver.transports.base import DEFAULT_MAX_MESSAGE_SIZE, MessageStream, StreamAttribute, Transport
 from host_receiver.transports.http import DEFAULT_TIMEOUT
@@ -203,5 +210,5 @@ async def _check(response: httpx.Response, url: str) -> None:
     if response.status_code < 400:
         return
     body, _ = await read_head(response, _STATUS_DETAIL)
-    detail = safe_text(body.decode(errors="replace"), _STATUS_DETAIL)
+    detail = status_detail(response, body, _STATUS_DETAIL)
     raise HttpStatusError(f"HTTP {response.status_code} from {url}: {detail}", response.status_code)

@@ -42,6 +42,7 @@ from host_receiver.cli._auth import (
 from host_receiver.errors import AuthError
 from tests.auth.server import JWT_BEARER, OAuthServer
 from tests.cli_command import run_cli
+from tests.interop import PY2_SERVER, http_server, peer_python
 from tests.providers.keyring_backends import FILE_ENV, MemoryKeyring, PlaintextKeyring, memory_keyring
 
 __all__ = ["memory_keyring"]
@@ -215,11 +216,16 @@ UNFIT_BACKENDS: dict[str, tuple[Callable[[], keyring.backend.KeyringBackend], st
 async def test_without_a_fit_keyring_the_default_store_is_memory_with_one_warning(
     kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """No backend, one that drops secrets, or one that writes them in clear text: memory, one warning."""
+    """No backend, one that drops secrets, or one that writes them in clear text: memory, one warning
+    once a token would be kept."""
     make, reason = UNFIT_BACKENDS[kind]
     with keyring_backend(make()):
         first, second = await default_token_store(), await default_token_store()
     assert isinstance(first, MemoryTokenStore) and isinstance(second, MemoryTokenStore)
+    assert await first.load("https://mcp.example/mcp") == []
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]  # nothing kept yet: no warning
+    for store in (first, second):
+        await store.save(entry())
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert reason in warning and "in memory for this run only" in warning and "--auth-token-file" in warning
 
@@ -442,6 +448,15 @@ def test_without_a_keyring_the_cli_warns_once_and_writes_no_file(
     assert list(tmp_path.rglob("*")) == []  # nothing written anywhere under the home
     again = run_cli(env, *call_args(server))
     assert again.returncode == 0 and len(server.seen("/authorize")) == 2  # memory only: authorized again
+
+
+@pytest.mark.slow
+def test_without_a_keyring_a_server_without_oauth_gets_no_keyring_warning(env: dict[str, str]) -> None:
+    with http_server([str(peer_python("py2")), str(PY2_SERVER)]) as url:
+        run = run_cli(env, "tools", "--url", url)
+    assert run.returncode == 0, run.stderr
+    assert "whoami" in run.stdout
+    assert "keyring" not in run.stderr and "kept in memory" not in run.stderr
 
 
 @pytest.mark.slow

@@ -3,7 +3,8 @@ one line, run as a user runs them (subprocesses) against real servers: the refer
 server-everything (TypeScript SDK), the mcp 1.30 and 2.3.0 peers, the demo server.
 
 Contract (host_receiver/cli/_discover.py): listings for a person or, with ``--json``,
-every page as JSON; ``key=value`` values are JSON when they parse, else strings;
+every page as JSON; ``key=value`` values are read as the tool's ``inputSchema`` types
+them (JSON when it does not), a value that does not fit names its property and type;
 ``call`` prints the ``CallToolResult`` JSON when stdout is not a terminal; every
 command serves the server's sampling, elicitation and roots requests with ``run``'s
 options; exit codes as ``run --call``.
@@ -112,11 +113,23 @@ def test_call_with_key_values_prints_the_result_json_off_a_terminal(
     assert "5.5" in summed["content"][0]["text"]
     given = json.loads(ok(env, "call", "echo", "--args", '{"message": "from json"}', *everything))
     assert given["content"][0]["text"] == "Echo: from json"
-    quoted = json.loads(ok(env, "call", "echo", 'message="42"', *everything))
-    assert quoted["content"][0]["text"] == "Echo: 42"
-    number = run_cli(env, "call", "echo", "message=42", *everything)  # JSON 42: echo wants a string
-    assert number.returncode == 1 and json.loads(number.stdout)["isError"] is True
-    assert "has no tool" not in number.stderr
+    quoted = json.loads(ok(env, "call", "echo", 'message="42"', *everything))  # text: quotes and all
+    assert quoted["content"][0]["text"] == 'Echo: "42"'
+
+
+def test_key_values_are_read_as_the_tools_schema_types_them(
+    env: dict[str, str], everything: list[str]
+) -> None:
+    """echo's message is a string: 42 stays text; get-sum's a and b are numbers: parsed."""
+    assert json.loads(ok(env, "call", "echo", "message=42", *everything))["content"][0]["text"] == "Echo: 42"
+    assert (
+        json.loads(ok(env, "call", "echo", "message=true", *everything))["content"][0]["text"] == "Echo: true"
+    )
+    summed = json.loads(ok(env, "call", "get-sum", "a=2", "b=40", *everything))
+    assert "42" in summed["content"][0]["text"]
+    wrong = run_cli(env, "call", "get-sum", "a=two", "b=3", *everything)
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "host-receiver call: a='two': the tool's 'a' takes number (a number, like 2.5)" in wrong.stderr
 
 
 def test_calling_a_tool_the_server_lacks_names_the_tools_it_has(

@@ -4,7 +4,8 @@
 - An HTTP error: its status and the start of its body (made safe, bounded).
 - A legacy server's complaints about the era probe are DEBUG, not INFO; INFO says once it is legacy.
 - Sampling refused for want of a terminal says so, on stderr and to the server; ``--elicit
-  defaults`` names the required field without a default when it declines.
+  defaults`` names the required field without a default when it declines; a form declined for
+  want of a terminal says so.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -82,6 +84,43 @@ def test_an_http_error_shows_its_status_and_its_bodys_start(env: dict[str, str],
     assert len(proc.stderr) < 5_000
 
 
+_NOT_FOUND_PAGE = (
+    b"<!DOCTYPE html>\n<html>\n<head>\n<title>404 Not Found</title>\n<style>body { color: red }</style>\n"
+    b"</head>\n<body>\n<h1>Not Found</h1>\n<p>The requested URL was not found on this server.</p>\n"
+    b"</body>\n</html>\n"
+)
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """A web server with no MCP endpoint: an HTML 404 page for POST and GET alike."""
+
+    def _page(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(_NOT_FOUND_PAGE)))
+        self.end_headers()
+        self.wfile.write(_NOT_FOUND_PAGE)
+
+    do_GET = do_POST = _page
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+def test_an_html_error_page_is_shown_once_as_its_title_not_as_raw_html(env: dict[str, str]) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    try:
+        proc = run_cli(env, "tools", "--url", url)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"HTTP 404 from {url}: 404 Not Found" in proc.stderr
+    assert proc.stderr.count("Not Found") == 1, proc.stderr
+    assert "<" not in proc.stderr and "\\n" not in proc.stderr
+
+
 def test_a_legacy_servers_complaints_about_the_probe_are_debug_and_info_says_legacy_once(
     env: dict[str, str],
 ) -> None:
@@ -116,3 +155,51 @@ def test_elicit_defaults_names_the_required_field_without_a_default(env: dict[st
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
     assert "declined a form from py2_server.py: required field 'name' has no default" in proc.stderr
+
+
+def test_a_silent_server_times_out_after_connect_timeout_naming_the_step_and_the_seconds(
+    env: dict[str, str],
+) -> None:
+    started = time.monotonic()
+    proc = run_cli(env, "tools", "--connect-timeout", "1.5", "--", "sleep", "300")
+    assert time.monotonic() - started < 20  # not the default minute
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        "host-receiver: could not connect to sleep: sleep did not answer initialize within 1.5 s "
+        "(--connect-timeout SECONDS waits longer)"
+    ) in proc.stderr
+    assert "TimeoutError" not in proc.stderr
+    refused = run_cli(env, "tools", "--connect-timeout", "0", "--", "sleep", "300")
+    assert refused.returncode == 2 and "0 is not a positive number of seconds" in refused.stderr
+
+
+def test_a_form_declined_off_a_terminal_says_why(env: dict[str, str]) -> None:
+    server = ["--", str(peer_python("py2")), str(PY2_SERVER)]
+    proc = run_cli(env, "call", "elicit_form", *server)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
+    hint = "host-receiver: form declined: no terminal to ask on; use --elicit web|defaults|decline"
+    assert f"{hint} (a form from py2_server.py)" in proc.stderr
+    chosen = run_cli(env, "call", "--elicit", "decline", "elicit_form", *server)
+    assert chosen.returncode == 0 and "no terminal" not in chosen.stderr  # chosen: no hint needed
+
+
+def test_a_url_without_its_scheme_is_named_whole_with_the_fix(env: dict[str, str]) -> None:
+    proc = run_cli(env, "tools", "--url", "localhost:3917/mcp")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        "host-receiver tools: --url 'localhost:3917/mcp' is not an http(s) URL; "
+        "did you mean 'http://localhost:3917/mcp'?"
+    ) in proc.stderr
+    assert "/3917/mcp:" not in proc.stderr
+
+
+def test_usage_names_every_way_to_give_the_server_and_what_store_takes(env: dict[str, str]) -> None:
+    for command in ("tools", "call", "run"):
+        helped = run_cli(env, command, "--help")
+        assert helped.returncode == 0
+        assert "--server NAME" in helped.stdout.split("\n\n")[0], helped.stdout  # the usage lines
+        assert "{memory}" not in helped.stdout and "--store memory" in helped.stdout
+        assert "'memory', the one store so far" in " ".join(helped.stdout.split())
+    neither = run_cli(env, "tools")
+    assert "give either '-- COMMAND [ARG...]', '--url URL' or '--server NAME'" in neither.stderr

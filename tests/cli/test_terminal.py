@@ -383,6 +383,21 @@ def test_decline_a_url(env: dict[str, str], terminals: list[Terminal]) -> None:
 
 
 @pytest.mark.slow
+def test_open_with_no_browser_says_so_and_shows_the_url_to_copy(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
+    """``webbrowser.open`` returns False (the only browser, ``false``, fails): nothing is claimed."""
+    env = {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env = {**env, "BROWSER": "false"}
+    t = run(env, terminals, "connect_blog", server=ROOT / "examples" / "demo_server.py")
+    t.answer("Open this link on blog.example.com? [o/d/c]", "o")
+    t.expect("✗ No browser could be opened here; open the link yourself:")
+    t.expect(r"\n\s+https://blog\.example\.com/oauth/authorize\?client_id=release-helper&state=")
+    report = t.result()
+    assert report["result"]["action"] == "accept"
+
+
+@pytest.mark.slow
 def test_concurrent_requests_are_asked_one_at_a_time(env: dict[str, str], terminals: list[Terminal]) -> None:
     server = ROOT / "examples" / "slow_summary_server.py"
     t = run(env, terminals, "summarise_many", server=server, texts=["first text", "second text"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -317,6 +318,26 @@ async def test_urls_open_only_after_consent(answer: UrlAnswer, opened: list[str]
     assert isinstance(view, UrlView) and view.domain == "xn--exmple-cua.com"
     assert any("punycode" in w for w in view.warnings)
     assert any("names example.com" in w for w in view.warnings)
+
+
+async def test_a_link_no_browser_could_open_is_logged_so_and_shown_to_copy(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The opener returns False (``webbrowser.open`` with no browser): a warning, never "opened"."""
+    person = ScriptedFormFiller([], url_answer="accept")
+    told: list[UrlView] = []
+
+    async def link_not_opened(view: UrlView) -> None:
+        told.append(view)
+
+    person.link_not_opened = link_not_opened  # type: ignore[attr-defined]
+    receiver = Receiver(elicitation=ElicitationService(person, opener=lambda url: False))
+    with caplog.at_level(logging.INFO, logger="host_receiver.handlers"):
+        async with connect(receiver) as server:
+            assert (await server.request(ELICIT, URL_PARAMS))["action"] == "accept"
+    assert [view.url for view in told] == [URL_PARAMS["url"]]
+    [record] = [r for r in caplog.records if r.name == "host_receiver.handlers"]
+    assert record.levelno == logging.WARNING and "no browser could be opened" in record.getMessage()
 
 
 async def test_ready_policies() -> None:

@@ -61,6 +61,18 @@ def test_the_first_command_installs_only_what_the_demo_needs_then_runs_it() -> N
     assert first[1:] == ("bash", "bash .ci/setup --demo && .venv/bin/host-receiver demo\n")
 
 
+def test_the_text_after_the_first_command_says_how_to_run_the_command_it_installed() -> None:
+    """``host-receiver`` is in ``.venv/bin``, not on ``PATH``: before the README uses it bare, it
+    says to run it from there or to activate ``.venv``."""
+    text = README.read_text(encoding="utf-8")
+    found = list(BLOCK.finditer(text))
+    bare = [m for m in found if re.search(r"^host-receiver ", m[2], re.MULTILINE)]
+    assert bare, "no block runs host-receiver bare"
+    before = text[found[0].end() : bare[0].start()]
+    assert "`.venv/bin/host-receiver --version`" in before
+    assert "`source .venv/bin/activate`" in before
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     """The one block left out for being the test suite is what .ci/run runs, step by step."""
     suite = [code for _, _, code in blocks() if code.startswith(NOT_RUN) and "pytest" in code]

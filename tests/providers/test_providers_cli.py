@@ -153,10 +153,11 @@ def test_errors_are_reported_with_exit_code_1(cli: Cli, argv: list[str], stdin: 
 
 
 @pytest.mark.slow
-def test_without_a_command_usage_is_shown(cli: Cli) -> None:
+def test_without_a_command_the_providers_are_listed_as_decisions_lists(cli: Cli) -> None:
     result = cli()
-    assert result.returncode == 2
-    assert "{add,list,test,remove}" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == cli("list").stdout
+    assert "no providers configured: sampling uses the offline echo provider" in result.stdout
 
 
 def test_the_commands_plug_into_the_host_receiver_parser(tmp_path: Path) -> None:

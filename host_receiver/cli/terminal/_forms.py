@@ -14,7 +14,8 @@ Rules:
 - Before anything is sent the answers are shown for review: send, edit
   again, decline or cancel. Ctrl-C at any prompt cancels.
 - A URL is shown in full with its domain highlighted and its warnings; it is
-  opened only on "open" (by the elicitation service, never here).
+  opened only on "open" (by the elicitation service, never here). When no
+  browser could be started, the URL is shown again to copy.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from host_receiver.errors import Interrupted
 from host_receiver.people.approval import FormView, UrlAnswer, UrlView
 from host_receiver.protocol.elicitation_rules import FormField
 from host_receiver.protocol.types import ElicitResult, ElicitValue
+from host_receiver.sanitize import TEXT_LIMIT, safe_text
 
 START_CHOICES = (("f", "fill in"), ("d", "decline"), ("c", "cancel"))
 REVIEW_CHOICES = (("y", "send"), ("e", "edit again"), ("d", "decline"), ("c", "cancel"))
@@ -128,6 +130,17 @@ class TerminalElicitationUI:
                 return "accept"
             turn.show(FormattedText([("class:bad", f"✗ {_DONE[choice]}; nothing was opened")]))
             return "decline" if choice == "d" else "cancel"
+
+    async def link_not_opened(self, view: UrlView) -> None:
+        """The elicitation service found no browser to open ``view``'s link: show it to copy."""
+        await self.console.say(
+            FormattedText(
+                [
+                    ("class:bad", "✗ No browser could be opened here; open the link yourself:\n"),
+                    ("", f"  {safe_text(view.url, TEXT_LIMIT)}"),
+                ]
+            )
+        )
 
 
 async def _ask_field(
