@@ -10,13 +10,12 @@ A test that takes more than about a second is marked ``slow``, so that
 interop suite, against real SDK peers), a whole module by its ``pytestmark``
 (the long fuzz runs), any other test by its own ``@pytest.mark.slow``.
 
-The suite runs on two processes (pytest-xdist, ``-n 2 --dist loadgroup`` in
+The suite runs on two processes (pytest-xdist: ``-n 2 --dist loadscope`` in
 pyproject.toml; ``-n 0`` runs it in this one). Each worker sets up a session
-fixture once (the HTTP peers, the test CA); the tests that use a
-module-scoped fixture (a peer started for one module, the built wheel) are
-kept on one worker (:func:`pytest_collection_modifyitems`), so that it is
-started once, not once per worker. No test may rely on another having run,
-on the same worker or before it.
+fixture once (the HTTP peers, the test CA), and a module's tests all run on
+one worker, so that a module-scoped fixture (a peer started for one module,
+the built wheel, the conformance runs) is set up once. No test may rely on
+another having run, on its worker or before it.
 """
 
 from __future__ import annotations
@@ -32,24 +31,11 @@ _TESTS = Path(__file__).resolve().parent
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test under a slow directory ``slow``, before ``-m`` selects; put the tests that
-    use a module-scoped fixture in one ``xdist_group`` per module, before pytest-xdist reads it."""
+    """Mark every test under a slow directory ``slow``, before ``-m`` selects."""
     for item in items:
         path = item.path.resolve()
         if path.is_relative_to(_TESTS) and path.relative_to(_TESTS).parts[0] in SLOW_DIRECTORIES:
             item.add_marker(pytest.mark.slow)
-        if _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
-
-
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
-    """Whether ``item`` uses a fixture set up once per module (the definition in force, the last
-    one: anyio's module-scoped ``anyio_backend`` is overridden here by a function-scoped one)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    in_force = [definitions[-1] for definitions in info.name2fixturedefs.values() if definitions]
-    return any(definition.scope == "module" for definition in in_force)
 
 
 @pytest.fixture(params=["asyncio", "trio"])
