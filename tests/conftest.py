@@ -9,6 +9,13 @@ A test that takes more than about a second is marked ``slow``, so that
 ``pytest -m "not slow"`` is the inner loop: a whole directory here (the
 interop suite, against real SDK peers), a whole module by its ``pytestmark``
 (the long fuzz runs), any other test by its own ``@pytest.mark.slow``.
+
+The suite runs on two processes (pytest-xdist: ``-n 2 --dist loadscope`` in
+pyproject.toml; ``-n 0`` runs it in this one). Each worker sets up a session
+fixture once (the HTTP peers, the test CA), and a module's tests all run on
+one worker, so that a module-scoped fixture (a peer started for one module,
+the built wheel, the conformance runs) is set up once. No test may rely on
+another having run, on its worker or before it.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def test_the_declared_floors_of_the_auth_dependencies_sign_private_key_jwts(tmp_
     assert versions.stdout.split() == [floors[name] for name in AUTH_PACKAGES], versions.stderr
     tests = [str(ROOT / "tests" / "auth" / "test_flow.py"), "-k", "private_key_jwt"]
     flow = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *tests],
         env=env,
         cwd=ROOT,
         capture_output=True,

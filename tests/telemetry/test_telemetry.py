@@ -350,6 +350,7 @@ anyio.run(main)
     assert done.stdout.split() == ["echo:", "hi", "False", "False"]
 
 
+@pytest.mark.slow  # a fresh interpreter, and a wait of SDK_LOOK_EVERY: 4.5 s
 def test_with_the_api_and_no_sdk_nothing_is_recorded_until_an_sdk_is_set() -> None:
     """The API alone records nothing (and builds nothing); an SDK set up later, while connected, records
     (within ``SDK_LOOK_EVERY``)."""

@@ -54,9 +54,9 @@ WAIT_MS = 15_000
 ANSWERED_4XX = "Failed to load resource: the server responded with a status of 4"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    """Playwright's async API runs on asyncio."""
+    """Playwright's async API runs on asyncio (one loop for the module: the browser lives on it)."""
     return "asyncio"
 
 
@@ -119,8 +119,10 @@ class Browser:
             await context.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[Browser]:
+    """One chromium for the module (each launch took about a second); each tab is a new person,
+    with a browser context of its own."""
     executable = chromium()
     async with playwright_api.async_playwright() as playwright:
         launched = await playwright.chromium.launch(
