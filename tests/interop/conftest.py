@@ -33,6 +33,7 @@ from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import InvalidMessage
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
 from host_receiver.people.approval import (
+    DEFAULT_MAX_WAITING,
     Approve,
     AutoApprove,
     ElicitationUI,
@@ -168,7 +169,14 @@ class WireLog:
     era: str | None = None
     #: How many messages were sent while agreeing (each judged by its own form).
     agreed_at: int = 0
+    #: For each message sent, how many had been received by then: an answer is judged against the
+    #: request of its id that came before it (mcp 1.30 may use one id twice: docs/peers.md).
+    received_before: list[int] = field(default_factory=list)
     _arrivals: dict[str, anyio.Event] = field(default_factory=dict, repr=False)
+
+    def record_sent(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        self.received_before.append(len(self.received))
 
     def record_received(self, message: dict[str, Any]) -> None:
         self.received.append(message)
@@ -202,10 +210,11 @@ class WireLog:
         """Validate everything the host sent against the official schema of its era; return the
         count. A modern connection's messages, notifications included, by the 2026-07-28 schema;
         those sent while agreeing (the probe, a fallback's ``initialize``) by their own form."""
-        incoming = {m["id"]: m for m in self.received if "method" in m and "id" in m}
         task_methods: dict[str, str] = {}
         for index, message in enumerate(self.sent):
             era = self.era if index >= self.agreed_at else None
+            before = self.received[: self.received_before[index]]
+            incoming = {m["id"]: m for m in before if "method" in m and "id" in m}
             try:
                 _check_sent(message, incoming, task_methods, era)
             except Exception as exc:
@@ -254,12 +263,12 @@ class _RecordingStream(MessageStream):
         self._log = log
 
     async def send(self, message: Message) -> None:
-        self._log.sent.append(encode_message(message))
+        self._log.record_sent(encode_message(message))
         await self._inner.send(message)
 
     def send_nowait(self, message: Message) -> None:
         self._inner.send_nowait(message)  # raises WouldBlock when not taken: then send() logs it
-        self._log.sent.append(encode_message(message))
+        self._log.record_sent(encode_message(message))
 
     async def receive(self) -> Message | InvalidMessage:
         message = await self._inner.receive()
@@ -317,18 +326,20 @@ async def running_host(
     opener: Callable[[str], bool] | None = None,
     receiver_options: dict[str, Any] | None = None,
     options: ConnectionOptions | None = None,
+    max_waiting: int = DEFAULT_MAX_WAITING,
 ) -> AsyncIterator[Harness]:
     """A host with sampling (echo provider and AutoApprove unless told) and FillDefaults
     elicitation; on a clean exit, every message it sent is checked against the schema of its era.
 
     ``opener`` stands for the browser of URL elicitation (it notes the URL);
-    ``receiver_options`` go to ``Receiver``, ``options`` to ``Host``.
+    ``receiver_options`` go to ``Receiver``, ``options`` to ``Host``; ``max_waiting`` caps the
+    forms of one server waiting for ``ui`` at once.
     """
     registry = router if router is not None else build_registry(provider="echo", config=Config(), environ={})
     elicitation = (
-        ElicitationService(ui or FillDefaults(), opener=opener)
+        ElicitationService(ui or FillDefaults(), opener=opener, max_waiting=max_waiting)
         if opener
-        else ElicitationService(ui or FillDefaults())
+        else ElicitationService(ui or FillDefaults(), max_waiting=max_waiting)
     )
     receiver = Receiver(
         sampling=SamplingService(registry, approver or AutoApprove()),

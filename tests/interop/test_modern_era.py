@@ -205,7 +205,7 @@ def test_the_wire_check_holds_a_modern_connections_notifications_to_the_2026_sch
     legacy, modern = WireLog("legacy"), WireLog("modern")
     for log, era in ((legacy, "legacy"), (modern, "modern")):
         log.agreed(era)
-        log.sent.append(notification)
+        log.record_sent(notification)
     assert legacy.check() == 1
     with pytest.raises(AssertionError, match="host sent an invalid message"):
         modern.check()
@@ -351,7 +351,7 @@ async def test_fifty_calls_in_flight_at_once_never_mix_their_rounds(modern_peers
     hold = anyio.Event()
     forms = Forms(hold=hold, expect=50)
     results: dict[int, dict[str, Any]] = {}
-    async with running_host(ui=forms) as h:
+    async with running_host(ui=forms, max_waiting=50) as h:  # above the default cap of 32
         server = await h.connect("py2", transport("py2", "stateless", modern_peers))
 
         async def call(n: int) -> None:
