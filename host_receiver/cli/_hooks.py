@@ -113,7 +113,7 @@ def add_hook_options(
     )
     inbox.add_argument(
         "--inbox-timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=600.0,
         metavar="SECONDS",
         help="how long a request waits for an answer in the inbox before it is refused or cancelled "
@@ -130,7 +130,7 @@ def _count(text: str) -> int:
     return value
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
     value = float(text)
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")

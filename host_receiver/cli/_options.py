@@ -15,6 +15,7 @@ from host_receiver.cli._auth import add_auth_options
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     add_hook_options,
+    positive_seconds,
 )
 from host_receiver.cli._servers import (
     add_servers_options,
@@ -60,7 +61,7 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
     add_protocol_options(run)
     run.add_argument(
         "--connect-timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_INIT_TIMEOUT,
         metavar="SECONDS",
         help="how long the server may take to answer initialize or server/discover when connecting "
@@ -143,13 +144,6 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive whole number")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    value = float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
 
 

@@ -1,4 +1,4 @@
-"""What the web inbox's tests share: views of every kind, and a hook call run beside a test."""
+"""What the web inbox's tests share: views of every kind, a hook call run beside a test, an API client."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
+import pytest
 
 from host_receiver.people.approval import (
     FormView,
@@ -18,6 +20,24 @@ from host_receiver.people.approval import (
 from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import CreateMessageResult, SamplingRequest, TextContent
 from host_receiver.web import WebInbox
+
+#: The origin the API tests' client speaks from (the ASGI app checks no Host there).
+ORIGIN = "http://inbox.test"
+
+
+@pytest.fixture
+def inbox() -> WebInbox:
+    return WebInbox(timeout=30, auth_delay=0.2)
+
+
+@pytest.fixture
+async def api(inbox: WebInbox) -> AsyncIterator[httpx.AsyncClient]:
+    """An API client with the bearer token, on the ASGI app."""
+    transport = httpx.ASGITransport(app=inbox.app)
+    headers = {"Authorization": f"Bearer {inbox.token}"}
+    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN, headers=headers) as client:
+        yield client
+
 
 #: A form with every field type the elicitation schema allows.
 EVERY_FIELD = {

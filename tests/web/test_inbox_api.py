@@ -9,7 +9,6 @@ import ipaddress
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from host_receiver.web import WAITING, WebInbox
 from tests.receiver_harness import connect, form_params
 from tests.web.conftest import (
     EVERY_FIELD,
+    ORIGIN,
     asking,
     form_view,
     result_view,
@@ -39,22 +39,6 @@ from tests.web.conftest import (
 )
 
 pytestmark = pytest.mark.anyio
-
-ORIGIN = "http://inbox.test"
-
-
-@pytest.fixture
-def inbox() -> WebInbox:
-    return WebInbox(timeout=30, auth_delay=0.2)
-
-
-@pytest.fixture
-async def api(inbox: WebInbox) -> AsyncIterator[httpx.AsyncClient]:
-    """An API client with the bearer token, on the ASGI app."""
-    transport = httpx.ASGITransport(app=inbox.app)
-    headers = {"Authorization": f"Bearer {inbox.token}"}
-    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN, headers=headers) as client:
-        yield client
 
 
 async def page_session(client: httpx.AsyncClient, inbox: WebInbox) -> str:

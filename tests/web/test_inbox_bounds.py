@@ -20,21 +20,7 @@ from tests.web.conftest import asking, form_view, sampling_view, url_view
 
 pytestmark = pytest.mark.anyio
 
-ORIGIN = "http://inbox.test"
 HOSTILE_NAME = "na\x1b[31mme\u202e"
-
-
-@pytest.fixture
-def inbox() -> WebInbox:
-    return WebInbox(timeout=30, auth_delay=0.2)
-
-
-@pytest.fixture
-async def api(inbox: WebInbox) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=inbox.app)
-    headers = {"Authorization": f"Bearer {inbox.token}"}
-    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN, headers=headers) as client:
-        yield client
 
 
 async def test_a_ten_megabyte_form_is_shown_cut_as_the_terminal_cuts_it_saying_its_length(
