@@ -69,7 +69,7 @@ class _Unavailable(BaseHTTPRequestHandler):
 @pytest.fixture
 def unavailable() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # a quick shutdown()
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
@@ -109,7 +109,7 @@ class _NotFound(BaseHTTPRequestHandler):
 
 def test_an_html_error_page_is_shown_once_as_its_title_not_as_raw_html(env: dict[str, str]) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
     try:
         proc = run_cli(env, "tools", "--url", url)

@@ -32,7 +32,7 @@ def sse_server(first_event: bytes) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # a quick shutdown()
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/sse"

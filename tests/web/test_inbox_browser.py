@@ -535,7 +535,7 @@ def another_port() -> Iterator[Elsewhere]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # a quick shutdown()
     thread.start()
     try:
         yield Elsewhere(f"http://127.0.0.1:{server.server_port}", seen)
