@@ -8,6 +8,7 @@ change that brings back a circle, lets ``providers`` reach up into
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -77,10 +78,27 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield name, path
 
 
+@functools.cache
+def known_modules() -> frozenset[str]:
+    """Every module of the packages, found once per test run (the tree does not change during it)."""
+    return frozenset(module for module, _ in modules())
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per test run and only read by the tests."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def imports_of(name: str, path: Path, *, type_checking: bool = False) -> set[str]:
     """The project modules ``name`` imports at run time (under ``TYPE_CHECKING`` too if asked)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    known = {module for module, _ in modules()}
+    return set(_imports_of(name, path, type_checking))
+
+
+@functools.cache
+def _imports_of(name: str, path: Path, type_checking: bool) -> frozenset[str]:
+    tree = parsed(path)
+    known = known_modules()
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
 
@@ -103,7 +121,7 @@ def imports_of(name: str, path: Path, *, type_checking: bool = False) -> set[str
                     visit([child])
 
     visit(tree.body)
-    return {m for m in found if m in known and m != name}
+    return frozenset(m for m in found if m in known and m != name)
 
 
 def graph(*, type_checking: bool = False) -> dict[str, set[str]]:
@@ -322,7 +340,7 @@ BARE_METHODS = {"initialize", "ping"}
 
 def code_strings(path: Path) -> Iterator[tuple[int, str]]:
     """The string constants of ``path`` (f-string parts too), docstrings left out, with their lines."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     docstrings = {
         id(node.body[0].value)
@@ -425,7 +443,7 @@ def test_every_public_exception_is_defined_once_in_the_errors_module() -> None:
     for name, path in modules():
         if name.startswith("host_receiver.cli") or name == "host_receiver.errors":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 bases = {ast.unparse(base) for base in node.bases}
                 if any(base.endswith(("Error", "Exception")) or base in ERRORS for base in bases):
