@@ -16,12 +16,26 @@ fixture once (the HTTP peers, the test CA), and a module's tests all run on
 one worker, so that a module-scoped fixture (a peer started for one module,
 the built wheel, the conformance runs) is set up once. No test may rely on
 another having run, on its worker or before it.
+
+Every TLS client context trusts certifi's bundle as a hashed directory
+(:func:`ca_bundles_read_on_demand`): the same certificates, read when a
+chain is checked rather than all parsed when a client is made (17 ms of CPU each time,
+and the suite makes about 900 clients; docs/architecture.md, "How long the tests take").
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import shutil
+import ssl
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import certifi
 import pytest
 
 #: Directories (under tests/) whose every test is slow.
@@ -41,3 +55,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ca_bundles_read_on_demand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``ssl.create_default_context(cafile=BUNDLE)`` made with ``BUNDLE``'s certificates as an
+    ``openssl rehash``-ed directory instead, for the bundles clients use here by default: certifi's
+    (httpx's default) and the ``SSL_CERT_FILE`` the session starts with (which httpx and google-genai
+    read instead when it is set).
+
+    The trust is the same (every certificate of the bundle, and nothing else); what changes is when
+    OpenSSL reads them: on a chain's check instead of all of them on every new context. A test that
+    sets its own ``SSL_CERT_FILE`` (the test CA of tests/transports/) gets that file read as usual,
+    and so does every bundle when ``openssl`` is missing.
+    """
+    openssl = shutil.which("openssl")
+    bundles = {certifi.where(), os.environ.get("SSL_CERT_FILE", "")} - {""}
+    directories: dict[str, str] = {}
+    for number, bundle in enumerate(sorted(bundles)):
+        if openssl is None or not Path(bundle).is_file():
+            continue
+        directory = tmp_path_factory.mktemp(f"ca-bundle-{number}")
+        pem = Path(bundle).read_text("ascii", errors="replace")
+        certificates = re.findall(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", pem, re.DOTALL)
+        for index, certificate in enumerate(certificates):
+            (directory / f"{index}.pem").write_text(certificate + "\n", "ascii")
+        subprocess.run([openssl, "rehash", str(directory)], check=True, capture_output=True)
+        directories[bundle] = str(directory)
+    original: Callable[..., ssl.SSLContext] = ssl.create_default_context
+
+    @functools.wraps(original)
+    def create_default_context(
+        purpose: ssl.Purpose = ssl.Purpose.SERVER_AUTH,
+        *,
+        cafile: str | None = None,
+        capath: str | None = None,
+        cadata: Any = None,
+    ) -> ssl.SSLContext:
+        if cafile in directories:  # OpenSSL looks in each directory of a ":"-separated list
+            capath = os.pathsep.join(filter(None, [directories[cafile], capath]))
+            cafile = None
+        return original(purpose, cafile=cafile, capath=capath, cadata=cadata)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ssl, "create_default_context", create_default_context)
+        yield
