@@ -440,6 +440,7 @@ class OAuthServer:
 def _handler(server: OAuthServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # each write goes out at once, as a real server's would
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

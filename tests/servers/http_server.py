@@ -213,6 +213,7 @@ class StreamableHttpServer:
 
 class _Handler(BaseHTTPRequestHandler):
     server: Any
+    disable_nagle_algorithm = True  # each write goes out at once, as a real server's would
     protocol_version = "HTTP/1.1"  # keep-alive
 
     @property

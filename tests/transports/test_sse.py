@@ -21,6 +21,8 @@ def sse_server(first_event: bytes) -> Iterator[str]:
     """A GET endpoint whose event stream starts with ``first_event``, then stays open briefly."""
 
     class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True  # each write goes out at once, as a real server's would
+
         def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
