@@ -113,7 +113,7 @@ class StreamableHttpServer:
         self.post_logs: dict[str, EventLog] = {}
         self.hung_up = 0  # sse-linger streams the client closed
         self.changed = threading.Condition()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.app = self  # type: ignore[attr-defined]
         self.scheme = "http" if tls is None else "https"
@@ -209,6 +209,12 @@ class StreamableHttpServer:
         with self.changed:
             session = self.sessions.get(session_id or "")
             return session if session and session.alive else None
+
+
+class _Server(ThreadingHTTPServer):
+    # Room for a burst of connections, as a real server leaves: with the stdlib's 5, some of 40
+    # connections opened at once were dropped and their SYN sent again a second later.
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):
