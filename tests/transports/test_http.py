@@ -31,6 +31,7 @@ from host_receiver.errors import (
 from host_receiver.protocol.jsonrpc import Request, Response
 from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.session import IncomingRequest
+from host_receiver.transports import _http_exchange
 from host_receiver.transports import http as http_module
 from host_receiver.transports._sse import Event, read_events
 from host_receiver.transports.http import CONNECTION_CLOSED, HttpTransport
@@ -427,9 +428,14 @@ async def test_an_sse_answer_read_to_its_end_leaves_its_connection_to_the_next_p
 
 
 async def test_an_sse_answer_that_stays_open_answers_at_once_and_is_closed_soon_after(
-    server: StreamableHttpServer,
+    server: StreamableHttpServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The server keeps the stream open after the result until the client hangs up."""
+    """The server keeps the stream open after the result until the client hangs up.
+
+    The client reads such a stream on for ``_END_AFTER_ANSWER`` (half a second) in case it ends;
+    a twentieth of that here, as what is tested is that it closes the stream, not when.
+    """
+    monkeypatch.setattr(_http_exchange, "_END_AFTER_ANSWER", 0.05)
     async with connect(server.url) as conn:
         assert (await conn.call_tool("sse-linger")).text == "kept"  # not held up by the open stream
         await wait_until(server, lambda: server.hung_up == 1)  # the client closed it, unasked
