@@ -52,6 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``-m "not slow"`` (the inner loop), a slow directory is not even collected: importing
+    its modules only to deselect every test took each worker 2 s."""
+    markexpr = str(config.getoption("markexpr", "") or "")
+    if " ".join(markexpr.split()) != "not slow" or not collection_path.is_dir():
+        return None
+    path = collection_path.resolve()
+    return True if path.parent == _TESTS and path.name in SLOW_DIRECTORIES else None
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
