@@ -17,10 +17,11 @@ one worker, so that a module-scoped fixture (a peer started for one module,
 the built wheel, the conformance runs) is set up once. No test may rely on
 another having run, on its worker or before it.
 
-Every TLS client context trusts certifi's bundle as a hashed directory
-(:func:`ca_bundles_read_on_demand`): the same certificates, read when a
-chain is checked rather than all parsed when a client is made (17 ms of CPU each time,
-and the suite makes about 900 clients; docs/architecture.md, "How long the tests take").
+A TLS client context made from the default CA bundle gets its certificates
+from a hashed directory (:func:`ca_bundles_read_on_demand`): the same
+certificates, read when a chain is checked rather than all parsed for every
+new client (17 ms of CPU each, about 900 times in the inner loop;
+docs/architecture.md, "How long the tests take").
 """
 
 from __future__ import annotations
