@@ -29,17 +29,20 @@ DRIVER_TIMEOUT_S = 120
 ECHO = "echo-offline"
 
 
-def drive(framework: str) -> dict[str, Any]:
-    """Run one framework's driver in its environment against both peers; return its JSON."""
+def drive(framework: str, driver: str | None = None) -> dict[str, Any]:
+    """Run one framework's driver (``<framework>_driver.py`` unless named) in its environment
+    against both peers; return its JSON."""
     python = PEERS_DIR / f"framework-{framework}" / "bin" / "python"
     if not python.exists():
-        _missing(f"the {framework} environment is not installed ({python} is missing)", ".ci/install-adapters")
+        _missing(
+            f"the {framework} environment is not installed ({python} is missing)", ".ci/install-adapters"
+        )
     v1 = peer_command("python").argv[0]
     v2 = peer_python("fastmcp")
     done = subprocess.run(
         [
             str(python),
-            str(DRIVERS / f"{framework.replace('-', '_')}_driver.py"),
+            str(DRIVERS / (driver or f"{framework.replace('-', '_')}_driver.py")),
             *("--v1", v1, str(PY_SERVER)),
             *("--v2", str(v2), str(FASTMCP_SERVER)),
         ],
@@ -86,4 +89,50 @@ def test_pydantic_ai_mcptoolset_takes_toolset_options() -> None:
     # The client toolset_options builds declares the receiver's sampling tools (MCPToolset's own
     # client, given the handlers alone, declares sampling: {}).
     caps = out["receiver_capabilities"]
-    assert out["scenarios"]["v1_sample"]["client_capabilities"]["sampling"] == caps["sampling"] == {"tools": {}}
+    assert (
+        out["scenarios"]["v1_sample"]["client_capabilities"]["sampling"] == caps["sampling"] == {"tools": {}}
+    )
+
+
+def test_langchain_mcp_adapters_take_the_mcp1_session_options_as_session_kwargs() -> None:
+    out = drive("langchain-mcp")
+    assert_v1_served(out)
+    assert_pushed_served(out)
+    # The whole mcp1 options: the session declares the receiver's tasks too.
+    assert (
+        out["scenarios"]["v1_sample"]["client_capabilities"]["tasks"] == out["receiver_capabilities"]["tasks"]
+    )
+
+
+def test_langchain_mcp_adapter_honours_the_fastmcp_adapters_client() -> None:
+    out = drive("langchain")
+    assert_v1_served(out)
+    assert_rounds_served(out)
+
+
+def test_agent_framework_mcp_stdio_tool_over_an_entered_mcp_client() -> None:
+    out = drive("agent-framework")
+    assert_v1_served(out)
+    assert_rounds_served(out)
+
+
+def test_adk_mcptoolset_takes_the_mcp2_callback_options() -> None:
+    out = drive("adk")
+    assert_v1_served(out)
+    assert_pushed_served(out)
+    # ADK's modern mode leaves a 2026-07-28 input round to the caller and offers no way to answer
+    # it (docs/frameworks.md says what ADK would need): host-receiver is never asked.
+    assert "allow_input_required" in out["scenarios"]["modern_rounds"]["raised"]["message"]
+    forms = [v["text"] for v in out["host"]["views"] if v["kind"] == "form"]
+    assert forms.count("Who are you?") == 1  # the pushed form of v2_form only
+    assert not [v for v in out["host"]["views"] if v["text"] == "Greet Ada."]
+
+
+def test_adk_mcptoolset_on_mcp1_takes_the_mcp1_callback_options() -> None:
+    out = drive("adk-mcp1", "adk_driver.py")
+    assert_v1_served(out)
+    assert_pushed_served(out)
+    # The task handlers are left out, so the session declares no tasks.
+    assert "tasks" not in out["scenarios"]["v1_sample"]["client_capabilities"]
+    # The whole session_options are what ADK rejects (the issue's break).
+    assert "experimental_task_handlers" in out["scenarios"]["session_options"]["raised"]["message"]

@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,9 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "interop" / "adapters"))
-from _common import Host, error_of, host, report_of  # noqa: E402
+from _common import Host, error_of, host, report_of
+
+__all__ = ["RUN", "Call", "Connect", "Host", "error_of", "main", "parser"]
 
 RUN = uuid.uuid4().hex[:8]
 #: ``call(tool, arguments)``: one agent run that calls ``tool`` and answers with its text.
@@ -39,8 +41,12 @@ Connect = Callable[[list[str], Host], AbstractAsyncContextManager[Call]]
 
 def parser(doc: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
-    parser.add_argument("--v1", nargs=2, metavar=("PYTHON", "SCRIPT"), required=True, help="the mcp 1.30 peer")
-    parser.add_argument("--v2", nargs=2, metavar=("PYTHON", "SCRIPT"), required=True, help="the FastMCP 4 peer")
+    parser.add_argument(
+        "--v1", nargs=2, metavar=("PYTHON", "SCRIPT"), required=True, help="the mcp 1.30 peer"
+    )
+    parser.add_argument(
+        "--v2", nargs=2, metavar=("PYTHON", "SCRIPT"), required=True, help="the FastMCP 4 peer"
+    )
     return parser
 
 

@@ -1,4 +1,4 @@
-"""LangChain's ``langchain.mcp.MCPAdapter`` with host-receiver (docs/frameworks.md), in a ``create_agent`` run.
+"""LangChain's ``langchain.mcp.MCPAdapter`` with host-receiver (docs/frameworks.md), in ``create_agent``.
 
     .peers/framework-langchain/bin/python tests/adapters/frameworks/langchain_driver.py \
         --v1 PYTHON py_server.py --v2 PYTHON fastmcp_server.py

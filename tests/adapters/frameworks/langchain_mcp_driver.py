@@ -24,9 +24,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _recipes import Call, Host, main, parser  # noqa: E402
+from _recipes import Call, Host, main, parser
 
-from host_receiver.adapters.mcp1 import session_options  # noqa: E402
+from host_receiver.adapters.mcp1 import session_options
 
 warnings.filterwarnings("ignore", "The experimental tasks API", DeprecationWarning)
 

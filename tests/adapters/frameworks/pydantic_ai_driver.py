@@ -23,9 +23,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _recipes import Call, Host, error_of, main, parser  # noqa: E402
+from _recipes import Call, Host, error_of, main, parser
 
-from host_receiver.adapters.fastmcp import client_options, toolset_options  # noqa: E402
+from host_receiver.adapters.fastmcp import client_options, toolset_options
 
 
 def model(tool: str, arguments: dict[str, Any]) -> FunctionModel:
@@ -48,7 +48,7 @@ async def connect(argv: list[str], h: Host) -> AsyncIterator[Call]:
 
     async def call(tool: str, arguments: dict[str, Any]) -> str:
         agent = Agent(model(tool, arguments), toolsets=[toolset])
-        return (await agent.run("go")).output
+        return str((await agent.run("go")).output)
 
     async with toolset:
         yield call
