@@ -200,8 +200,16 @@ class _PostgresEngine:
         return StoreUnreachable(f"the store {self._url.shown} is unreachable: {safe_text(first, 300)}")
 
     async def open(self) -> None:
+        import psycopg
         import psycopg_pool
 
+        def probe() -> None:  # one connection first: its error says why (the pool would only time out)
+            psycopg.connect(self._url.target, connect_timeout=int(CONNECT_TIMEOUT)).close()
+
+        try:
+            await anyio.to_thread.run_sync(probe)
+        except psycopg.Error as exc:
+            raise self._unreachable(exc) from None
         try:
             await anyio.to_thread.run_sync(lambda: self._pool.open(wait=True, timeout=CONNECT_TIMEOUT))
         except psycopg_pool.PoolTimeout as exc:
