@@ -36,7 +36,7 @@ def store_option(value: str) -> StoreUrl:
     try:
         return parse_store_url(value)
     except InvalidStoreUrl as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--store {value}: ")) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--store ")) from None
 
 
 def _add_store(parser: argparse.ArgumentParser) -> None:
