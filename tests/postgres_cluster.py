@@ -7,7 +7,7 @@ can check that the password never shows. Run as root, the server runs as
 the unprivileged ``postgres`` user (``runuser``), which owns the directory.
 :func:`postgres_binaries` is None where no ``initdb`` is found: the callers
 skip with :data:`NO_POSTGRES`. The store's tests and the fleet's share it
-(tests/store/conftest.py has the fixtures).
+(tests/conftest.py has the fixtures: ``postgres_cluster``, ``postgres_url``).
 """
 
 from __future__ import annotations
