@@ -6,6 +6,9 @@ psycopg 3's ``ConnectionPool``) and runs in a worker thread through
 event loop never waits on a disk or a socket. PostgreSQL's LISTEN connection
 is the one exception: the loop waits for its socket to be readable
 (``anyio.wait_readable``) and then reads what arrived without blocking.
+
+Fixed caps (docs/limits.md): ``BUSY_TIMEOUT``, ``CONNECT_TIMEOUT``, ``POOL_SIZE``,
+``RECONNECT_FIRST``, ``RECONNECT_MOST``.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ BUSY_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0
 #: The most PostgreSQL connections one process's pool holds.
 POOL_SIZE = 8
-#: The first and the longest wait before the LISTEN connection is opened again (seconds).
-RECONNECT_FIRST, RECONNECT_MOST = 0.1, 5.0
+#: The first wait before the LISTEN connection is opened again (seconds); it doubles each time.
+RECONNECT_FIRST = 0.1
+#: The longest wait before the LISTEN connection is opened again (seconds).
+RECONNECT_MOST = 5.0
 
 
 class Tx:

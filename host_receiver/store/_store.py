@@ -19,6 +19,8 @@ Rules:
   LISTEN/NOTIFY from another one, reading again every
   :data:`NOTIFY_FALLBACK_POLL` seconds in case a notification was lost; by
   reading every :data:`POLL_INTERVAL` seconds on SQLite.
+
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``.
 """
 
 from __future__ import annotations
