@@ -110,7 +110,10 @@ class _MemoryEngine:
     async def run(self, work: Callable[[Tx], T]) -> T:
         def step() -> T:
             with self._lock:
-                return _sqlite_tx(self._connection, work)
+                try:
+                    return _sqlite_tx(self._connection, work)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"the memory store failed: {safe_text(str(exc))}") from None
 
         return await anyio.to_thread.run_sync(step)
 
@@ -196,6 +199,8 @@ class _PostgresEngine:
             open=False,
             timeout=CONNECT_TIMEOUT,
             kwargs={"connect_timeout": int(CONNECT_TIMEOUT)},
+            # A connection broken meanwhile (the server restarted) is replaced before it is lent.
+            check=psycopg_pool.ConnectionPool.check_connection,
             name="host-receiver-store",
         )
 

@@ -40,6 +40,7 @@ from typing import Any, Protocol, cast
 import anyio
 
 from host_receiver.errors import AlreadyAnswered, StoreError, StoreTooNew, UnknownItem
+from host_receiver.sanitize import safe_id
 from host_receiver.store._engines import Engine, Tx, open_engine
 from host_receiver.store._records import (
     AuditRow,
@@ -49,6 +50,7 @@ from host_receiver.store._records import (
     InboxItem,
     ItemStatus,
     Person,
+    StoredRemoteTask,
     Verdict,
 )
 from host_receiver.store._schema import MIGRATIONS
@@ -115,6 +117,7 @@ class Store(Protocol):
 
     url: StoreUrl
 
+    async def migrate(self) -> tuple[int, int]: ...
     async def schema_version(self) -> int: ...
 
     # the inbox
@@ -175,6 +178,9 @@ class Store(Protocol):
     async def call(self, call_id: str) -> ContinuableCall | None: ...
     async def calls(self) -> list[ContinuableCall]: ...
     async def set_call_status(self, call_id: str, status: str) -> bool: ...
+    async def keep_remote_task(self, task: StoredRemoteTask) -> None: ...
+    async def remote_tasks(self) -> list[StoredRemoteTask]: ...
+    async def forget_remote_task(self, task_id: str) -> bool: ...
     async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def renew(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def release(self, kind: str, key: str, owner: str) -> bool: ...
@@ -310,7 +316,7 @@ class SqlStore:
             if not changed:
                 if tx.rows("SELECT 1 FROM inbox_items WHERE id = ?", (item_id,)):
                     raise AlreadyAnswered(item_id)
-                raise UnknownItem(f"no item {item_id[:64]!r} in the store")
+                raise UnknownItem(f"no item {safe_id(item_id)} in the store")
             item = _item(tx.rows(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))[0])
             detail = {"kind": item.kind, "answer": answer, "server_identity": item.server_identity}
             self._append(tx, "answered", item.host, item.server_name, item_id, by, address, detail, now)
@@ -375,7 +381,7 @@ class SqlStore:
             try:
                 item = await self.item(item_id)
                 if item is None:
-                    raise UnknownItem(f"no item {item_id[:64]!r} in the store")
+                    raise UnknownItem(f"no item {safe_id(item_id)} in the store")
                 if item.status != "pending":
                     return item
                 with anyio.move_on_after(self._poll):
@@ -640,6 +646,60 @@ class SqlStore:
                     "UPDATE continuable_calls SET status = ? WHERE id = ?", (status, call_id)
                 )
             )
+        )
+
+    async def keep_remote_task(self, task: StoredRemoteTask) -> None:
+        """Keep a server task being followed (the first record of an id stays, as ``--task-store`` does)."""
+        row = (
+            task.id,
+            task.identity,
+            _json(task.address),
+            task.version,
+            task.task_id,
+            _json(task.tool),
+            _json(task.arguments),
+            task.ttl_ms,
+            task.created,
+        )
+        await self._engine.run(
+            lambda tx: tx.execute(
+                "INSERT INTO remote_tasks (id, identity, address, version, task_id, tool, arguments, ttl_ms, "
+                "created) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
+                row,
+            )
+        )
+
+    async def remote_tasks(self) -> list[StoredRemoteTask]:
+        """The server tasks being followed, oldest first, with their leases."""
+        rows = await self._engine.run(
+            lambda tx: tx.rows(
+                "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
+                "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
+                "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
+                ("task",),
+            )
+        )
+        return [
+            StoredRemoteTask(
+                id=str(r[0]),
+                identity=str(r[1]),
+                address=_unjson(r[2]),
+                version=str(r[3]),
+                task_id=str(r[4]),
+                tool=_unjson(r[5]),
+                arguments=_unjson(r[6]),
+                ttl_ms=None if r[7] is None else int(r[7]),
+                created=float(r[8]),
+                lease_owner=r[9],
+                lease_expires=r[10],
+            )
+            for r in rows
+        ]
+
+    async def forget_remote_task(self, task_id: str) -> bool:
+        """Remove a followed task's record (it ended); False when there was none."""
+        return bool(
+            await self._engine.run(lambda tx: tx.execute("DELETE FROM remote_tasks WHERE id = ?", (task_id,)))
         )
 
     async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool:

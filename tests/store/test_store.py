@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from host_receiver.errors import AlreadyAnswered, StoreTooNew, UnknownItem
-from host_receiver.store import SCHEMA_VERSION, InboxItem, Person, SqlStore, open_store
+from host_receiver.store import (
+    SCHEMA_VERSION,
+    ContinuableCall,
+    InboxItem,
+    Person,
+    SqlStore,
+    StoredRemoteTask,
+    open_store,
+)
+from host_receiver.store import _store as store_module
+from tests.postgres_cluster import PostgresCluster
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +92,12 @@ class _same:
         return None
 
 
-async def test_the_owner_waiting_on_an_item_wakes_when_another_process_answers_it(store_url: str) -> None:
+async def test_the_owner_waiting_on_an_item_wakes_when_another_process_answers_it(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        store_module, "NOTIFY_FALLBACK_POLL", 60.0
+    )  # PostgreSQL: only NOTIFY wakes it in time
     async with open_store(store_url) as owner:
         item = await new_item(owner)
         async with open_store(store_url) if store_url != "memory" else _same(owner) as inbox:
@@ -244,3 +261,96 @@ async def test_decisions_are_kept_per_server_identity_and_person_or_team(store_u
         assert await store.forget("stdio:notes", "team:ops") and not await store.forget(
             "stdio:notes", "team:ops"
         )
+
+
+async def test_a_continuable_call_is_kept_with_its_round_and_taken_by_one_process_at_a_time(
+    store_url: str,
+) -> None:
+    call = ContinuableCall(
+        id="call-1",
+        server_identity="stdio:notes",
+        address={"command": ["python", "notes.py"], "cwd": "/srv", "env": ["NOTES_DIR"]},
+        method="tools/call",
+        target=HOSTILE,
+        arguments={"text": HOSTILE},
+        input_requests={"name": {"method": "elicitation/create", "params": {"message": HOSTILE}}},
+        request_state=HOSTILE,
+        rounds_used=1,
+        deadline=None,
+        items={"name": "item-1"},
+        created=1.0,
+    )
+    async with open_store(store_url) as store:
+        await store.save_call(call)
+        assert await store.call("call-1") == call
+        assert await store.claim("call", "call-1", "host-a", 10)
+        kept = await store.call("call-1")
+        assert kept is not None and kept.lease_owner == "host-a"
+        await store.save_call(replace(call, rounds_used=2, request_state="next"))  # its next round
+        again = await store.calls()
+        assert [(c.rounds_used, c.request_state, c.lease_owner) for c in again] == [(2, "next", "host-a")]
+        assert await store.set_call_status("call-1", "finished") and not await store.set_call_status(
+            "x", "failed"
+        )
+
+
+async def test_a_followed_remote_task_is_kept_once_listed_with_its_lease_and_forgotten(
+    store_url: str,
+) -> None:
+    task = StoredRemoteTask(
+        id="t1",
+        identity="http:https://example.com/mcp",
+        address={"url": "https://example.com/mcp"},
+        version="2026-07-28",
+        task_id="server-task-9",
+        tool="report",
+        arguments={"q": HOSTILE},
+        ttl_ms=60_000,
+        created=5.0,
+    )
+    async with open_store(store_url) as store:
+        await store.keep_remote_task(task)
+        await store.keep_remote_task(replace(task, created=9.0))  # a resume never replaces the record
+        assert await store.remote_tasks() == [task]
+        assert await store.claim("task", "t1", "host-b", 10)
+        assert [t.lease_owner for t in await store.remote_tasks()] == ["host-b"]
+        assert await store.forget_remote_task("t1") and await store.remote_tasks() == []
+
+
+async def test_a_waiter_on_postgresql_still_wakes_after_its_listen_connection_was_cut(
+    postgres_cluster: PostgresCluster, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 60.0)  # only NOTIFY can wake it in time
+    database = postgres_url.rsplit("/", 1)[1]
+    async with open_store(postgres_url) as owner, open_store(postgres_url) as inbox:
+        item = await new_item(owner)
+        done = anyio.Event()
+
+        async def wait() -> None:
+            await owner.wait_answer(item.id)
+            done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            await anyio.sleep(0.2)
+            listening = (
+                "FROM pg_stat_activity WHERE datname = '" + database + "' AND query LIKE 'LISTEN%' "
+                "AND state = 'idle'"
+            )
+            cut = await anyio.to_thread.run_sync(
+                postgres_cluster.sql, f"SELECT count(pg_terminate_backend(pid)) {listening}"
+            )
+            assert cut.strip() == "2"  # each store's LISTEN connection
+            for _ in range(200):  # until both listen again (a first retry after 0.1 s)
+                await anyio.sleep(0.05)
+                if (
+                    await anyio.to_thread.run_sync(postgres_cluster.sql, f"SELECT count(*) {listening}")
+                ).strip() == "2":
+                    break
+            else:
+                pytest.fail("the stores did not listen again within 10 s")
+            answered = time.monotonic()
+            await inbox.answer(item.id, {"action": "accept"}, by="ann", address=None)
+            with anyio.fail_after(5):
+                await done.wait()
+            assert time.monotonic() - answered < 0.5  # by NOTIFY on the new connection, not the 1 s read
