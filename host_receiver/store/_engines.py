@@ -72,8 +72,9 @@ class Engine(Protocol):
 
     dialect: Dialect
 
-    async def run(self, work: Callable[[Tx], T]) -> T:
-        """``work`` in one transaction: committed when it returns, rolled back when it raises."""
+    async def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
+        """``work`` in one transaction: committed when it returns, rolled back when it raises;
+        ``write=False`` for one that only reads (SQLite takes no write lock for it)."""
         ...
 
     async def listen(self, wake: Callable[[str | None], None]) -> None:
@@ -86,9 +87,9 @@ class Engine(Protocol):
         ...
 
 
-def _sqlite_tx(connection: sqlite3.Connection, work: Callable[[Tx], T]) -> T:
+def _sqlite_tx(connection: sqlite3.Connection, work: Callable[[Tx], T], write: bool) -> T:
     cursor = connection.cursor()
-    cursor.execute(SQLITE.begin or "BEGIN")
+    cursor.execute((SQLITE.begin or "BEGIN") if write else "BEGIN")
     try:
         result = work(Tx(cursor, SQLITE))
     except BaseException:
@@ -107,11 +108,11 @@ class _MemoryEngine:
         self._connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
 
-    async def run(self, work: Callable[[Tx], T]) -> T:
+    async def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
         def step() -> T:
             with self._lock:
                 try:
-                    return _sqlite_tx(self._connection, work)
+                    return _sqlite_tx(self._connection, work, write)
                 except sqlite3.Error as exc:
                     raise StoreError(f"the memory store failed: {safe_text(str(exc))}") from None
 
@@ -144,14 +145,14 @@ class _SqliteEngine:
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         return connection
 
-    async def run(self, work: Callable[[Tx], T]) -> T:
+    async def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
         def step() -> T:
             try:
                 connection = self._connect()
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open the store {safe_text(str(self.path))}: {exc}") from None
             try:
-                return _sqlite_tx(connection, work)
+                return _sqlite_tx(connection, work, write)
             except sqlite3.Error as exc:
                 raise StoreError(
                     f"the store {safe_text(str(self.path))} failed: {safe_text(str(exc))}"
@@ -204,10 +205,23 @@ class _PostgresEngine:
             name="host-receiver-store",
         )
 
-    def _unreachable(self, exc: BaseException) -> StoreUnreachable:
-        # psycopg's messages name host and port, never the password; the URL is shown without it.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return StoreUnreachable(f"the store {self._url.shown} is unreachable: {safe_text(first, 300)}")
+    def _said(self, exc: BaseException) -> str:
+        """The first line of a driver error, escaped, the password taken out should libpq quote it."""
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        for secret in self._url.secrets:
+            first = first.replace(secret, "***")
+        return safe_text(first, 300)
+
+    def _unreachable(self, exc: BaseException) -> StoreError:
+        """A lost or refused connection as :class:`StoreUnreachable`; a URL libpq cannot use as
+        :class:`StoreError` (the URL is shown without its password)."""
+        import psycopg
+        import psycopg_pool
+
+        if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout):
+            return StoreUnreachable(f"the store {self._url.shown} is unreachable: {self._said(exc)}")
+        return StoreError(f"cannot use the store {self._url.shown}: {self._said(exc)}")
 
     async def open(self) -> None:
         import psycopg
@@ -226,7 +240,7 @@ class _PostgresEngine:
             await anyio.to_thread.run_sync(self._pool.close)
             raise self._unreachable(exc) from None
 
-    async def run(self, work: Callable[[Tx], T]) -> T:
+    async def run(self, work: Callable[[Tx], T], *, write: bool = True) -> T:
         import psycopg
         import psycopg_pool
 
@@ -239,7 +253,7 @@ class _PostgresEngine:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             raise self._unreachable(exc) from None
         except psycopg.Error as exc:
-            raise StoreError(f"the store {self._url.shown} failed: {safe_text(str(exc), 300)}") from None
+            raise StoreError(f"the store {self._url.shown} failed: {self._said(exc)}") from None
 
     async def listen(self, wake: Callable[[str | None], None]) -> None:
         import psycopg
@@ -264,7 +278,8 @@ class _PostgresEngine:
                     "store: lost the LISTEN connection (%s); listening again", self._unreachable(exc)
                 )
             finally:
-                await anyio.to_thread.run_sync(connection.close)
+                with anyio.CancelScope(shield=True):  # closed even when the store closes meanwhile
+                    await anyio.to_thread.run_sync(connection.close)
 
     def _listening(self) -> psycopg.Connection[Any]:
         import psycopg

@@ -195,6 +195,10 @@ class SqlStore:
         self._waiters: dict[str, set[anyio.Event]] = {}
         self._poll = NOTIFY_FALLBACK_POLL if engine.dialect.name == "postgresql" else POLL_INTERVAL
 
+    async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One query in a read-only transaction (SQLite: no write lock taken)."""
+        return await self._engine.run(lambda tx: tx.rows(sql, params), write=False)
+
     # --- the schema -------------------------------------------------------
 
     async def migrate(self) -> tuple[int, int]:
@@ -221,7 +225,7 @@ class SqlStore:
 
     async def schema_version(self) -> int:
         """The schema version the store is at."""
-        rows = await self._engine.run(lambda tx: tx.rows("SELECT version FROM store_schema"))
+        rows = await self._read("SELECT version FROM store_schema")
         return int(rows[0][0]) if rows else 0
 
     # --- the inbox ----------------------------------------------------------
@@ -285,17 +289,13 @@ class SqlStore:
 
     async def item(self, item_id: str) -> InboxItem | None:
         """The item ``item_id``, whatever its status; None when the store has none."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))
-        )
+        rows = await self._read(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))
         return _item(rows[0]) if rows else None
 
     async def pending_items(self, person: Person | None = None) -> list[InboxItem]:
         """The pending items, oldest first; with ``person``, only those routed to them or their teams."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status = ? ORDER BY created, id", ("pending",)
-            )
+        rows = await self._read(
+            f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status = ? ORDER BY created, id", ("pending",)
         )
         return [item for item in map(_item, rows) if item.visible_to(person)]
 
@@ -422,9 +422,7 @@ class SqlStore:
 
     async def people(self) -> list[Person]:
         """Everyone in the store, by name (never a token)."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows("SELECT name, teams, created FROM people ORDER BY name")
-        )
+        rows = await self._read("SELECT name, teams, created FROM people ORDER BY name")
         return [Person(name=str(r[0]), teams=tuple(_unjson(r[1])), created=float(r[2])) for r in rows]
 
     async def remove_person(self, name: str) -> bool:
@@ -436,10 +434,8 @@ class SqlStore:
     async def authenticate(self, token: str) -> Person | None:
         """The person whose token is ``token``, or None."""
         wanted = token_hash(token)
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                "SELECT name, teams, created, token_hash FROM people WHERE token_hash = ?", (wanted,)
-            )
+        rows = await self._read(
+            "SELECT name, teams, created, token_hash FROM people WHERE token_hash = ?", (wanted,)
         )
         for name, teams, created, kept in rows:
             if hmac.compare_digest(str(kept), wanted):
@@ -468,12 +464,10 @@ class SqlStore:
     async def decisions(self, server_identity: str, subjects: Iterable[str]) -> list[Decision]:
         """The decisions kept for ``server_identity`` and any of ``subjects``."""
         wanted = set(subjects)
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                "SELECT server_identity, subject, verdict, session, updated FROM decisions "
-                "WHERE server_identity = ? ORDER BY subject",
-                (server_identity,),
-            )
+        rows = await self._read(
+            "SELECT server_identity, subject, verdict, session, updated FROM decisions "
+            "WHERE server_identity = ? ORDER BY subject",
+            (server_identity,),
         )
         return [
             Decision(str(r[0]), str(r[1]), cast(Verdict, r[2]), r[3], float(r[4]))
@@ -548,9 +542,7 @@ class SqlStore:
 
     async def audit(self) -> list[AuditRow]:
         """The audit log, oldest first."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(f"SELECT {_AUDIT_COLUMNS} FROM audit_log ORDER BY seq")
-        )
+        rows = await self._read(f"SELECT {_AUDIT_COLUMNS} FROM audit_log ORDER BY seq")
         return [
             AuditRow(
                 int(r[0]),
@@ -618,23 +610,19 @@ class SqlStore:
 
     async def call(self, call_id: str) -> ContinuableCall | None:
         """The continuable call ``call_id`` with its lease, or None."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
-                "ON l.kind = ? AND l.id = c.id WHERE c.id = ?",
-                ("call", call_id),
-            )
+        rows = await self._read(
+            f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = c.id WHERE c.id = ?",
+            ("call", call_id),
         )
         return _call(rows[0]) if rows else None
 
     async def calls(self) -> list[ContinuableCall]:
         """Every continuable call, oldest first."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
-                "ON l.kind = ? AND l.id = c.id ORDER BY c.created, c.id",
-                ("call",),
-            )
+        rows = await self._read(
+            f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = c.id ORDER BY c.created, c.id",
+            ("call",),
         )
         return [_call(r) for r in rows]
 
@@ -671,13 +659,11 @@ class SqlStore:
 
     async def remote_tasks(self) -> list[StoredRemoteTask]:
         """The server tasks being followed, oldest first, with their leases."""
-        rows = await self._engine.run(
-            lambda tx: tx.rows(
-                "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
-                "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
-                "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
-                ("task",),
-            )
+        rows = await self._read(
+            "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
+            "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
+            ("task",),
         )
         return [
             StoredRemoteTask(
@@ -794,6 +780,9 @@ async def open_store(url: str | StoreUrl = "memory", *, migrate: bool = True) ->
         store = SqlStore(parsed, engine)
         if migrate:
             await store.migrate()
+        if engine.dialect.name != "postgresql":  # nothing to listen to: waiters read again
+            yield store
+            return
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(engine.listen, store._wake)
@@ -808,3 +797,8 @@ async def open_store(url: str | StoreUrl = "memory", *, migrate: bool = True) ->
     finally:
         with anyio.CancelScope(shield=True):
             await engine.aclose()
+
+
+def _conforms(store: SqlStore) -> Store:
+    """(For mypy: :class:`SqlStore` is a :class:`Store`.)"""
+    return store

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from host_receiver.errors import InvalidStoreUrl
 from host_receiver.sanitize import safe_text
@@ -29,6 +29,17 @@ class StoreUrl:
     def shared(self) -> bool:
         """Whether other processes may use the same store (SQLite, PostgreSQL)."""
         return self.kind != "memory"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The passwords in a PostgreSQL URL (of its user info, a ``password=`` parameter)."""
+        if self.kind != "postgresql":
+            return ()
+        parts = urlsplit(self.target)
+        found = [parts.password or ""]
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() == "password"]
+        found += [unquote(secret) for secret in found]
+        return tuple(sorted({secret for secret in found if secret}, key=len, reverse=True))
 
     @property
     def shown(self) -> str:
