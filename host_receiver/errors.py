@@ -1,6 +1,6 @@
 """Every exception host-receiver raises, in one place, with the JSON-RPC error codes a host compares.
 
-(About 420 lines, one idea: every exception in one place, drawn as one tree below.)
+(About 470 lines, one idea: every exception in one place, drawn as one tree below.)
 
 Rule: the ``str()`` of every exception here is safe to show to a user, to put
 in a task's ``statusMessage`` and to log. It never holds an API key, a token or
@@ -40,6 +40,10 @@ The tree::
     ├── AdapterUnavailable (ImportError)  an adapter's client library is missing or out of range
     ├── InvalidAnswer (ValueError), UnknownItem (LookupError), AlreadyAnswered  the web inbox took no answer
     ├── Interrupted                   the person pressed Ctrl-C or Ctrl-D at a terminal prompt
+    ├── StoreError                    the shared store (host_receiver.store) failed or was refused
+    │   ├── InvalidStoreUrl (ValueError)  a --store URL of none of the known forms
+    │   ├── StoreTooNew               the store's schema is newer than this code
+    │   └── StoreUnreachable          the store's database could not be reached
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -88,6 +92,7 @@ __all__ = [
     "InvalidAnswer",
     "InvalidCursor",
     "InvalidMessage",
+    "InvalidStoreUrl",
     "InvalidToolHeaders",
     "LimitExceeded",
     "MissingCapability",
@@ -101,6 +106,9 @@ __all__ = [
     "ResourceMismatch",
     "RpcError",
     "SessionExpired",
+    "StoreError",
+    "StoreTooNew",
+    "StoreUnreachable",
     "TokenRequestError",
     "TransportError",
     "UnknownItem",
@@ -373,6 +381,31 @@ class AlreadyAnswered(HostReceiverError):
 
 class Interrupted(HostReceiverError):
     """The person pressed Ctrl-C or Ctrl-D at a terminal prompt (``host_receiver.cli.terminal``)."""
+
+
+class StoreError(HostReceiverError):
+    """The shared store (:mod:`host_receiver.store`) failed or refused an operation."""
+
+
+class InvalidStoreUrl(StoreError, ValueError):
+    """A ``--store`` value of none of the known forms (memory, sqlite:///PATH, a .db or .sqlite
+    path, postgresql://...)."""
+
+
+class StoreTooNew(StoreError):
+    """The store's schema is at a version this code does not know: a newer host-receiver wrote it."""
+
+    def __init__(self, found: int, known: int) -> None:
+        super().__init__(
+            f"the store's schema is version {found}, newer than this host-receiver knows ({known}): "
+            "upgrade host-receiver; an older one must not write to it"
+        )
+        self.found = found
+        self.known = known
+
+
+class StoreUnreachable(StoreError):
+    """The store's database could not be reached (the message never holds a password)."""
 
 
 # --- the LLM side (providers) --------------------------------------------

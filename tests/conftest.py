@@ -20,9 +20,12 @@ another having run, on its worker or before it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.postgres_cluster import NO_POSTGRES, PostgresCluster, postgres_binaries, running_cluster
 
 #: Directories (under tests/) whose every test is slow.
 SLOW_DIRECTORIES = ("interop",)
@@ -41,3 +44,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A private PostgreSQL cluster, started once per test session (per worker) when a test asks
+    for it, stopped at the end; skipped, saying why, where PostgreSQL is not installed."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip(NO_POSTGRES)
+    with running_cluster(binaries) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """A fresh database of the session's cluster: its URL, with the password in it."""
+    return postgres_cluster.url(postgres_cluster.new_database())

@@ -199,7 +199,8 @@ def test_usage_names_every_way_to_give_the_server_and_what_store_takes(env: dict
         helped = run_cli(env, command, "--help")
         assert helped.returncode == 0
         assert "--server NAME" in helped.stdout.split("\n\n")[0], helped.stdout  # the usage lines
-        assert "{memory}" not in helped.stdout and "--store memory" in helped.stdout
-        assert "'memory', the one store so far" in " ".join(helped.stdout.split())
+        assert "{memory}" not in helped.stdout and "--store URL" in helped.stdout
+        said = " ".join(helped.stdout.split())
+        assert "'memory' (the default) for this run only" in said and "postgresql://..." in said
     neither = run_cli(env, "tools")
     assert "give either '-- COMMAND [ARG...]', '--url URL' or '--server NAME'" in neither.stderr

@@ -78,6 +78,12 @@ NOT_BOUNDS: dict[str, str] = {
     "RemoteTask": "what a server reported about its task",
     "Event": "what a server sent in an SSE event",
     "Item": "a web inbox item: when it came, expires and was answered",
+    "InboxItem": "a stored inbox item: when it came, expires, was answered, its lease",
+    "ContinuableCall": "a stored call: its rounds, deadline, lease and creation",
+    "Person": "a stored person: when they were added",
+    "StoredRemoteTask": "a stored remote task: its ttl, creation and lease",
+    "Decision": "a stored decision: when it was made",
+    "AuditRow": "an audit row: its number and time",
     "Cursor": "where an HTTP event stream stands (the events seen so far)",
     "PlainSocketStream.receive(max_bytes=)": "anyio's stream interface; the pool reads _READ_SIZE",
 }
