@@ -24,6 +24,7 @@ from host_receiver.people.approval import (
     DEFAULT_MAX_WAITING,
     ElicitationUI,
     FormView,
+    LinkDone,
     UrlView,
     asks_person,
     too_many_waiting,
@@ -33,6 +34,7 @@ from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
     ElicitRequestParams,
+    ElicitRequestURLParams,
     ElicitResult,
 )
 from host_receiver.receiver.work import ElicitationWork, WorkContext
@@ -117,6 +119,23 @@ class ElicitationService:
             else:
                 logger.info("opened the link %s asked to open in the browser", context.requestor_name)
         return ElicitResult(action=answer)
+
+    async def link_done(self, params: ElicitRequestURLParams, server: str) -> LinkDone | None:
+        """Ask the person to say when they are done at a link a request of ``server`` needs (opened
+        after consent); None at once when the UI has no ``link_done`` hook (or is automatic)."""
+        ask = getattr(self.ui, "link_done", None)
+        if ask is None or not asks_person(self.ui):
+            return None
+        view = UrlView(
+            server=server,
+            task_id=None,
+            message=params.message,
+            url=params.url,
+            elicitation_id=params.elicitation_id,
+            warnings=url_warnings(params.url, params.message),
+        )
+        said: LinkDone = await ask(view)
+        return said
 
     async def _form(self, params: ElicitRequestFormParams, context: WorkContext) -> ElicitResult:
         schema = parse_form_schema(params.requested_schema)
