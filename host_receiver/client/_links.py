@@ -84,9 +84,11 @@ async def complete_links(
     fulfil: Fulfil,
     ask_done: AskDone | None,
     listen: Listen | None,
-    wait: float = URL_ELICITATION_WAIT,
+    wait: float | None = None,
 ) -> None:
-    """Offer each link, then wait until it is done (rules in the module docstring)."""
+    """Offer each link, then wait until it is done (rules in the module docstring); ``wait``
+    seconds at most for each (None: :data:`URL_ELICITATION_WAIT`)."""
+    wait = URL_ELICITATION_WAIT if wait is None else wait
     for link in links:
         await _complete(link, server, method, fulfil, ask_done, listen, wait)
 
