@@ -5,7 +5,9 @@ invalid answer until it is valid (or the person gives up); a URL is shown
 with its domain and warnings and opened in the system browser only after
 consent, never fetched by the host; when no browser can be started (the
 opener returns False) a warning says so, and a UI with a ``link_not_opened(view)``
-method (the terminal's) is told, to show the URL to copy. At most ``max_waiting`` forms and links
+method (the terminal's) is told, to show the URL to copy; an opener that returns
+None opens nothing itself (the web inbox: the person's page opens the link), and
+the log says so. At most ``max_waiting`` forms and links
 of one server wait for a person at once; one more is refused at once with
 -32600 saying so (an automatic policy asks nobody and is not counted).
 While the person is asked, the task's ``statusMessage`` says so.
@@ -49,6 +51,10 @@ logger = safe_logger("host_receiver.handlers")
 _ANSWERED = {"accept": "approved", "decline": "declined", "cancel": "cancelled"}
 
 
+#: Opens a URL: False when nothing could be, None when it is not the host's to open (the person's page).
+Opener = Callable[[str], bool | None]
+
+
 def open_in_browser(url: str) -> bool:
     """Open ``url`` in the system browser; False when none could be started."""
     return webbrowser.open(url, new=2)
@@ -61,7 +67,7 @@ class ElicitationService:
         self,
         ui: ElicitationUI,
         *,
-        opener: Callable[[str], bool] = open_in_browser,
+        opener: Opener = open_in_browser,
         max_attempts: int = 5,
         max_waiting: int | None = DEFAULT_MAX_WAITING,
     ) -> None:
@@ -116,6 +122,11 @@ class ElicitationService:
                 shown = getattr(self.ui, "link_not_opened", None)
                 if shown is not None:
                     await shown(view)
+            elif opened is None:
+                logger.info(
+                    "the person accepted the link %s asked to open; the host opens nothing (their page does)",
+                    context.requestor_name,
+                )
             else:
                 logger.info("opened the link %s asked to open in the browser", context.requestor_name)
         return ElicitResult(action=answer)
