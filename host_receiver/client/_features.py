@@ -253,6 +253,7 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
             fulfil=self._fulfil,
             ask_done=getattr(serving, "link_done", None),
             listen=getattr(serving, "on_elicitation_complete", None),
+            wait=self._options.url_elicitation_wait,
         )
         try:
             return await self._with_rounds(method, params, timeout, on_progress, on_task)

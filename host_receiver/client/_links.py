@@ -7,7 +7,7 @@ completes something in a browser answers it with JSON-RPC error -32042, its
 is, through the receiver's own routing (:meth:`InboundRouting._fulfil`:
 the URL checked, the host's policies, the person's card, the browser opened
 only after consent). Once opened, the host waits (at most
-:data:`URL_ELICITATION_WAIT` seconds) for whichever comes first: the person
+``ConnectionOptions.url_elicitation_wait`` seconds, 600 by default) for whichever comes first: the person
 saying they are done (the UI's ``link_done`` hook, through
 ``Requestor.link_done``) or ``notifications/elicitation/complete`` for its
 ``elicitationId``. Then the request is sent once more with the same
@@ -28,13 +28,9 @@ from host_receiver.protocol.params import parse
 from host_receiver.protocol.types import ElicitRequestURLParams, dump
 from host_receiver.sanitize import safe_logger
 
-__all__ = ["URL_ELICITATION_WAIT", "complete_links", "required_links"]
+__all__ = ["MAX_REQUIRED_LINKS", "complete_links", "required_links"]
 
 logger = safe_logger("host_receiver.client.connection")
-
-#: Seconds the host waits, after the person opened a link a request needs, for the person to say
-#: they are done or the server to send ``notifications/elicitation/complete`` (docs/limits.md).
-URL_ELICITATION_WAIT = 600.0
 
 #: The most links of one -32042 error that are offered (more are refused: the error names them).
 MAX_REQUIRED_LINKS = 8
@@ -84,11 +80,10 @@ async def complete_links(
     fulfil: Fulfil,
     ask_done: AskDone | None,
     listen: Listen | None,
-    wait: float | None = None,
+    wait: float,
 ) -> None:
-    """Offer each link, then wait until it is done (rules in the module docstring); ``wait``
-    seconds at most for each (None: :data:`URL_ELICITATION_WAIT`)."""
-    wait = URL_ELICITATION_WAIT if wait is None else wait
+    """Offer each link, then wait until it is done, ``wait`` seconds at most for each (rules in
+    the module docstring)."""
     for link in links:
         await _complete(link, server, method, fulfil, ask_done, listen, wait)
 

@@ -154,7 +154,7 @@ def test_elicit_defaults_names_the_required_field_without_a_default(env: dict[st
     proc = run_cli(env, "call", "--elicit", "defaults", "elicit_form", *server)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
-    assert "declined a form from py2_server.py: required field 'name' has no default" in proc.stderr
+    assert "declined a form from py2-peer: required field 'name' has no default" in proc.stderr
 
 
 def test_a_silent_server_times_out_after_connect_timeout_naming_the_step_and_the_seconds(

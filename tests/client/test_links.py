@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from host_receiver import DeclineAll, ElicitationService, FormView, Host, Receiver, ServerConnection, UrlView
-from host_receiver.client import _links
+from host_receiver.client.options import URL_ELICITATION_WAIT, ConnectionOptions
 from host_receiver.errors import URL_ELICITATION_REQUIRED, RpcError, UrlElicitationRequired
 from host_receiver.people.approval import LinkDone, UrlAnswer
 from host_receiver.protocol.types import ElicitResult
@@ -65,13 +65,15 @@ class Person:
 
 
 @asynccontextmanager
-async def connected(server: FakeServer, person: object, opened: list[str]) -> AsyncIterator[ServerConnection]:
+async def connected(
+    server: FakeServer, person: object, opened: list[str], **options: Any
+) -> AsyncIterator[ServerConnection]:
     def opener(url: str) -> bool:
         opened.append(url)
         return True
 
     elicitation = ElicitationService(person, opener=opener)  # type: ignore[arg-type]
-    async with server, Host(Receiver(elicitation=elicitation)) as host:
+    async with server, Host(Receiver(elicitation=elicitation), ConnectionOptions(**options)) as host:
         yield await host.connect("pay", server.transport)
 
 
@@ -134,11 +136,11 @@ async def test_giving_up_on_an_opened_link_ends_the_call() -> None:
     assert len(calls) == 1
 
 
-async def test_a_link_not_completed_in_time_ends_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_links, "URL_ELICITATION_WAIT", 0.2)
+async def test_a_link_not_completed_in_time_ends_the_call() -> None:
     pay, calls = needs_link_once()
     person = Person()
-    async with connected(FakeServer(tools={"pay": pay}), person, []) as connection:
+    server = FakeServer(tools={"pay": pay})
+    async with connected(server, person, [], url_elicitation_wait=0.2) as connection:
         with anyio.fail_after(5), pytest.raises(UrlElicitationRequired, match=r"not completed within 0\.2 s"):
             await connection.call_tool("pay", {"amount": 3})
     assert person.done_closed.is_set() and len(calls) == 1
@@ -150,6 +152,12 @@ async def test_a_retry_answered_minus_32042_again_ends_the_call_without_a_loop()
         with pytest.raises(UrlElicitationRequired, match="it asked for them again"):
             await connection.call_tool("pay", {"amount": 3})
     assert len(calls) == 2
+
+
+def test_the_wait_for_a_link_is_bounded_by_default_and_must_be_positive() -> None:
+    assert ConnectionOptions().url_elicitation_wait == URL_ELICITATION_WAIT == 600.0
+    with pytest.raises(ValueError, match="url_elicitation_wait must be more than 0 seconds"):
+        ConnectionOptions(url_elicitation_wait=0)
 
 
 async def test_an_error_with_no_url_elicitation_ends_the_call_saying_so() -> None:
