@@ -112,34 +112,43 @@ async def _complete(
         action = answer.get("action")
         if action != "accept":
             raise ended("the link was declined" if action == "decline" else "the link was cancelled")
-        said: list[str | None] = []
-        with anyio.move_on_after(wait) as waited:
-            async with anyio.create_task_group() as group:
-
-                async def person() -> None:
-                    answer = await ask_done(params) if ask_done is not None else None
-                    if answer is None:
-                        await anyio.sleep_forever()  # the person cannot say: the server's word only
-                    said.append(answer)
-                    group.cancel_scope.cancel()
-
-                async def server_says() -> None:
-                    await completed.wait()
-                    said.append("complete")
-                    group.cancel_scope.cancel()
-
-                group.start_soon(person)
-                group.start_soon(server_says)
-        if waited.cancelled_caught:
+        said = "complete" if completed.is_set() else await _done(params, ask_done, completed, wait)
+        if said is None:
             raise ended(f"it was not completed within {wait:g} s")
-        if said and said[0] == "cancel":
+        if said == "cancel":
             raise ended("the person gave up on the link")
         logger.info(
             "%s's link for %s is %s: sending it once more",
             server,
             method,
-            "complete" if said and said[0] == "complete" else "done",
+            "complete" if said == "complete" else "done",
         )
     finally:
         if remove is not None:
             remove()
+
+
+async def _done(
+    params: dict[str, Any], ask_done: AskDone | None, completed: anyio.Event, wait: float
+) -> str | None:
+    """Whichever comes first: the person's word (``done``, ``cancel``) or the server's
+    (``complete``); None when neither came within ``wait`` seconds."""
+    said: list[str] = []
+    with anyio.move_on_after(wait):
+        async with anyio.create_task_group() as group:
+
+            async def person() -> None:
+                answer = await ask_done(params) if ask_done is not None else None
+                if answer is None:
+                    await anyio.sleep_forever()  # the person cannot say: the server's word only
+                said.append(str(answer))
+                group.cancel_scope.cancel()
+
+            async def server_says() -> None:
+                await completed.wait()
+                said.append("complete")
+                group.cancel_scope.cancel()
+
+            group.start_soon(person)
+            group.start_soon(server_says)
+    return said[0] if said else None
