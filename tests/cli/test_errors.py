@@ -179,7 +179,7 @@ def test_a_form_declined_off_a_terminal_says_why(env: dict[str, str]) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
     hint = "host-receiver: form declined: no terminal to ask on; use --elicit web|defaults|decline"
-    assert f"{hint} (a form from py2_server.py)" in proc.stderr
+    assert f"{hint} (a form from py2-peer)" in proc.stderr
     chosen = run_cli(env, "call", "--elicit", "decline", "elicit_form", *server)
     assert chosen.returncode == 0 and "no terminal" not in chosen.stderr  # chosen: no hint needed
 
