@@ -14,6 +14,8 @@ saying they are done (the UI's ``link_done`` hook, through
 arguments. A link declined, given up, not completed in time or not offered,
 and a retry answered with -32042 again, end the request with
 :class:`~host_receiver.errors.UrlElicitationRequired` naming the links.
+
+Fixed caps (docs/limits.md): ``MAX_REQUIRED_LINKS``.
 """
 
 from __future__ import annotations
