@@ -180,3 +180,16 @@ async def test_a_link_the_receiver_refuses_is_never_shown_and_the_error_names_it
         with pytest.raises(UrlElicitationRequired, match="the link could not be offered") as raised:
             await connection.call_tool("bad")
     assert "javascript:alert(1)" in str(raised.value) and not person.consented
+
+
+async def test_a_hostile_link_is_named_escaped_in_the_error() -> None:
+    async def hostile(call: ToolCall) -> str:
+        raise required(url="https://evil.example.com/\x1b[2J\u202eauth")
+
+    async with connected(FakeServer(tools={"hostile": hostile}), DeclineAll(), []) as connection:
+        with pytest.raises(UrlElicitationRequired) as raised:
+            await connection.call_tool("hostile")
+    shown = str(raised.value)
+    assert "https://evil.example.com/" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert raised.value.urls == ("https://evil.example.com/\x1b[2J\u202eauth",)  # raw, as sent
