@@ -13,7 +13,8 @@ The tree::
     HostReceiverError
     ├── RpcError                      a JSON-RPC error: code, message, data
     │   ├── InvalidMessage            a frame that is no valid JSON-RPC message for MCP
-    │   └── InputRequestFailed        a server's input request could not be fulfilled
+    │   ├── InputRequestFailed        a server's input request could not be fulfilled
+    │   └── UrlElicitationRequired    the links a request needs (-32042) were not completed
     ├── ConnectionClosed              the session ended before the response came
     ├── TransportError                the connection to the peer failed
     │   ├── SessionExpired            the HTTP server no longer knows the MCP session (404)
@@ -115,6 +116,7 @@ __all__ = [
     "UnsafeFile",
     "UnsupportedProtocolVersion",
     "UnsupportedRequest",
+    "UrlElicitationRequired",
     "invalid_params",
     "method_not_found",
     "user_rejected",
@@ -228,6 +230,23 @@ class InputRequestFailed(RpcError):
         shown = f"input request '{safe_id(key)}' ({method}) failed: {safe_text(error.message, _QUOTED_ERROR)}"
         super().__init__(error.code, shown, error.data)
         self.key = key
+        self.method = method
+
+
+class UrlElicitationRequired(RpcError):
+    """A request the server answered with -32042 (``URLElicitationRequiredError``) ends: a link it
+    needs was declined, not completed in time, could not be offered, or the retry was refused
+    again. ``code`` is -32042 and ``data`` the server's; ``urls`` are the links as the server sent
+    them (raw: show them through :func:`~host_receiver.sanitize.safe_text`); the message names
+    them escaped, with ``why``.
+    """
+
+    def __init__(self, server: str, method: str, why: str, urls: list[str], data: Any = None) -> None:
+        links = ", ".join(safe_text(url, _QUOTED_ERROR) for url in urls) or "(none)"
+        many = "links" if len(urls) > 1 else "link"
+        shown = f"{safe_text(server)} needs the {many} {links} completed before {method}: {why}"
+        super().__init__(URL_ELICITATION_REQUIRED, shown, data)
+        self.urls = tuple(urls)
         self.method = method
 
 

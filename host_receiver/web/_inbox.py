@@ -44,6 +44,7 @@ from host_receiver.handlers import ElicitationService, ModelRouter, SamplingServ
 from host_receiver.people.approval import (
     Approve,
     FormView,
+    LinkDone,
     Refuse,
     RequestDecision,
     ResultDecision,
@@ -169,9 +170,10 @@ class Inbox:
         return self.watch(ElicitationService(self, opener=self.opens_nothing))
 
     @staticmethod
-    def opens_nothing(url: str) -> bool:
-        """The opener of the inbox's elicitation: the person opens a link from the page, the host nothing."""
-        return True
+    def opens_nothing(url: str) -> None:
+        """The opener of the inbox's elicitation: the person opens a link from the page, the host
+        nothing (None: the service says so instead of claiming the host opened it)."""
+        return None
 
     def watch(self, handler: _Accepts[_P, _R]) -> _Watched[_P, _R]:
         """``handler``, whose task says "waiting for an answer in the web inbox" while it asks here."""
@@ -216,6 +218,14 @@ class Inbox:
         assert decision in ("accept", "decline", "cancel")
         return decision
 
+    async def link_done(self, view: UrlView) -> LinkDone:
+        """A request waits for the link ``view`` (opened): a "Link to finish" card, Done or Give up.
+        Withdrawn when the server says the link is complete first."""
+        item = self._item("done", view.server, view.task_id, _items.url(view), _items.link_done_answer)
+        decision = await self._wait(item, "cancel")
+        assert decision in ("done", "cancel")
+        return decision
+
     # --- answers --------------------------------------------------------------------
 
     def answer(self, item_id: str, answer: dict[str, Any], *, by: str = "api") -> Item:
@@ -228,7 +238,7 @@ class Inbox:
             raise AlreadyAnswered(item_id)
         decision = item.decide(answer)
         item.decision = decision
-        self._resolve(item, _outcome(item.kind, decision), by)
+        self._resolve(item, _outcome(item.kind, decision, by), by)
         return item
 
     def get(self, item_id: str) -> Item:
@@ -356,8 +366,9 @@ def _decider(
     return lambda answer: decide(view, answer)
 
 
-def _outcome(kind: Kind, decision: Decision) -> str:
-    """The history's word for ``decision``."""
+def _outcome(kind: Kind, decision: Decision, by: str) -> str:
+    """The history's word for ``decision``, answered ``by`` the page or the API: a link is
+    "opened" only when the page's Open (a link the person's browser follows) answered it."""
     if isinstance(decision, Approve):
         scope = {"once": "approved once", "session": "approved for this session", "always": "always approved"}
         edited = any(x is not None for x in (decision.system_prompt, decision.messages, decision.max_tokens))
@@ -366,8 +377,10 @@ def _outcome(kind: Kind, decision: Decision) -> str:
         return "refused from now on" if decision.remember == "never" else "refused"
     if isinstance(decision, Send):
         return "sent" if decision.result is None else "sent, edited"
+    if kind == "done":
+        return "done" if decision == "done" else "given up"
     action = decision.action if isinstance(decision, ElicitResult) else decision
-    accepted = "opened" if kind == "url" else "accepted"
+    accepted = "opened" if kind == "url" and by == "page" else "accepted"
     return {"accept": accepted, "decline": "declined", "cancel": "cancelled"}[action]
 
 

@@ -34,6 +34,7 @@ from host_receiver.errors import InvalidAnswer
 from host_receiver.people.approval import (
     Approve,
     FormView,
+    LinkDone,
     Refuse,
     RememberScope,
     RequestDecision,
@@ -58,9 +59,9 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.sanitize import SHOWN_LIMIT, safe_text
 
-Kind = Literal["sampling", "result", "form", "url"]
+Kind = Literal["sampling", "result", "form", "url", "done"]
 #: A person's answer, as the hook returns it.
-Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer
+Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer | LinkDone
 
 #: The longest name, title or label shown (longer ones end in "… [N characters]").
 LABEL_LIMIT = 200
@@ -293,3 +294,11 @@ def url_answer(answer: dict[str, Any]) -> UrlAnswer:
     if action in ("accept", "decline", "cancel"):
         return cast(UrlAnswer, action)
     raise InvalidAnswer({"action": "must be accept, decline or cancel"})
+
+
+def link_done_answer(answer: dict[str, Any]) -> LinkDone:
+    """``done`` (the person finished at the link a request needs) or ``cancel`` (gave up)."""
+    action = answer.get("action")
+    if action in ("done", "cancel"):
+        return cast(LinkDone, action)
+    raise InvalidAnswer({"action": "must be done or cancel"})

@@ -232,9 +232,34 @@ async def test_a_link_is_consented_or_declined_with_the_terminals_warnings(
         assert len(shown["warnings"]) == 3  # an IP address, a port, plain http
         await api.post(f"/api/items/{item['id']}/answer", json={"action": action})
     assert answers == [answer]
+    # answered through the API, not by the page's Open: nothing says the link was opened
     assert (await api.get("/api/items")).json()["history"][0]["outcome"] == (
-        "opened" if action == "accept" else "declined"
+        "accepted" if action == "accept" else "declined"
     )
+
+
+@pytest.mark.parametrize(("action", "outcome"), [("done", "done"), ("cancel", "given up")])
+async def test_a_link_a_request_needs_is_finished_or_given_up_on_its_own_card(
+    inbox: WebInbox, api: httpx.AsyncClient, action: str, outcome: str
+) -> None:
+    view = url_view(url="https://pay.example.com/authorize")
+    async with asking(inbox, lambda: inbox.link_done(view)) as answers:
+        [item] = await pending(api)
+        assert item["kind"] == "done" and item["request"]["url"] == "https://pay.example.com/authorize"
+        assert item["request"]["domain"] == "pay.example.com"
+        refused = await api.post(f"/api/items/{item['id']}/answer", json={"action": "accept"})
+        assert refused.status_code == 422 and refused.json()["problems"] == {
+            "action": "must be done or cancel"
+        }
+        await api.post(f"/api/items/{item['id']}/answer", json={"action": action})
+    assert answers == [action]
+    assert (await api.get("/api/items")).json()["history"][0]["outcome"] == outcome
+
+
+async def test_a_link_to_finish_nobody_answers_in_time_is_given_up() -> None:
+    inbox = WebInbox(timeout=0.2)
+    assert await inbox.link_done(url_view()) == "cancel"
+    assert inbox.state()["history"][0]["outcome"] == "no answer in the web inbox within 0.2 s"
 
 
 async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_with_the_reason() -> None:

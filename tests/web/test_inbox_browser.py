@@ -41,7 +41,7 @@ from host_receiver.receiver import Receiver
 from host_receiver.transports.stdio import StdioTransport
 from host_receiver.web import WebInbox
 from providers import Config, build_registry
-from tests.interop import PY2_SERVER, peer_python
+from tests.interop import PY2_SERVER, everything_command, peer_python
 from tests.web.conftest import asking, form_view, result_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -247,6 +247,41 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
     statuses = [s.get("statusMessage") for step in report["requests"] for s in step.get("steps", [])]
     assert "waiting for an answer in the web inbox" in statuses
     assert report["requests"][0]["result"]["content"]["text"] == "Release 2.0.0 is out."
+
+
+async def test_a_link_a_call_needs_is_opened_then_done_from_the_page_and_the_call_sent_again(
+    browser: Browser,
+) -> None:
+    """server-everything's -32042: the "Link to open" card, then "Link to finish"; Done retries."""
+    async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
+        for site in ("https://modelcontextprotocol.io/**", "https://example.com/**"):
+            await tab.page.context.route(site, lambda route: route.fulfill(body="signed in"))
+        node, *script = everything_command()
+        server = await host.connect("everything", StdioTransport(node, script, name="everything"))
+        inbox.describe_server("everything", server.server_info.title or server.server_info.name)
+        outcome: list[CallToolResult] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                arguments = {"url": "https://example.com/auth", "errorPath": True}
+                outcome.append(await server.call_tool("trigger-url-elicitation", arguments))
+
+            group.start_soon(call)
+            for domain, finish in (("modelcontextprotocol.io", True), ("example.com", False)):
+                link = tab.card("Link to open").filter(has_text=domain)
+                await link.wait_for(timeout=WAIT_MS)
+                async with tab.page.context.expect_page() as opened:
+                    await link.get_by_role("button", name="Open").click()
+                await (await opened.value).close()
+                if finish:
+                    done = tab.card("Link to finish")
+                    await done.wait_for(timeout=WAIT_MS)
+                    assert "modelcontextprotocol.io" in await done.inner_text()
+                    await done.get_by_role("button", name="Done").click()
+        history = await tab.page.locator("#history li").all_inner_texts()
+        assert [t.split(": ", 1)[1].split("\n")[0] for t in history[:3]] == ["opened", "done", "opened"]
+        tab.assert_nothing_ran()
+    assert "User completed the URL elicitation flow" in outcome[0].text
 
 
 async def test_modern_input_rounds_come_to_the_same_cards(browser: Browser) -> None:

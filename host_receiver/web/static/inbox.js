@@ -6,7 +6,7 @@
 "use strict";
 
 (() => {
-  const KIND = { sampling: "Sampling request", result: "Sampling result", form: "Form", url: "Link to open" };
+  const KIND = { sampling: "Sampling request", result: "Sampling result", form: "Form", url: "Link to open", done: "Link to finish" };
   const pendingBox = document.getElementById("pending");
   const historyBox = document.getElementById("history");
   const emptyNote = document.getElementById("empty");
@@ -136,7 +136,7 @@
       item.expires ? ` · answer by ${clock(item.expires)}` : "");
     const article = el("article", { className: `card ${item.kind}` }, heading, meta);
     article.dataset.id = item.id;
-    const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard }[item.kind];
+    const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard, done: doneCard }[item.kind];
     if (parts) article.append(...parts(item, view));
     // in the answer bar, so that what became of an answer shows where it was given
     (article.querySelector(".buttons") || article).append(view.problems.get("*"), status);
@@ -353,6 +353,19 @@
     const buttons = el("div", { className: "buttons" }, open,
       button("Decline", () => answer(item, { action: "decline" }, view), "destructive"));
     return [message, domain, address, warnings, note, buttons];
+  }
+
+  function doneCard(item, view) {
+    const request = item.request;
+    const message = textBlock(request.message);
+    const what = el("p", {}, "The request waits until you have finished on ",
+      el("span", { className: "domain" }, request.domain || "(no host)"),
+      "; choose Done then and it is sent again (or Give up to end it).");
+    const address = textBlock(request.url);
+    const buttons = el("div", { className: "buttons" },
+      button("Done", () => answer(item, { action: "done" }, view), "primary"),
+      button("Give up", () => answer(item, { action: "cancel" }, view), "destructive"));
+    return [message, what, address, buttons];
   }
 
   // --- the lists ------------------------------------------------------------------------
