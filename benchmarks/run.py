@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from benchmarks.compare import run_compare
 from benchmarks.mrtr import TRANSPORTS as MRTR_TRANSPORTS
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
@@ -615,7 +616,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="interleaved runs of the latency and scale scenarios, reported as medians "
         "(default: 3, or 1 with --smoke)",
     )
+    parser.add_argument(
+        "--compare",
+        metavar="COMMIT",
+        help="run the chosen scenarios on COMMIT and on the working tree in alternating runs and "
+        "print each figure's medians, their ratio and its noise (benchmarks/compare.py)",
+    )
+    parser.add_argument("--compare-runs", type=int, default=5, help="runs of each side with --compare (5)")
     args = parser.parse_args(argv)
+    if args.compare is not None:
+        if args.compare_runs < 1:
+            parser.error("--compare-runs must be at least 1")
+        if args.json or args.rounds is not None:
+            parser.error("--compare runs each side once per run: it takes neither --json nor --rounds")
+        options = [*(["--smoke"] if args.smoke else []), "--receivers", ",".join(args.receivers)]
+        options += ["--mrtr-transports", ",".join(args.mrtr_transports)]
+        options += ["--scenarios", ",".join(args.scenarios)] if args.scenarios else []
+        print(run_compare(args.compare, args.compare_runs, options))
+        return
     if args.rounds is None:
         args.rounds = 1 if args.smoke else 3
     if args.rounds < 1:
