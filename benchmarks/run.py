@@ -68,6 +68,8 @@ BENCH = ROOT / "benchmarks"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PEERS = ROOT / ".peers"
 RECEIVERS = ("cli", "embedded", "echo", "ts", "py")
+#: The slow scenario's extra CLI runs (``--backends``): httpx's own pool, then each vendor's backend.
+SLOW_BACKENDS = ("httpx", *VENDORS)
 #: The CLI without the OpenTelemetry API importable (as without the otel extra), and with the SDK
 #: exporting in batches to a loopback endpoint: the latency scenario runs both beside ``cli``
 #: (the API installed, no SDK), for docs/observability.md's cost figures.
@@ -522,12 +524,12 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 else:
                     runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
                 if scenario.name == "slow" and fake is not None:
-                    if "cli" in args.receivers:
+                    if "cli" in args.receivers and "httpx" in args.backends:
                         on_httpx = replace(ctx, provider="fake-httpx")
                         runs[CLI_HTTPX] = await run_one("cli", on_httpx, label=CLI_HTTPX)
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
                     if "cli" in args.receivers:
-                        runs |= await vendor_runs(ctx)
+                        runs |= await vendor_runs(ctx, [v for v in VENDORS if v in args.backends])
             finally:
                 if fake is not None:
                     await stop(fake)
@@ -535,10 +537,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return results
 
 
-async def vendor_runs(ctx: Context) -> dict[str, Any]:
-    """The CLI on each vendor backend against that vendor's fake, and that fake's floor."""
+async def vendor_runs(ctx: Context, vendors: Sequence[str]) -> dict[str, Any]:
+    """The CLI on each of ``vendors``' backends against that vendor's fake, and that fake's floor."""
     runs: dict[str, Any] = {}
-    for vendor in VENDORS:
+    for vendor in vendors:
         config, fake, url = await with_fake_vendor(vendor, ctx.scenario.delay, ctx.workdir)
         try:
             on_vendor = replace(ctx, config=config, provider=f"fake-{vendor}")
@@ -608,6 +610,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="comma list: the mrtr scenario's servers and transports (stdio, http: the mcp 2.3.0 server; "
         "ts2-sse, ts2-json: the TypeScript SDK v2 server answering SSE or JSON)",
     )
+    parser.add_argument(
+        "--backends",
+        type=lambda s: s.split(","),
+        default=list(SLOW_BACKENDS),
+        help="comma list: the slow scenario's extra CLI runs (httpx: httpx's own pool; anthropic, gemini: "
+        "those backends against their fakes)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
     parser.add_argument(
@@ -631,6 +640,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error("--compare runs each side once per run: it takes neither --json nor --rounds")
         options = [*(["--smoke"] if args.smoke else []), "--receivers", ",".join(args.receivers)]
         options += ["--mrtr-transports", ",".join(args.mrtr_transports)]
+        if args.backends != list(SLOW_BACKENDS):  # older commits lack the option
+            options += ["--backends", ",".join(args.backends)]
         options += ["--scenarios", ",".join(args.scenarios)] if args.scenarios else []
         print(run_compare(args.compare, args.compare_runs, options))
         return
@@ -641,6 +652,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = set(args.receivers) - set(RECEIVERS)
     if unknown:
         parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
+    unknown = set(args.backends) - set(SLOW_BACKENDS)
+    if unknown:
+        parser.error(f"unknown backends: {', '.join(sorted(unknown))}")
     unknown = set(args.mrtr_transports) - set(MRTR_TRANSPORTS)
     if unknown:
         parser.error(f"unknown mrtr transports: {', '.join(sorted(unknown))}")
