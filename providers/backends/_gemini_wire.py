@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -261,14 +262,14 @@ def read_json(reply: GeminiReply, data: object) -> None:
         reply.tokens = usage["candidatesTokenCount"]
     feedback = data.get("promptFeedback")
     if isinstance(feedback, dict) and feedback.get("blockReason") is not None:
-        reply.block_reason = str(feedback["blockReason"])
+        reply.block_reason = _member(types.BlockedReason, feedback["blockReason"])
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
         return
     reply.candidates = True
     candidate = candidates[0] if isinstance(candidates[0], dict) else {}
     if candidate.get("finishReason") is not None:
-        reply.finish_reason = str(candidate["finishReason"])
+        reply.finish_reason = _member(types.FinishReason, candidate["finishReason"])
     content = candidate.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     for part in parts if isinstance(parts, list) else ():
@@ -284,6 +285,12 @@ def read_json(reply: GeminiReply, data: object) -> None:
             reply.pieces.append(entry)
         elif isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
             reply.pieces.append(part["text"])
+
+
+def _member(kind: type[enum.Enum], value: object) -> str:
+    """An enum value of the API's JSON as the SDK reads it: a known one in any case, as its name."""
+    text = str(value)
+    return text.upper() if text.upper() in kind.__members__ else text
 
 
 def _decoded(value: object) -> bytes | None:
