@@ -79,6 +79,12 @@ OTEL_RUNS = (CLI_NO_OTEL, CLI_OTEL_SDK)
 WITHOUT_OTEL = (
     "import sys; sys.modules['opentelemetry'] = None; from host_receiver.cli import main; main(sys.argv[1:])"
 )
+#: ``--profile DIR``: the CLI under cProfile, its stats written to ``stats`` when it exits.
+PROFILED = (
+    "import cProfile, sys\nfrom host_receiver.cli import main\nprofile = cProfile.Profile()\n"
+    "profile.enable()\ntry:\n    main(sys.argv[1:])\nfinally:\n    profile.disable()\n"
+    "    profile.dump_stats({stats!r})\n"
+)
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,8 @@ class Context:
     provider: str
     #: The loopback OTLP/HTTP endpoint the CLI exports to in the ``cli+otel-sdk`` run.
     otlp_url: str = ""
+    #: With ``--profile DIR``: the CLI runs under cProfile and writes its stats there.
+    profile_dir: Path | None = None
 
 
 def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
@@ -267,6 +275,9 @@ def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path
         host = [str(ROOT / ".venv" / "bin" / "host-receiver")]
         if receiver == CLI_NO_OTEL:
             host = [str(VENV_PYTHON), "-c", WITHOUT_OTEL]
+        elif receiver == "cli" and ctx.profile_dir is not None:
+            stats = ctx.profile_dir / f"{ctx.scenario.name}-cli-{ctx.provider}.prof"
+            host = [str(VENV_PYTHON), "-c", PROFILED.format(stats=str(stats))]
         limits = ["--max-active-tasks", "5000", "--max-stored-tasks", "250000"]  # as embedded.py
         return [
             *host,
@@ -513,6 +524,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 config, fake, fake_url = await with_fake_openai(scenario.delay, workdir)
                 provider = "fake"
             ctx = Context(scenario, "smoke" if args.smoke else "full", workdir, config, provider, otlp_url)
+            ctx.profile_dir = args.profile
             jobs = [(r, False) for r in args.receivers]
             if scenario.name == "latency" and "cli" in args.receivers:
                 jobs += [(run, False) for run in OTEL_RUNS]  # interleaved with the others' rounds
@@ -617,6 +629,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="comma list: the slow scenario's extra CLI runs (httpx: httpx's own pool; anthropic, gemini: "
         "those backends against their fakes)",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="run the CLI receiver under cProfile; its stats go to DIR/SCENARIO-cli-PROVIDER.prof "
+        "(the last round's; CPU figures of such a run are the profiler's, not the receiver's)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
     parser.add_argument(
@@ -633,11 +652,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--compare-runs", type=int, default=5, help="runs of each side with --compare (5)")
     args = parser.parse_args(argv)
+    if args.profile is not None:
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
     if args.compare is not None:
         if args.compare_runs < 1:
             parser.error("--compare-runs must be at least 1")
-        if args.json or args.rounds is not None:
-            parser.error("--compare runs each side once per run: it takes neither --json nor --rounds")
+        if args.json or args.rounds is not None or args.profile:
+            parser.error("--compare runs each side once per run: it takes no --json, --rounds or --profile")
         options = [*(["--smoke"] if args.smoke else []), "--receivers", ",".join(args.receivers)]
         options += ["--mrtr-transports", ",".join(args.mrtr_transports)]
         if args.backends != list(SLOW_BACKENDS):  # older commits lack the option

@@ -1,10 +1,13 @@
-"""``python -m benchmarks --compare COMMIT``: the working tree against a commit (no timing is asserted)."""
+"""``python -m benchmarks --compare COMMIT`` (the working tree against a commit) and ``--profile DIR``
+(no timing is asserted)."""
 
 from __future__ import annotations
 
 import os
+import pstats
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +81,16 @@ def checkouts() -> set[str]:
     command = ["git", "-C", str(ROOT), "worktree", "list", "--porcelain"]
     listed = subprocess.run(command, capture_output=True, text=True, check=True)
     return {line for line in listed.stdout.splitlines() if line.startswith("worktree ")}
+
+
+@pytest.mark.slow
+def test_profile_writes_the_cli_receivers_cprofile_stats_per_backend(tmp_path: Path) -> None:
+    done = benchmarks(
+        "--smoke", "--scenarios", "slow", "--receivers", "cli", "--backends", "gemini", "--no-setup",
+        "--profile", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stats = {path.name: pstats.Stats(str(path)) for path in tmp_path.iterdir()}
+    assert set(stats) == {"slow-cli-fake.prof", "slow-cli-fake-gemini.prof"}
+    called = {function[2] for function in stats["slow-cli-fake-gemini.prof"].stats}  # type: ignore[attr-defined]
+    assert "generate_content" in called  # the Gemini SDK's call, inside the receiver
