@@ -40,6 +40,7 @@ from typing import Any, cast
 
 import httpx
 import orjson
+import pydantic
 from google import genai
 from google.genai import errors, types
 
@@ -57,7 +58,15 @@ from ._client import (
     http_client,
     status_failure,
 )
-from ._gemini_wire import GeminiReply, build_config, build_contents, make_result, read_chunk, read_json
+from ._gemini_wire import (
+    WRONG_SHAPE,
+    GeminiReply,
+    build_config,
+    build_contents,
+    make_result,
+    read_chunk,
+    read_json,
+)
 from ._redact import Redactor
 from ._settings import DEFAULT_GEMINI_URL, HttpTransport
 
@@ -192,7 +201,14 @@ class GeminiProvider(SdkBackend):
         )
         async with aclosing(cast(Any, stream)) as chunks:
             checked = False
-            async for chunk in cast(AsyncIterator[types.GenerateContentResponse], chunks):
+            events = aiter(cast(AsyncIterator[types.GenerateContentResponse], chunks))
+            while True:
+                try:
+                    chunk = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except pydantic.ValidationError:  # the SDK's types refused the chunk
+                    raise ProviderError(WRONG_SHAPE) from None
                 if not checked:
                     _check_event_stream(chunk)
                     checked = True
@@ -214,7 +230,7 @@ async def _json_named(call: Awaitable[GeminiReply]) -> GeminiReply:
     except errors.UnknownApiResponseError as exc:
         if isinstance(exc.__cause__, json.JSONDecodeError):
             raise exc.__cause__ from None
-        raise ProviderError("the backend's reply is not what the Gemini API answers") from None
+        raise ProviderError(WRONG_SHAPE) from None
 
 
 def _check_event_stream(chunk: types.GenerateContentResponse) -> None:

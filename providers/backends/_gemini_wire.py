@@ -69,6 +69,7 @@ from ._wire import link_text
 
 __all__ = [
     "SIGNATURE_META",
+    "WRONG_SHAPE",
     "GeminiReply",
     "build_config",
     "build_contents",
@@ -85,6 +86,8 @@ _MODE = {
     "none": types.FunctionCallingConfigMode.NONE,
 }
 _FINISH = {"STOP": "endTurn", "MAX_TOKENS": "maxTokens"}
+#: The failure of a reply (or streamed chunk) that is JSON but not of the API's shape.
+WRONG_SHAPE = "the backend's reply is not what the Gemini API answers"
 
 
 # --- request -----------------------------------------------------------------
@@ -256,7 +259,7 @@ def read_json(reply: GeminiReply, data: object) -> None:
     """Add a whole ``generateContent`` reply, the JSON as the API sent it (camelCase), to ``reply``:
     what :func:`read_chunk` reads from the SDK's types, without building them."""
     if not isinstance(data, dict):
-        raise ProviderError("the backend's reply is not what the Gemini API answers")
+        raise ProviderError(WRONG_SHAPE)
     usage = data.get("usageMetadata")
     if isinstance(usage, dict) and isinstance(usage.get("candidatesTokenCount"), int):
         reply.tokens = usage["candidatesTokenCount"]
@@ -279,7 +282,7 @@ def read_json(reply: GeminiReply, data: object) -> None:
         if isinstance(call, dict):
             args = call.get("args")
             if args is not None and not isinstance(args, dict):
-                raise ProviderError("the backend's reply is not what the Gemini API answers")
+                raise ProviderError(WRONG_SHAPE)
             signature = _decoded(part.get("thoughtSignature"))
             entry = _Call(str(call.get("id") or ""), str(call.get("name") or ""), args or {}, signature)
             reply.pieces.append(entry)
