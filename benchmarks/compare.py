@@ -149,7 +149,10 @@ def exported(commit: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="hr-compare-") as tmp:
         where = Path(tmp)
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(where, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                tar.extractall(where, filter="data")
+            else:  # our own repository's archive
+                tar.extractall(where)
         for shared in (".venv", ".peers"):
             if (ROOT / shared).exists():
                 (where / shared).symlink_to((ROOT / shared).resolve())
