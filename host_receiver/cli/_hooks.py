@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.notify import Duration, parse_timeout
 from host_receiver.people.approval import (
     AutoApprove,
     DeclineAll,
@@ -113,11 +114,12 @@ def add_hook_options(
     )
     inbox.add_argument(
         "--inbox-timeout",
-        type=positive_seconds,
-        default=600.0,
-        metavar="SECONDS",
-        help="how long a request waits for an answer in the inbox before it is refused or cancelled "
-        "(default: 600)",
+        type=_timeout,
+        default=Duration(600.0, "600s"),
+        metavar="DURATION|never",
+        help="how long a request waits for an answer in the inbox before it expires (sampling is "
+        "refused, a form or link cancelled, the server told it expired): seconds, or 90s, 10m, 2h; "
+        "'never': it waits until answered (default: 600)",
     )
     inbox.add_argument("--inbox-cert", metavar="FILE", help="serve the inbox over TLS with this certificate")
     inbox.add_argument("--inbox-key", metavar="FILE", help="the private key of --inbox-cert")
@@ -128,6 +130,13 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is not a whole number, 0 or more")
     return value
+
+
+def _timeout(text: str) -> Duration | None:
+    try:
+        return parse_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_seconds(text: str) -> float:

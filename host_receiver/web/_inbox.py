@@ -6,15 +6,19 @@ Rules:
 
 - Each hook call is one pending item; it waits until the first answer
   (:meth:`Inbox.answer`, synchronous: on one event loop the first wins and
-  a later one is :class:`AlreadyAnswered`), until ``timeout`` seconds pass
-  (sampling and its result are refused, a form or link cancelled, with the
-  reason "no answer in the web inbox within N s"), or until its work is
-  cancelled (the item is withdrawn). Every end is one history entry with its
-  outcome, when, and the audit line written to ``host_receiver.audit``.
+  a later one is :class:`AlreadyAnswered`), until ``timeout`` passes (the
+  item ends with the outcome ``expired``, never ``refused``, and the server is
+  told "no answer within 10m: expired, nobody refused", the duration as given:
+  sampling and its result are refused with it; a form or link of a task is
+  cancelled with it as the task's status message; a form or link without a
+  task, a 2026-07-28 input round among them, ends with it as the error -1, so
+  the call ends), or until its work is cancelled (the item is withdrawn).
+  Every end is one history entry with its outcome, when, and the audit line
+  written to ``host_receiver.audit``.
 - For work run through :meth:`Inbox.watch` (the ready handlers are), the
   task's ``statusMessage`` reads "waiting for an answer in the web inbox"
   wherever the services would say "Waiting for the user to ..." (set as the
-  work starts, so a server's first poll sees it); at a timeout it is the reason,
+  work starts, so a server's first poll sees it); at expiry it is the reason,
   which a form's or link's task keeps once it completes (``cancel``).
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
@@ -26,6 +30,7 @@ Fixed caps (docs/limits.md): ``HISTORY``, ``BUFFER``.
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections import deque
@@ -39,8 +44,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from host_receiver.errors import AlreadyAnswered, UnknownItem
+from host_receiver.errors import AlreadyAnswered, UnknownItem, user_rejected
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
+from host_receiver.notify import Duration
 from host_receiver.people.approval import (
     Approve,
     FormView,
@@ -63,6 +69,8 @@ from host_receiver.web._items import Decision, Kind
 
 #: The ``statusMessage`` of a task whose request waits in the inbox.
 WAITING = "waiting for an answer in the web inbox"
+#: The outcome of an item nobody answered in time (``refused`` is a person's answer).
+EXPIRED = "expired"
 #: How the sampling and elicitation services' status messages begin while they ask a person.
 _PERSON_ASKED = "Waiting for the user"
 #: How many answered items the history keeps.
@@ -142,8 +150,9 @@ class _Watched(Generic[_P, _R]):
 class Inbox:
     """The hooks of a person who answers from a web page: the items, the answers, the listeners."""
 
-    def __init__(self, *, timeout: float | None, auth_delay: float) -> None:
-        self.timeout = timeout
+    def __init__(self, *, timeout: float | Duration | None, auth_delay: float) -> None:
+        #: How long an item waits for an answer (None: until it is answered or withdrawn).
+        self.timeout = Duration.of(timeout) if isinstance(timeout, int | float) else timeout
         #: How long a request with a wrong or missing credential waits before its 401.
         self.auth_delay = auth_delay
         #: The secret of the inbox's URL and of ``Authorization: Bearer``.
@@ -189,7 +198,7 @@ class Inbox:
         item = self._item(
             "sampling", view.server, view.task_id, request, _decider(_items.sampling_decision, view)
         )
-        decision = await self._wait(item, Refuse(self._timeout_reason()))
+        decision = await self._wait(item, Refuse(self.expiry_reason()))
         assert isinstance(decision, Approve | Refuse)
         return decision
 
@@ -198,7 +207,7 @@ class Inbox:
         item = self._item(
             "result", view.server, view.task_id, request, _decider(_items.result_decision, view)
         )
-        decision = await self._wait(item, Refuse(self._timeout_reason()))
+        decision = await self._wait(item, Refuse(self.expiry_reason()))
         assert isinstance(decision, Send | Refuse)
         return decision
 
@@ -301,24 +310,31 @@ class Inbox:
         decide: Callable[[dict[str, Any]], Decision],
     ) -> Item:
         now = time.time()
-        expires = now + self.timeout if self.timeout is not None else None
+        expires = now + self.timeout.seconds if self.timeout is not None else None
         return Item(secrets.token_urlsafe(9), kind, server, task_id, request, decide, now, expires)
 
-    def _timeout_reason(self) -> str:
-        return f"no answer in the web inbox within {self.timeout or 0:g} s"
+    def expiry_reason(self) -> str:
+        """What the server is told when nobody answers in time: "no answer within 10m: expired,
+        nobody refused" (the duration as given)."""
+        return f"no answer within {self.timeout}: {EXPIRED}, nobody refused"
 
     async def _wait(self, item: Item, on_timeout: Decision) -> Decision:
         self._pending[item.id] = item
         self._broadcast("added", self.item_json(item))
         context = _CONTEXT.get()
         try:
-            with anyio.move_on_after(self.timeout if self.timeout is not None else float("inf")):
+            with anyio.move_on_after(self.timeout.seconds if self.timeout is not None else math.inf):
                 await item.done.wait()
             if item.decision is None:
                 item.decision = on_timeout
-                self._resolve(item, self._timeout_reason(), "timeout")
-                if context is not None:
-                    await context.set_outcome_message(self._timeout_reason())
+                self._resolve(item, EXPIRED, "timeout")
+                reason = self.expiry_reason()
+                if context is not None and context.task_id is not None:
+                    await context.set_outcome_message(reason)
+                elif context is not None and item.kind in ("form", "url"):
+                    # No task keeps a status message: the error carries the reason (an input
+                    # round's call ends with it).
+                    raise user_rejected(reason)
         finally:
             if item.outcome is None:
                 self._resolve(item, "withdrawn: the request was cancelled", "server")

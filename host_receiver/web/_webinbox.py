@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
 
+from host_receiver.notify import Duration
 from host_receiver.web._app import build_app
 from host_receiver.web._inbox import Inbox
 from host_receiver.web._serve import serve
@@ -15,11 +16,12 @@ from host_receiver.web._serve import serve
 class WebInbox(Inbox):
     """A person's hooks answered from a web page, the page as an ASGI app, and a way to serve it alone.
 
-    ``timeout``: seconds an item waits for an answer (None: forever); ``auth_delay``: the pause
-    before a 401.
+    ``timeout``: how long an item waits for an answer, in seconds or as a
+    :class:`~host_receiver.notify.Duration` (quoted as given when it expires; None: forever);
+    ``auth_delay``: the pause before a 401.
     """
 
-    def __init__(self, *, timeout: float | None = 600.0, auth_delay: float = 1.0) -> None:
+    def __init__(self, *, timeout: float | Duration | None = 600.0, auth_delay: float = 1.0) -> None:
         super().__init__(timeout=timeout, auth_delay=auth_delay)
 
     @property

@@ -35,6 +35,7 @@ import pytest
 import host_receiver
 import providers
 from host_receiver.cli import build_parser
+from host_receiver.notify import Duration
 from providers import ModelInfo, SamplingLimits
 from providers.config import _config
 
@@ -226,11 +227,14 @@ def _subparsers(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[st
 
 
 def cli_options() -> dict[str, object]:
-    """Every option of ``host-receiver`` that takes a number (``run --max-input-rounds``): default."""
+    """Every option of ``host-receiver`` that takes a number (``run --max-input-rounds``) or a
+    duration (``--inbox-timeout 10m``, its default in seconds): default."""
     options: dict[str, object] = {}
     for path, action in _subparsers(build_parser(), ""):
         kind = getattr(action.type, "__name__", "")
-        if _is_number(action.default) or re.search(r"int|float", kind):
+        if isinstance(action.default, Duration):
+            options[f"{path} {action.option_strings[-1]}"] = action.default.seconds
+        elif _is_number(action.default) or re.search(r"int|float", kind):
             options[f"{path} {action.option_strings[-1]}"] = action.default
     return options
 

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from host_receiver.notify import Duration
 from host_receiver.people.approval import Approve, Refuse, Send
 from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
@@ -237,14 +238,30 @@ async def test_a_link_is_consented_or_declined_with_the_terminals_warnings(
     )
 
 
-async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_with_the_reason() -> None:
+async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_as_expired() -> None:
     inbox = WebInbox(timeout=0.2)
-    assert await inbox.review_request(sampling_view()) == Refuse("no answer in the web inbox within 0.2 s")
-    assert await inbox.review_result(result_view()) == Refuse("no answer in the web inbox within 0.2 s")
+    reason = "no answer within 0.2s: expired, nobody refused"
+    assert await inbox.review_request(sampling_view()) == Refuse(reason)
+    assert await inbox.review_result(result_view()) == Refuse(reason)
     assert await inbox.fill_form(form_view()) == ElicitResult(action="cancel")
     assert await inbox.consent_url(url_view()) == "cancel"
     history = inbox.state()["history"]
-    assert [i["outcome"] for i in history] == ["no answer in the web inbox within 0.2 s"] * 4
+    assert [(i["outcome"], i["answeredBy"]) for i in history] == [("expired", "timeout")] * 4
+    assert all(i["audit"].endswith(" by=timeout outcome=expired") for i in history)
+
+
+async def test_a_duration_is_quoted_as_given_and_never_waits_until_answered() -> None:
+    inbox = WebInbox(timeout=Duration(0.2, "200ms-ish"))
+    assert await inbox.review_request(sampling_view()) == Refuse(
+        "no answer within 200ms-ish: expired, nobody refused"
+    )
+    forever = WebInbox(timeout=None)
+    async with asking(forever, lambda: forever.fill_form(form_view())) as answers:
+        await anyio.sleep(0.3)
+        [item] = forever.state()["pending"]
+        assert item["expires"] is None
+        forever.answer(item["id"], {"action": "decline"})
+    assert answers == [ElicitResult(action="decline")]
 
 
 async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeout() -> None:
@@ -264,7 +281,7 @@ async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeo
     schema = {"type": "object", "properties": {"x": {"type": "string"}}}
     params = ElicitRequestFormParams(message="m", requested_schema=schema)
     assert await handler.accept(params, "notes")(context) == ElicitResult(action="cancel")
-    assert statuses == [WAITING, "no answer in the web inbox within 0.2 s"]
+    assert statuses == [WAITING, "no answer within 0.2s: expired, nobody refused"]
 
 
 URL_PARAMS = {
@@ -285,7 +302,7 @@ async def test_a_task_nobody_answers_completes_with_the_reason_as_its_status_mes
         assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == "cancel"
         task = await server.request("tasks/get", {"taskId": task_id})
         notified = [p for m, p in server.notifications if m == "notifications/tasks/status" and p is not None]
-    reason = "no answer in the web inbox within 0.2 s"
+    reason = "no answer within 0.2s: expired, nobody refused"
     assert (task["status"], task.get("statusMessage")) == ("completed", reason)
     assert [(p["status"], p.get("statusMessage")) for p in notified] == [("completed", reason)]
 

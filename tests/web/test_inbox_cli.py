@@ -134,19 +134,24 @@ def test_run_serves_a_server_through_the_inbox(env: dict[str, str]) -> None:
     assert "Published" in json.loads(out)["content"][0]["text"]
 
 
-def test_nobody_answering_in_time_refuses_with_the_reason_the_server_sees(env: dict[str, str]) -> None:
-    args = ["demo", "--approve", "web", "--elicit", "defaults", "--inbox-timeout", "1", "--llm-delay", "0"]
+@pytest.mark.parametrize("given", ["1", "1s"])
+def test_nobody_answering_in_time_expires_with_the_reason_the_server_sees(
+    env: dict[str, str], given: str
+) -> None:
+    args = ["demo", "--approve", "web", "--elicit", "defaults", "--inbox-timeout", given, "--llm-delay", "0"]
     with command(env, *args) as (process, _, _):
         out, err = process.communicate(timeout=LIMIT_S)
     assert process.returncode == 0, err
-    assert "request refused (web): no answer in the web inbox within 1 s" in out
-    assert "error -1: no answer in the web inbox within 1 s" in out
+    assert "request refused (web): no answer within 1s: expired, nobody refused" in out
+    assert "error -1: no answer within 1s: expired, nobody refused" in out
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         (["--inbox-cert", "cert.pem"], "--inbox-cert and --inbox-key go together"),
+        (["--inbox-timeout", "soon"], "'soon' is not a duration: write a number of seconds or"),
+        (["--inbox-timeout", "0s"], "'0s' is not a positive duration"),
         (["--inbox-listen", "localhost"], "--inbox-listen: 'localhost' is not HOST:PORT"),
     ],
 )
