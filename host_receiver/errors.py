@@ -40,6 +40,8 @@ The tree::
     ├── AdapterUnavailable (ImportError)  an adapter's client library is missing or out of range
     ├── InvalidAnswer (ValueError), UnknownItem (LookupError), AlreadyAnswered  the web inbox took no answer
     ├── Interrupted                   the person pressed Ctrl-C or Ctrl-D at a terminal prompt
+    ├── ChannelError (ValueError)     a notification channel cannot be set up (URL, secret, extra)
+    ├── DeliveryFailed                a notification was not delivered (this attempt)
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -74,8 +76,10 @@ __all__ = [
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
+    "ChannelError",
     "ConfigError",
     "ConnectionClosed",
+    "DeliveryFailed",
     "DiscoveryError",
     "HostReceiverError",
     "HttpStatusError",
@@ -373,6 +377,22 @@ class AlreadyAnswered(HostReceiverError):
 
 class Interrupted(HostReceiverError):
     """The person pressed Ctrl-C or Ctrl-D at a terminal prompt (``host_receiver.cli.terminal``)."""
+
+
+class ChannelError(HostReceiverError, ValueError):
+    """A notification channel cannot be set up: its URL, the webhook secret, or the notify extra.
+
+    The message never holds the channel's URL (it holds secrets), only its redacted form.
+    """
+
+
+class DeliveryFailed(HostReceiverError):
+    """One attempt to deliver a notification failed; ``retry``: whether another attempt may succeed
+    (5xx, a timeout, a refused connection) or not (another 4xx)."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 # --- the LLM side (providers) --------------------------------------------

@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
+from host_receiver.cli._notify import add_notify_options, build_notifier, notify_problem
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.notify import Duration, parse_timeout
@@ -121,6 +122,7 @@ def add_hook_options(
         "refused, a form or link cancelled, the server told it expired): seconds, or 90s, 10m, 2h; "
         "'never': it waits until answered (default: 600)",
     )
+    add_notify_options(inbox)
     inbox.add_argument("--inbox-cert", metavar="FILE", help="serve the inbox over TLS with this certificate")
     inbox.add_argument("--inbox-key", metavar="FILE", help="the private key of --inbox-cert")
 
@@ -173,12 +175,17 @@ def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: st
         )
     if uses_inbox(args):
         return _inbox_problem(args)
+    if getattr(args, "notify", None) or getattr(args, "escalate_to", None):
+        return "--notify and --escalate-to are for the web inbox: add --approve web or --elicit web"
     return None
 
 
 def _inbox_problem(args: argparse.Namespace) -> str | None:
     if any(importlib.util.find_spec(m) is None for m in ("starlette", "hypercorn")):
         return "'web' needs the web extra: pip install 'host-receiver[web]'"
+    problem = notify_problem(args)
+    if problem is not None:
+        return problem
     if (args.inbox_cert is None) != (args.inbox_key is None):
         return "--inbox-cert and --inbox-key go together"
     from host_receiver.web._serve import parse_listen
@@ -210,8 +217,17 @@ async def open_inbox(args: argparse.Namespace) -> AsyncIterator[WebInbox | None]
         return
     from host_receiver.web import WebInbox
 
-    inbox = WebInbox(timeout=args.inbox_timeout)
+    notifier = build_notifier(args)
+    inbox = WebInbox(
+        timeout=args.inbox_timeout,
+        notifier=notifier,
+        notify_content=args.notify_content,
+        remind_every=args.remind_every.seconds if args.remind_every else None,
+        escalate_after=args.escalate_after.seconds if args.escalate_after else None,
+    )
     async with AsyncExitStack() as stack:
+        if notifier is not None:
+            await stack.enter_async_context(notifier)
         try:
             await stack.enter_async_context(
                 inbox.serve(args.inbox_listen, certfile=args.inbox_cert, keyfile=args.inbox_key)

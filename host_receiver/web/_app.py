@@ -17,7 +17,9 @@ Rules (docs/inbox.md has the API):
   and history, then exchanges it (``POST api/session`` with the bearer
   token) for a session it keeps in ``sessionStorage`` (one origin, one tab).
   The older address, ``/?token=TOKEN``, still opens the page (after the
-  same check: 401 when wrong), which does the same. A wrong or missing
+  same check: 401 when wrong), which does the same. ``/items/ID`` (a
+  notification's link) serves the same page, which signs in the same way and
+  then shows that item. A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
@@ -222,6 +224,10 @@ def build_app(inbox: Inbox) -> Starlette:
         Route("/", guard.public(index)),
         Route("/inbox.js", guard.public(_static)),
         Route("/inbox.css", guard.public(_static)),
+        # A notification's link: the same page, which opens at that item (the credential as at /).
+        Route("/items/inbox.js", guard.public(_static)),
+        Route("/items/inbox.css", guard.public(_static)),
+        Route("/items/{id}", guard.public(_page)),
         Route("/api/session", guard.route(session_info), methods=["GET"]),
         Route("/api/session", guard.route(new_session, changes_state=True), methods=["POST"]),
         Route("/api/items", guard.route(items)),

@@ -1,5 +1,8 @@
 """The inbox itself: the hooks put items in, answers take them out, listeners hear both.
 
+(About 460 lines, one idea: each hook call is one item that ends once, by an
+answer, its expiry or its withdrawal, and everyone who listens hears of it.)
+
 :class:`Inbox` is what :class:`~host_receiver.web.WebInbox` serves.
 
 Rules:
@@ -20,6 +23,12 @@ Rules:
   wherever the services would say "Waiting for the user to ..." (set as the
   work starts, so a server's first poll sees it); at expiry it is the reason,
   which a form's or link's task keeps once it completes (``cancel``).
+- With a notifier (:class:`~host_receiver.notify.Notifier`), each item's
+  events become notices: ``item.waiting`` as it comes, ``item.reminder``
+  every ``remind_every`` seconds while it waits, ``item.escalated`` (to the
+  escalation channels) once after ``escalate_after``, then ``item.expired``
+  or ``item.answered``; the link is ``{public_url or origin}/items/{id}``.
+  Queuing never waits: a request is never held up by a channel.
 - Listeners (:meth:`Inbox.events`) get a snapshot first, then every item
   added or resolved, in order; one that falls behind by a full buffer is
   dropped (its stream ends; a page reconnects and gets a new snapshot).
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import socket
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -44,9 +54,11 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from host_receiver._concurrency import background_task_group
 from host_receiver.errors import AlreadyAnswered, UnknownItem, user_rejected
 from host_receiver.handlers import ElicitationService, ModelRouter, SamplingService
-from host_receiver.notify import Duration
+from host_receiver.notify import Duration, Notice, Notifier
+from host_receiver.notify import Event as NoticeEvent
 from host_receiver.people.approval import (
     Approve,
     FormView,
@@ -150,9 +162,30 @@ class _Watched(Generic[_P, _R]):
 class Inbox:
     """The hooks of a person who answers from a web page: the items, the answers, the listeners."""
 
-    def __init__(self, *, timeout: float | Duration | None, auth_delay: float) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float | Duration | None,
+        auth_delay: float,
+        notifier: Notifier | None = None,
+        notify_content: bool = False,
+        remind_every: float | None = None,
+        escalate_after: float | None = None,
+        host: str | None = None,
+    ) -> None:
         #: How long an item waits for an answer (None: until it is answered or withdrawn).
         self.timeout = Duration.of(timeout) if isinstance(timeout, int | float) else timeout
+        #: Where notices of items go (None: nowhere); the host runs it (``async with notifier``).
+        self.notifier = notifier
+        #: Whether a notice holds the request's content (cut, escaped), not just who asks for what.
+        self.notify_content = notify_content
+        #: Seconds between reminders of a pending item, and before it is escalated (None: never).
+        self.remind_every = remind_every
+        self.escalate_after = escalate_after
+        #: The host's name in notices.
+        self.host = host if host is not None else socket.gethostname()
+        #: The inbox's address in links (None: :attr:`origin`, once served).
+        self.public_url: str | None = None
         #: How long a request with a wrong or missing credential waits before its 401.
         self.auth_delay = auth_delay
         #: The secret of the inbox's URL and of ``Authorization: Bearer``.
@@ -318,9 +351,51 @@ class Inbox:
         nobody refused" (the duration as given)."""
         return f"no answer within {self.timeout}: {EXPIRED}, nobody refused"
 
+    def link(self, item_id: str) -> str | None:
+        """The address of one item's page (sign-in needed), or None when the inbox has none yet."""
+        base = self.public_url or self.origin
+        return f"{base.rstrip('/')}/items/{item_id}" if base else None
+
+    def _notify(self, item: Item, event: NoticeEvent, *, number: int = 0, escalate: bool = False) -> None:
+        if self.notifier is None:
+            return
+        title = self._titles.get(item.server)
+        server = _items.label(item.server) + (f" ({_items.label(title)})" if title else "")
+        content = _items.excerpt(item.kind, item.request) if self.notify_content else None
+        notice = Notice(
+            event, item.id, item.kind, server, _items.label(self.host), item.created, item.expires,
+            self.link(item.id), content, number or None, time.time(),
+        )  # fmt: skip
+        self.notifier.notify(notice, escalate=escalate)
+
+    async def _follow_up(self, item: Item) -> None:
+        """Remind every ``remind_every`` seconds and escalate once after ``escalate_after``."""
+        start = anyio.current_time()
+        remind, escalate = self.remind_every, self.escalate_after
+        next_reminder = start + remind if remind else math.inf
+        escalation = start + escalate if escalate else math.inf
+        number = 0
+        while next_reminder < math.inf or escalation < math.inf:
+            due = min(next_reminder, escalation)
+            await anyio.sleep(max(0.0, due - anyio.current_time()))
+            if due == escalation:
+                self._notify(item, "item.escalated", escalate=True)
+                escalation = math.inf
+            else:
+                number += 1
+                self._notify(item, "item.reminder", number=number)
+                next_reminder += remind or math.inf
+
     async def _wait(self, item: Item, on_timeout: Decision) -> Decision:
         self._pending[item.id] = item
         self._broadcast("added", self.item_json(item))
+        self._notify(item, "item.waiting")
+        async with background_task_group() as follow:
+            if self.notifier is not None and (self.remind_every or self.escalate_after):
+                follow.start_soon(self._follow_up, item)
+            return await self._wait_for_answer(item, on_timeout)
+
+    async def _wait_for_answer(self, item: Item, on_timeout: Decision) -> Decision:
         context = _CONTEXT.get()
         try:
             with anyio.move_on_after(self.timeout.seconds if self.timeout is not None else math.inf):
@@ -352,6 +427,10 @@ class Inbox:
         self._history.append(item)
         item.done.set()
         self._broadcast("resolved", self.item_json(item))
+        if by in ("page", "api", "link"):
+            self._notify(item, "item.answered")
+        elif by == "timeout":
+            self._notify(item, "item.expired")
 
     def _broadcast(self, event: str, data: dict[str, Any]) -> None:
         for listener in list(self._listeners):

@@ -7,7 +7,7 @@ from contextlib import AbstractAsyncContextManager
 
 from starlette.applications import Starlette
 
-from host_receiver.notify import Duration
+from host_receiver.notify import Duration, Notifier
 from host_receiver.web._app import build_app
 from host_receiver.web._inbox import Inbox
 from host_receiver.web._serve import serve
@@ -18,11 +18,32 @@ class WebInbox(Inbox):
 
     ``timeout``: how long an item waits for an answer, in seconds or as a
     :class:`~host_receiver.notify.Duration` (quoted as given when it expires; None: forever);
-    ``auth_delay``: the pause before a 401.
+    ``auth_delay``: the pause before a 401. ``notifier`` (run by the host: ``async with``) is told
+    of every item's events (docs/notify.md): waiting, a reminder every ``remind_every`` seconds,
+    escalated after ``escalate_after`` seconds (to its escalation channels), expired, answered;
+    ``notify_content`` puts an excerpt of the request in them; ``host`` names this machine there.
     """
 
-    def __init__(self, *, timeout: float | Duration | None = 600.0, auth_delay: float = 1.0) -> None:
-        super().__init__(timeout=timeout, auth_delay=auth_delay)
+    def __init__(
+        self,
+        *,
+        timeout: float | Duration | None = 600.0,
+        auth_delay: float = 1.0,
+        notifier: Notifier | None = None,
+        notify_content: bool = False,
+        remind_every: float | None = None,
+        escalate_after: float | None = None,
+        host: str | None = None,
+    ) -> None:
+        super().__init__(
+            timeout=timeout,
+            auth_delay=auth_delay,
+            notifier=notifier,
+            notify_content=notify_content,
+            remind_every=remind_every,
+            escalate_after=escalate_after,
+            host=host,
+        )
 
     @property
     def url(self) -> str:

@@ -13,7 +13,11 @@
   const connection = document.getElementById("connection");
   const cards = new Map();
   const historyIds = new Set();
-  const STORED = `host_receiver_inbox:${location.pathname}`;
+  // A notification's link, items/ID, opens the page at that item: the inbox's own root is above it.
+  const ITEM_PATH = location.pathname.match(/^(.*\/)items\/([A-Za-z0-9_-]+)$/);
+  const ROOT = ITEM_PATH ? ITEM_PATH[1] : location.pathname.replace(/[^/]*$/, "");
+  const FOCUS = ITEM_PATH ? ITEM_PATH[2] : null;
+  const STORED = `host_receiver_inbox:${ROOT}`;
   const SESSION_HEADER = "X-Inbox-Session";
   const RECONNECT_MS = 3000;
   const RECONNECT_MAX_MS = 60000;
@@ -98,7 +102,7 @@
     for (const node of view.problems.values()) node.hidden = true;
     let response;
     try {
-      response = await fetch(`api/items/${encodeURIComponent(item.id)}/answer`, {
+      response = await fetch(`${ROOT}api/items/${encodeURIComponent(item.id)}/answer`, {
         method: "POST",
         credentials: "omit",
         headers: { "Content-Type": "application/json", [SESSION_HEADER]: session, "X-CSRF-Token": csrf || "" },
@@ -413,6 +417,23 @@
     for (const item of state.history) historyIds.add(item.id);
     for (const item of state.pending) added(item);
     refreshEmpty();
+    focusLinked();
+  }
+
+  // The page was opened at items/ID (a notification's link): show that item, once.
+  let focused = false;
+  function focusLinked() {
+    if (!FOCUS || focused) return;
+    focused = true;
+    const node = cards.get(FOCUS) || historyBox.querySelector(`li[data-id="${CSS.escape(FOCUS)}"]`);
+    if (!node) {
+      connection.textContent = "The item of this link is no longer here.";
+      return;
+    }
+    node.classList.add("linked");
+    node.tabIndex = -1;
+    node.scrollIntoView({ block: "start" });
+    node.focus({ preventScroll: true });
   }
 
   // --- the session and the event stream ------------------------------------------------
@@ -435,7 +456,7 @@
   async function signIn() {
     const token = takeToken();
     if (token) {
-      const made = await fetch("api/session", {
+      const made = await fetch(`${ROOT}api/session`, {
         method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${token}` },
       });
       if (!made.ok) return false;
@@ -445,7 +466,7 @@
     }
     session = sessionStorage.getItem(STORED);
     if (!session) return false;
-    const known = await fetch("api/session", { credentials: "omit", headers: { [SESSION_HEADER]: session } });
+    const known = await fetch(`${ROOT}api/session`, { credentials: "omit", headers: { [SESSION_HEADER]: session } });
     if (!known.ok) {
       sessionStorage.removeItem(STORED);
       return false;
@@ -507,7 +528,7 @@
     for (;;) {
       let response = null;
       try {
-        response = await fetch("api/events", {
+        response = await fetch(`${ROOT}api/events`, {
           credentials: "omit", headers: { [SESSION_HEADER]: session, Accept: "text/event-stream" },
         });
       } catch (error) {
