@@ -224,6 +224,8 @@ async def open_inbox(args: argparse.Namespace) -> AsyncIterator[WebInbox | None]
         notify_content=args.notify_content,
         remind_every=args.remind_every.seconds if args.remind_every else None,
         escalate_after=args.escalate_after.seconds if args.escalate_after else None,
+        signed_links=args.notify_links == "signed",
+        link_ttl=args.link_ttl.seconds,
     )
     async with AsyncExitStack() as stack:
         if notifier is not None:

@@ -7,8 +7,9 @@ Rules:
   wrong one is a usage error that names it redacted, never its URL.
 - ``--escalate-to`` takes a URL for now; a person's or team's name comes with
   the fleet store, and the error says so.
-- ``--remind-every``, ``--escalate-after`` and ``--notify-content`` need a
-  channel; ``--escalate-after`` and ``--escalate-to`` go together.
+- ``--remind-every``, ``--escalate-after``, ``--notify-content`` and
+  ``--notify-links signed`` need a channel; ``--escalate-after`` and
+  ``--escalate-to`` go together.
 """
 
 from __future__ import annotations
@@ -45,6 +46,21 @@ def add_notify_options(group: Any) -> None:
         metavar="DURATION",
         help="with --notify: at most one message per channel this often; what comes meanwhile is "
         "summed up in one (default: 30s)",
+    )
+    group.add_argument(
+        "--notify-links",
+        choices=["sign-in", "signed"],
+        default="sign-in",
+        help="with --notify: 'sign-in' (default): a message's link opens its item once the person "
+        "signs in; 'signed': the link itself signs in for that one item, until it is answered or "
+        "--link-ttl is up",
+    )
+    group.add_argument(
+        "--link-ttl",
+        type=_duration,
+        default=Duration(3600.0, "1h"),
+        metavar="DURATION",
+        help="with --notify-links signed: how long a link signs in (default: 1h)",
     )
     group.add_argument(
         "--remind-every",
@@ -86,11 +102,11 @@ def notify_problem(args: argparse.Namespace) -> str | None:
                 "team's name needs the fleet store, which is not here yet"
             )
     if (
-        (args.remind_every or args.escalate_after or args.notify_content)
+        (args.remind_every or args.escalate_after or args.notify_content or args.notify_links == "signed")
         and not args.notify
         and not args.escalate_to
     ):
-        return "--remind-every, --escalate-after and --notify-content need --notify URL"
+        return "--remind-every, --escalate-after, --notify-content and --notify-links need --notify URL"
     try:
         for number, url in enumerate([*args.notify, *args.escalate_to], 1):
             channel_for(url, number, environ=dict(os.environ))

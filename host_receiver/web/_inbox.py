@@ -172,6 +172,8 @@ class Inbox:
         remind_every: float | None = None,
         escalate_after: float | None = None,
         host: str | None = None,
+        signed_links: bool = False,
+        link_ttl: float = 3600.0,
     ) -> None:
         #: How long an item waits for an answer (None: until it is answered or withdrawn).
         self.timeout = Duration.of(timeout) if isinstance(timeout, int | float) else timeout
@@ -186,6 +188,11 @@ class Inbox:
         self.host = host if host is not None else socket.gethostname()
         #: The inbox's address in links (None: :attr:`origin`, once served).
         self.public_url: str | None = None
+        #: Whether a link signs its holder in for its one item (for ``link_ttl`` seconds, until answered).
+        self.signed_links = signed_links
+        self.link_ttl = link_ttl
+        self._link_tokens: dict[str, tuple[str, float]] = {}  # token -> (item id, good until)
+        self._item_links: dict[str, str] = {}  # item id -> its token
         #: How long a request with a wrong or missing credential waits before its 401.
         self.auth_delay = auth_delay
         #: The secret of the inbox's URL and of ``Authorization: Bearer``.
@@ -352,9 +359,35 @@ class Inbox:
         return f"no answer within {self.timeout}: {EXPIRED}, nobody refused"
 
     def link(self, item_id: str) -> str | None:
-        """The address of one item's page (sign-in needed), or None when the inbox has none yet."""
+        """The address of one item's page, or None when the inbox has none yet: sign-in needed, or
+        with ``signed_links`` a token in its fragment that signs in for that item alone."""
         base = self.public_url or self.origin
-        return f"{base.rstrip('/')}/items/{item_id}" if base else None
+        if not base:
+            return None
+        address = f"{base.rstrip('/')}/items/{item_id}"
+        if not self.signed_links or item_id not in self._pending:
+            return address
+        token = self._item_links.get(item_id)
+        if token is None:
+            token = self._item_links[item_id] = secrets.token_urlsafe(32)
+            self._link_tokens[token] = (item_id, time.time() + self.link_ttl)
+        return f"{address}#link={token}"
+
+    def redeem_link(self, item_id: str, token: str) -> float | None:
+        """Until when a session made with link ``token`` may see item ``item_id``; None when the
+        token is not that pending item's, or its time is up."""
+        held = self._link_tokens.get(token)
+        if held is None or held[0] != item_id or item_id not in self._pending:
+            return None
+        if time.time() >= held[1]:
+            self._forget_link(item_id)
+            return None
+        return held[1]
+
+    def _forget_link(self, item_id: str) -> None:
+        token = self._item_links.pop(item_id, None)
+        if token is not None:
+            self._link_tokens.pop(token, None)
 
     def _notify(self, item: Item, event: NoticeEvent, *, number: int = 0, escalate: bool = False) -> None:
         if self.notifier is None:
@@ -417,6 +450,7 @@ class Inbox:
 
     def _resolve(self, item: Item, outcome: str, by: str) -> None:
         self._pending.pop(item.id, None)
+        self._forget_link(item.id)  # a signed link stops working once its item has ended
         item.outcome, item.answered, item.by = outcome, time.time(), by
         task = item.task_id or "-"
         item.audit = (

@@ -22,6 +22,8 @@ class WebInbox(Inbox):
     of every item's events (docs/notify.md): waiting, a reminder every ``remind_every`` seconds,
     escalated after ``escalate_after`` seconds (to its escalation channels), expired, answered;
     ``notify_content`` puts an excerpt of the request in them; ``host`` names this machine there.
+    With ``signed_links`` a notice's link signs its holder in for that one item, for ``link_ttl``
+    seconds or until it is answered (docs/notify.md).
     """
 
     def __init__(
@@ -34,6 +36,8 @@ class WebInbox(Inbox):
         remind_every: float | None = None,
         escalate_after: float | None = None,
         host: str | None = None,
+        signed_links: bool = False,
+        link_ttl: float = 3600.0,
     ) -> None:
         super().__init__(
             timeout=timeout,
@@ -43,6 +47,8 @@ class WebInbox(Inbox):
             remind_every=remind_every,
             escalate_after=escalate_after,
             host=host,
+            signed_links=signed_links,
+            link_ttl=link_ttl,
         )
 
     @property

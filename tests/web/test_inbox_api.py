@@ -449,3 +449,63 @@ def self_signed(directory: Path) -> tuple[str, str]:
         )
     )
     return str(certfile), str(keyfile)
+
+
+async def link_session(client: httpx.AsyncClient, link: str) -> httpx.Response:
+    """``POST api/items/ID/session`` with the token of a signed ``link``, as the page sends it."""
+    address, _, fragment = link.partition("#link=")
+    item_id = address.rsplit("/", 1)[1]
+    headers = {"Authorization": f"Link {fragment}", "Origin": ORIGIN}
+    return await client.post(f"/api/items/{item_id}/session", headers=headers)
+
+
+async def test_a_signed_link_signs_in_for_its_one_item_until_it_is_answered() -> None:
+    inbox = WebInbox(timeout=30, auth_delay=0.05, signed_links=True)
+    inbox.public_url = ORIGIN
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client,
+        asking(inbox, lambda: inbox.consent_url(url_view())) as answers,
+        asking(inbox, lambda: inbox.fill_form(form_view())),
+    ):
+        mine, other = (i["id"] for i in inbox.state()["pending"])
+        link = inbox.link(mine)
+        assert link is not None and link.startswith(f"{ORIGIN}/items/{mine}#link=")
+        assert inbox.link(mine) == link  # one token per item, whatever event sends it
+        assert (await link_session(client, link.replace(mine, other, 1))).status_code == 401
+        made = (await link_session(client, link)).json()
+        headers = {"X-Inbox-Session": made["session"], "X-CSRF-Token": made["csrf"], "Origin": ORIGIN}
+        assert (await client.get("/api/items", headers=headers)).status_code == 404
+        assert (await client.get(f"/api/items/{other}", headers=headers)).status_code == 404
+        assert (await client.get(f"/api/items/{mine}", headers=headers)).json()["id"] == mine
+        decline = {"action": "decline"}
+        assert (
+            await client.post(f"/api/items/{other}/answer", json=decline, headers=headers)
+        ).status_code == 404
+        assert (
+            await client.post(f"/api/items/{mine}/answer", json=decline, headers=headers)
+        ).status_code == 200
+        assert (await link_session(client, link)).status_code == 401  # answered: the link is spent
+        assert [i["id"] for i in inbox.state()["pending"]] == [other]
+        inbox.answer(other, {"action": "cancel"})
+    assert answers == ["decline"]
+
+
+async def test_a_signed_link_and_its_session_stop_when_the_link_ttl_is_up() -> None:
+    inbox = WebInbox(timeout=30, auth_delay=0.05, signed_links=True, link_ttl=0.3)
+    inbox.public_url = ORIGIN
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client,
+        asking(inbox, lambda: inbox.consent_url(url_view())),
+    ):
+        [item] = inbox.state()["pending"]
+        link = inbox.link(item["id"])
+        assert link is not None
+        made = (await link_session(client, link)).json()
+        headers = {"X-Inbox-Session": made["session"]}
+        assert (await client.get(f"/api/items/{item['id']}", headers=headers)).status_code == 200
+        await anyio.sleep(0.35)
+        assert (await client.get(f"/api/items/{item['id']}", headers=headers)).status_code == 401
+        assert (await link_session(client, link)).status_code == 401
+        inbox.answer(item["id"], {"action": "cancel"})

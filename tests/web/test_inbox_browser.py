@@ -864,3 +864,47 @@ async def test_on_a_phone_a_long_request_is_folded_and_answered_by_tapping_witho
         assert answers == [Approve(remember="once")]
         await card.wait_for(state="detached", timeout=WAIT_MS)
         phone.assert_nothing_ran()
+
+
+async def test_a_signed_link_opens_its_one_item_in_a_fresh_browser_and_is_spent_once_answered(
+    browser: Browser,
+) -> None:
+    async with served(signed_links=True) as inbox:
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.consent_url(url_view()))
+            group.start_soon(_append, answers, inbox.fill_form(form_view()))
+            with anyio.fail_after(10):
+                while len(inbox.state()["pending"]) < 2:  # noqa: ASYNC110 (two hook calls starting)
+                    await anyio.sleep(0.02)
+            mine, other = (i["id"] for i in inbox.state()["pending"])
+            link = inbox.link(mine)
+            assert link is not None and "#link=" in link and inbox.token not in link
+            async with browser.tab(link) as tab:  # a new person: no token, no session
+                card = tab.page.locator("article.linked")
+                await card.wait_for(timeout=WAIT_MS)
+                assert await tab.page.locator("article").count() == 1  # nothing else is shown
+                assert "#" not in await tab.page.evaluate("location.href")  # the token left the address
+                listed = await tab.page.evaluate(LIST_STATUS)
+                assert listed == 404
+                await card.get_by_role("button", name="Decline").click()
+                await card.wait_for(state="detached", timeout=WAIT_MS)
+                tab.assert_nothing_ran()
+            assert [i["id"] for i in inbox.state()["pending"]] == [other]
+            context = await browser.browser.new_context()
+            try:
+                page = await context.new_page()
+                await page.goto(link)  # answered: the link signs nobody in any more
+                await page.get_by_text("This link no longer signs in").wait_for(timeout=WAIT_MS)
+                assert await page.locator("article").count() == 0
+            finally:
+                await context.close()
+            inbox.answer(other, {"action": "cancel"})
+        assert "decline" in answers
+
+
+#: The status of the list, fetched with the tab's own session (a signed link's: 404).
+LIST_STATUS = """async () => {
+  const session = Object.entries(sessionStorage).find(([k]) => k.startsWith("host_receiver_inbox:"))[1];
+  return (await fetch("/api/items", { headers: { "X-Inbox-Session": session } })).status;
+}"""

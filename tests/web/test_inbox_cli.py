@@ -166,7 +166,8 @@ def test_nobody_answering_in_time_expires_with_the_reason_the_server_sees(
             "team's name needs the fleet store, which is not here yet",
         ),
         (["--escalate-after", "10m"], "--escalate-after and --escalate-to go together"),
-        (["--remind-every", "5m"], "--remind-every, --escalate-after and --notify-content need --notify URL"),
+        (["--remind-every", "5m"], "--escalate-after, --notify-content and --notify-links need --notify URL"),
+        (["--notify-links", "signed"], "--notify-content and --notify-links need --notify URL"),
         (["--notify", "json://127.0.0.1:9/x", "--notify-every", "often"], "'often' is not a duration"),
     ],
 )

@@ -24,6 +24,7 @@
   const FOLD_CHARS = 400;
   const FOLD_LINES = 8;
   let session = null;
+  let linkToken = null;
   let csrf = null;
   let closed = false;
 
@@ -440,11 +441,13 @@
 
   // The token of the address (#token=..., or ?token=... for the older address), taken out of the
   // address bar and the tab's history at once.
+  // A signed link's token (#link=..., at items/ID) signs in for that one item instead.
   function takeToken() {
     const fragment = new URLSearchParams(location.hash.slice(1));
     const query = new URLSearchParams(location.search);
     const token = fragment.get("token") || query.get("token");
-    if (fragment.has("token") || query.has("token")) {
+    linkToken = FOCUS ? fragment.get("link") : null;
+    if (fragment.has("token") || query.has("token") || fragment.has("link")) {
       query.delete("token");
       const rest = query.toString();
       history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : ""));
@@ -455,6 +458,15 @@
   // A session: a new one for the address's token, else the one this tab kept; null when neither works.
   async function signIn() {
     const token = takeToken();
+    if (linkToken) {
+      const made = await fetch(`${ROOT}api/items/${encodeURIComponent(FOCUS)}/session`, {
+        method: "POST", credentials: "omit", headers: { Authorization: `Link ${linkToken}` },
+      });
+      if (!made.ok) return false;
+      ({ session, csrf } = await made.json());
+      sessionStorage.setItem(STORED, session);
+      return true;
+    }
     if (token) {
       const made = await fetch(`${ROOT}api/session`, {
         method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${token}` },
@@ -476,7 +488,9 @@
   }
 
   function signedOut() {
-    connection.textContent = "Not signed in: open the inbox's address with its token.";
+    connection.textContent = linkToken
+      ? "This link no longer signs in: its request was answered, or its time is up."
+      : "Not signed in: open the inbox's address with its token.";
   }
 
   // The host has stopped: nothing here can be answered any more, and nothing reconnects.
