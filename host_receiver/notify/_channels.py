@@ -18,8 +18,9 @@ Rules:
   interpreted by the channel).
 - A channel URL holds secrets: it is never logged, shown or put in an
   exception; :func:`redact` is what is shown ("slack://… (channel 2)"). While
-  an Apprise channel is open, the records of Apprise and of the HTTP libraries
-  it sends through have every piece of its URL written ``…``.
+  Apprise works for a channel (taking its URL, sending), the records of Apprise
+  and of the HTTP libraries it sends through have every piece of its URL
+  written ``…``.
 
 Fixed caps (docs/limits.md): ``ATTEMPT_TIMEOUT``, ``MAX_RESPONSE``.
 """
@@ -35,7 +36,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
 import anyio
@@ -179,11 +181,10 @@ class AppriseChannel:
             ) from None
         self._apprise = apprise
         self._redacting = _Redacting(url)
-        for name in _LIBRARY_LOGGERS:
-            logging.getLogger(name).addFilter(self._redacting)
         self._target = apprise.Apprise()
-        if not self._target.add(url):
-            self._stop_redacting()
+        with self._redacting.installed():
+            taken = self._target.add(url)
+        if not taken:
             raise ChannelError(f"{label}: Apprise does not take this URL (see its list of services)")
 
     async def send(self, notices: Sequence[Notice]) -> None:
@@ -191,21 +192,19 @@ class AppriseChannel:
         text = self._apprise.NotifyFormat.TEXT
         try:
             with anyio.fail_after(self.timeout):
-                sent = await anyio.to_thread.run_sync(
-                    lambda: self._target.notify(body=body, title=title, body_format=text),
-                    abandon_on_cancel=True,
-                )
+                sent = await anyio.to_thread.run_sync(self._notify, title, body, text, abandon_on_cancel=True)
         except TimeoutError:
             raise DeliveryFailed(f"no answer within {self.timeout:g} s", retry=True) from None
         if not sent:
             raise DeliveryFailed("Apprise could not send it", retry=True)
 
-    async def aclose(self) -> None:
-        self._stop_redacting()
+    def _notify(self, title: str, body: str, body_format: Any) -> bool:
+        """Apprise's send (in a worker thread), its loggers redacting this channel's URL meanwhile."""
+        with self._redacting.installed():
+            return bool(self._target.notify(body=body, title=title, body_format=body_format))
 
-    def _stop_redacting(self) -> None:
-        for name in _LIBRARY_LOGGERS:
-            logging.getLogger(name).removeFilter(self._redacting)
+    async def aclose(self) -> None:
+        return None
 
 
 #: The loggers of Apprise and what it sends through, which write URLs (paths, hosts) as they are
@@ -223,6 +222,17 @@ class _Redacting(logging.Filter):
         rest = url.split("://", 1)[-1]
         pieces = {p for p in _PIECES.split(rest) if len(p) >= 4} | {rest}
         self._pieces = sorted(pieces, key=len, reverse=True)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """On the libraries' loggers for a block (Apprise's work for this channel)."""
+        for name in _LIBRARY_LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        try:
+            yield
+        finally:
+            for name in _LIBRARY_LOGGERS:
+                logging.getLogger(name).removeFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()

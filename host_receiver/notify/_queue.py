@@ -14,6 +14,8 @@ Rules:
 - A person's channel (``batches``) gets at most one message per ``every``
   seconds: what arrives meanwhile goes out as one message ("5 requests wait
   for you: ..."). A webhook gets each event as its own POST, at once.
+- When the notifier's block ends without error, what is still queued is sent
+  at once (no pacing), for up to ``drain`` seconds; then the workers stop.
 - An attempt that fails with ``retry`` (5xx, timeouts, refused connections)
   is tried again after ``backoff`` seconds, doubling, at most ``attempts``
   times in all; then the notices are given up with one warning naming the
@@ -60,6 +62,10 @@ class NotificationQueue(Protocol):
         """``notices`` were delivered or given up: they leave the queue."""
         ...
 
+    async def drained(self, channel: str) -> None:
+        """Return once nothing waits for ``channel`` (at once when nothing does)."""
+        ...
+
 
 class MemoryQueue:
     """A :class:`NotificationQueue` in memory (this process only)."""
@@ -68,6 +74,7 @@ class MemoryQueue:
         self._limit = limit
         self._waiting: dict[str, OrderedDict[str, Notice]] = {}
         self._arrived: dict[str, anyio.Event] = {}
+        self._emptied: dict[str, anyio.Event] = {}
 
     def put(self, channel: str, notice: Notice) -> None:
         waiting = self._waiting.setdefault(channel, OrderedDict())
@@ -91,6 +98,12 @@ class MemoryQueue:
         waiting = self._waiting.get(channel, OrderedDict())
         for notice in notices:
             waiting.pop(notice.key, None)
+        if not waiting and channel in self._emptied:
+            self._emptied.pop(channel).set()
+
+    async def drained(self, channel: str) -> None:
+        while self._waiting.get(channel):
+            await self._emptied.setdefault(channel, anyio.Event()).wait()
 
     def waiting(self, channel: str) -> int:
         """How many notices wait for ``channel``."""
@@ -113,6 +126,7 @@ class Notifier:
         every: float = 30.0,
         attempts: int = 5,
         backoff: float = 1.0,
+        drain: float = 5.0,
         queue: NotificationQueue | None = None,
     ) -> None:
         self.channels = list(channels)
@@ -120,6 +134,9 @@ class Notifier:
         self.every = every
         self.attempts = attempts
         self.backoff = backoff
+        self.drain = drain
+        self._draining = False
+        self._pacing: set[anyio.CancelScope] = set()
         self.queue: NotificationQueue = queue if queue is not None else MemoryQueue()
         self._stack: AsyncExitStack | None = None
 
@@ -147,7 +164,18 @@ class Notifier:
     ) -> bool | None:
         stack, self._stack = self._stack, None
         assert stack is not None
+        if kind is None:
+            await self._deliver_what_waits()
         return await stack.__aexit__(kind, error, trace)
+
+    async def _deliver_what_waits(self) -> None:
+        """Give the workers up to ``drain`` seconds to send what is queued (no pacing meanwhile)."""
+        self._draining = True
+        for pace in self._pacing:
+            pace.cancel()
+        with anyio.move_on_after(self.drain):
+            for channel in [*self.channels, *self.escalation]:
+                await self.queue.drained(self._key(channel))
 
     async def _close_channels(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -159,8 +187,11 @@ class Notifier:
         last = -math.inf
         while True:
             notices = await self.queue.take(key)
-            if channel.batches:
-                await anyio.sleep(max(0.0, last + self.every - anyio.current_time()))
+            if channel.batches and not self._draining:
+                with anyio.CancelScope() as pace:
+                    self._pacing.add(pace)
+                    await anyio.sleep(max(0.0, last + self.every - anyio.current_time()))
+                self._pacing.discard(pace)
                 notices = await self.queue.take(key)  # what came meanwhile too
             await self._deliver(channel, notices)
             self.queue.done(key, notices)

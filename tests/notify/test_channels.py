@@ -75,6 +75,18 @@ async def test_a_waiting_and_an_answered_item_are_signed_webhooks_a_verifier_acc
     assert b"Hello" not in waiting.body  # the request's content only with notify_content
 
 
+async def test_a_channel_that_hangs_never_holds_up_the_request(http_receiver: HttpReceiver) -> None:
+    http_receiver.script[:] = ["slow"]
+    http_receiver.slow_s = 1.0
+    async with notified_inbox(Notifier([webhook(http_receiver)]), timeout=30) as inbox:
+        async with asking(inbox, lambda: inbox.fill_form(form_view())) as answers:
+            await http_receiver.wait_for(1)  # the endpoint holds the POST of item.waiting
+            started = anyio.current_time()
+            inbox.answer(inbox.state()["pending"][0]["id"], {"action": "decline"})
+        assert answers == [ElicitResult(action="decline")]
+        assert anyio.current_time() - started < 0.5  # answered while the channel still waits
+
+
 async def test_content_goes_only_when_asked_and_a_forged_signature_is_refused(
     http_receiver: HttpReceiver,
 ) -> None:
@@ -93,6 +105,7 @@ async def test_content_goes_only_when_asked_and_a_forged_signature_is_refused(
         Webhook(SECRET).verify(waiting.body, forged)
 
 
+@pytest.mark.slow
 async def test_a_failing_endpoint_is_retried_then_given_up_with_one_line_and_no_secret(
     http_receiver: HttpReceiver, caplog: pytest.LogCaptureFixture, give_ups: GiveUps
 ) -> None:
@@ -185,6 +198,18 @@ async def test_a_person_s_channel_gets_one_message_per_period_summing_up_what_ca
     assert all(f"{PUBLIC}/items/{n}" in second.json()["message"] for n in ("two", "six"))
 
 
+async def test_what_is_still_queued_when_the_host_stops_is_sent_at_once(http_receiver: HttpReceiver) -> None:
+    json_url = f"json://127.0.0.1:{http_receiver.port}/hook"
+    async with Notifier([AppriseChannel(json_url, label="json")], every=30) as notifier:
+        notifier.notify(notice("one"))
+        await http_receiver.wait_for(1)
+        notifier.notify(notice("two", "item.expired"))  # would wait 30 s for its turn
+        started = anyio.current_time()
+    assert anyio.current_time() - started < 5
+    [_, last] = await http_receiver.wait_for(2)
+    assert last.json()["title"] == "host-receiver: notes expired: nobody answered in time"
+
+
 @pytest.mark.parametrize(
     ("url", "environ", "message"),
     [
@@ -218,6 +243,7 @@ def safe(text: str) -> str:
     return safe_text(text, 200)
 
 
+@pytest.mark.slow
 async def test_reminders_escalation_and_expiry_reach_their_channels(http_receiver: HttpReceiver) -> None:
     boss = HttpReceiver()
     notifier = Notifier([webhook(http_receiver)], escalation=[webhook(boss)])
