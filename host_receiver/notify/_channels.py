@@ -121,6 +121,12 @@ class WebhookChannel:
         self.label = label
         self.timeout = timeout
         self._url = url.split("+", 1)[1]
+        try:
+            parsed = httpx.URL(self._url)
+        except httpx.InvalidURL:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ChannelError(f"{label}: not a URL a webhook can be posted to")
         self._key = webhook_key(secret)
         # The pool itself, not an httpx client: httpx logs every request's URL, and this one is a secret.
         self._transport = LeanTransport()

@@ -203,7 +203,9 @@ class Notifier:
             try:
                 await channel.send(notices)
                 return
-            except DeliveryFailed as exc:
+            except Exception as exc:  # a channel's own failure must not stop the others
+                if not isinstance(exc, DeliveryFailed):
+                    exc = DeliveryFailed(f"the channel failed ({type(exc).__name__})", retry=False)
                 if not exc.retry or attempt == self.attempts:
                     logger.warning(
                         "notification to %s given up after %d attempt%s: %s (%s)",

@@ -133,6 +133,33 @@ async def test_a_failing_endpoint_is_retried_then_given_up_with_one_line_and_no_
     assert "s3cr3t-path" not in logged and SECRET not in logged and str(http_receiver.port) not in logged
 
 
+class Broken:
+    """A channel whose every send fails in a way no channel should (a bug, a library's surprise)."""
+
+    label = "broken://… (channel 1)"
+    batches = False
+
+    async def send(self, notices: Any) -> None:
+        raise RuntimeError("boom")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_channel_that_raises_is_given_up_and_the_others_go_on(
+    http_receiver: HttpReceiver, give_ups: GiveUps
+) -> None:
+    async with Notifier([Broken(), webhook(http_receiver)], backoff=0.01) as notifier:
+        notifier.notify(notice("one"))
+        await give_ups.wait()
+        notifier.notify(notice("two"))
+        await http_receiver.wait_for(2)
+    assert give_ups.lines[0] == (
+        "notification to broken://… (channel 1) given up after 1 attempt: the channel failed (RuntimeError) "
+        "(one.item.waiting)"
+    )
+
+
 async def test_a_4xx_is_final_and_is_not_retried(
     http_receiver: HttpReceiver, caplog: pytest.LogCaptureFixture, give_ups: GiveUps
 ) -> None:
@@ -224,6 +251,7 @@ async def test_what_is_still_queued_when_the_host_stops_is_sent_at_once(http_rec
             "is not a whsec_ secret",
         ),
         ("hooks.example.test/secret-token", {}, "?://… (channel 3): not a URL"),
+        ("webhook+https:///secret-token", {"HOST_RECEIVER_WEBHOOK_SECRET": SECRET}, "not a URL a webhook"),
         ("nosuchservice://secret-token", {}, "nosuchservice://… (channel 3): Apprise does not take this URL"),
     ],
 )
