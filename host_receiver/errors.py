@@ -45,6 +45,9 @@ The tree::
     │   ├── InvalidStoreUrl (ValueError)  a --store URL of none of the known forms
     │   ├── StoreTooNew               the store's schema is newer than this code
     │   └── StoreUnreachable          the store's database could not be reached
+
+    ├── ChannelError (ValueError)     a notification channel cannot be set up (URL, secret, extra)
+    ├── DeliveryFailed                a notification was not delivered (this attempt)
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -79,8 +82,10 @@ __all__ = [
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
+    "ChannelError",
     "ConfigError",
     "ConnectionClosed",
+    "DeliveryFailed",
     "DiscoveryError",
     "HostReceiverError",
     "HttpStatusError",
@@ -425,6 +430,22 @@ class StoreTooNew(StoreError):
 
 class StoreUnreachable(StoreError):
     """The store's database could not be reached (the message never holds a password)."""
+
+
+class ChannelError(HostReceiverError, ValueError):
+    """A notification channel cannot be set up: its URL, the webhook secret, or the notify extra.
+
+    The message never holds the channel's URL (it holds secrets), only its redacted form.
+    """
+
+
+class DeliveryFailed(HostReceiverError):
+    """One attempt to deliver a notification failed; ``retry``: whether another attempt may succeed
+    (5xx, a timeout, a refused connection) or not (another 4xx)."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 # --- the LLM side (providers) --------------------------------------------

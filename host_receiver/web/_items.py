@@ -186,6 +186,23 @@ def url(view: UrlView) -> dict[str, Any]:
     }
 
 
+def excerpt(kind: str, request: dict[str, Any], limit: int = 200) -> str | None:
+    """A one-line excerpt of what ``request`` (already escaped) asks, for a notification's content."""
+    if kind == "sampling":
+        messages = request.get("messages") or [{}]
+        text = " ".join(b.get("text", "") for b in messages[-1].get("content", ()) if b.get("type") == "text")
+    elif kind == "result":
+        text = " ".join(b.get("text", "") for b in request.get("content", ()) if b.get("type") == "text")
+    elif kind == "url":
+        text = f"{request.get('message', '')} ({request.get('domain', '')})"
+    else:
+        text = str(request.get("message", ""))
+    line = " ".join(text.split())
+    if not line:
+        return None
+    return line if len(line) <= limit else f"{line[:limit]}…"
+
+
 # --- what an answer means --------------------------------------------------------
 
 
