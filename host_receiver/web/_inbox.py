@@ -1,6 +1,6 @@
 """The inbox itself: the hooks put items in, answers take them out, listeners hear both.
 
-(About 460 lines, one idea: each hook call is one item that ends once, by an
+(About 520 lines, one idea: each hook call is one item that ends once, by an
 answer, its expiry or its withdrawal, and everyone who listens hears of it.)
 
 :class:`Inbox` is what :class:`~host_receiver.web.WebInbox` serves.
