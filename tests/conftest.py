@@ -39,6 +39,8 @@ from typing import Any
 import certifi
 import pytest
 
+from tests.postgres_cluster import NO_POSTGRES, PostgresCluster, postgres_binaries, running_cluster
+
 #: Directories (under tests/) whose every test is slow.
 SLOW_DIRECTORIES = ("interop",)
 _TESTS = Path(__file__).resolve().parent
@@ -66,6 +68,23 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A private PostgreSQL cluster, started once per test session (per worker) when a test asks
+    for it, stopped at the end; skipped, saying why, where PostgreSQL is not installed."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip(NO_POSTGRES)
+    with running_cluster(binaries) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """A fresh database of the session's cluster: its URL, with the password in it."""
+    return postgres_cluster.url(postgres_cluster.new_database())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -102,6 +102,27 @@ class OptionsFunction(Protocol):
     def __call__(self, receiver: Receiver, *, server: str) -> dict[str, Any]: ...
 
 
+class TargetOptionsFunction(Protocol):
+    """An adapter's public function that builds its client of ``target`` too."""
+
+    def __call__(self, target: Any, receiver: Receiver, *, server: str) -> dict[str, Any]: ...
+
+
+def target_options_function(
+    extra: str, implementation: str, function: str, doc: str
+) -> TargetOptionsFunction:
+    """Like :func:`options_function`, for a function that also takes the client's ``target``."""
+
+    def options(target: Any, receiver: Receiver, *, server: str) -> dict[str, Any]:
+        require(extra)
+        return getattr(importlib.import_module(implementation), function)(target, receiver, server)  # type: ignore[no-any-return]
+
+    options.__name__ = options.__qualname__ = function
+    options.__module__ = f"host_receiver.adapters.{extra}"
+    options.__doc__ = doc
+    return options
+
+
 def options_function(extra: str, implementation: str, function: str, client: str) -> OptionsFunction:
     """The public options function of one adapter: checks the extra (:func:`require`), then imports
     the adapter's ``implementation`` module (and so its library) and calls its ``function``."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import fastmcp
 import mcp_types as types
 from fastmcp.client.elicitation import ElicitResult
 
@@ -30,7 +31,7 @@ from host_receiver.adapters._mcp2 import Callbacks
 from host_receiver.errors import RpcError
 from host_receiver.receiver import Receiver
 
-__all__ = ["client_options"]
+__all__ = ["client_options", "toolset_options"]
 
 
 def client_options(receiver: Receiver, server: str) -> dict[str, Any]:
@@ -60,3 +61,11 @@ def client_options(receiver: Receiver, server: str) -> dict[str, Any]:
     # roots/list: fastmcp takes its own roots= list or handler, reshaped; the receiver's roots
     # are not offered through it yet (docs/adapters.md, "Not covered").
     return options
+
+
+def toolset_options(target: Any, receiver: Receiver, server: str) -> dict[str, Any]:
+    """pydantic-ai ``MCPToolset`` keyword arguments: ``client``, a ``fastmcp.Client`` of ``target``
+    built with :func:`client_options`. ``MCPToolset`` takes the two handlers but not
+    ``sampling_capabilities``, so a client it built would declare ``sampling: {}`` without the
+    receiver's ``tools``; a client built here declares the receiver's capabilities."""
+    return {"client": fastmcp.Client(target, **client_options(receiver, server))}

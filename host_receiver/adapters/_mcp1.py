@@ -41,7 +41,7 @@ from host_receiver.protocol.types import dump
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 
-__all__ = ["session_options"]
+__all__ = ["callback_options", "session_options"]
 
 logger = safe_logger("host_receiver.adapters")
 
@@ -84,6 +84,15 @@ def session_options(receiver: Receiver, server: str) -> dict[str, Any]:
             handlers["augmented_elicitation"] = adapter.augmented_elicitation
         options["experimental_task_handlers"] = ExperimentalTaskHandlers(**handlers)
     return options
+
+
+def callback_options(receiver: Receiver, server: str) -> dict[str, Any]:
+    """Only the sampling and elicitation callbacks of :func:`session_options`, for a client that
+    builds the ``ClientSession`` itself and takes no task handlers or roots callback (Google ADK's
+    ``McpToolset``): the session then declares no tasks and no roots."""
+    options = session_options(receiver, server)
+    keep = ("sampling_callback", "sampling_capabilities", "elicitation_callback")
+    return {key: value for key, value in options.items() if key in keep}
 
 
 class _Mcp1:

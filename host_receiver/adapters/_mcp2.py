@@ -38,7 +38,7 @@ from host_receiver.protocol.versions import LATEST_LEGACY_VERSION
 from host_receiver.receiver import Receiver
 from host_receiver.sanitize import safe_logger
 
-__all__ = ["Callbacks", "client_options"]
+__all__ = ["Callbacks", "callback_options", "client_options"]
 
 logger = safe_logger("host_receiver.adapters")
 
@@ -63,6 +63,13 @@ def client_options(receiver: Receiver, server: str) -> dict[str, Any]:
     if callbacks.roots:
         options["list_roots_callback"] = callbacks.list_roots
     return options
+
+
+def callback_options(receiver: Receiver, server: str) -> dict[str, Any]:
+    """Only the sampling and elicitation callbacks of :func:`client_options`, for a client that
+    builds the ``ClientSession`` itself and takes no roots callback (Google ADK's ``McpToolset``)."""
+    options = client_options(receiver, server)
+    return {key: value for key, value in options.items() if key != "list_roots_callback"}
 
 
 class Callbacks:

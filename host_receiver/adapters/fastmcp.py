@@ -27,12 +27,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from host_receiver._moved import moved_names
-from host_receiver.adapters import options_function
+from host_receiver.adapters import options_function, target_options_function
 
-__all__ = ["client_options"]
+__all__ = ["client_options", "toolset_options"]
 
 client_options = options_function(
     "fastmcp", "host_receiver.adapters._fastmcp", "client_options", "fastmcp.Client"
+)
+
+toolset_options = target_options_function(
+    "fastmcp",
+    "host_receiver.adapters._fastmcp",
+    "toolset_options",
+    "pydantic-ai ``MCPToolset`` keyword arguments: ``client``, a ``fastmcp.Client`` of ``target`` built\n"
+    "with :func:`client_options`, so it declares the receiver's capabilities (``sampling.tools`` included,\n"
+    "which ``MCPToolset``'s own client would drop). ``MCPToolset(**toolset_options(target, receiver,\n"
+    'server="notes"))``; raises :class:`AdapterUnavailable` like :func:`client_options`.\n',
 )
 
 if not TYPE_CHECKING:  # its old path, until 0.4 (a type checker flags it)

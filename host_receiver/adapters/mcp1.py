@@ -31,9 +31,16 @@ from typing import TYPE_CHECKING
 from host_receiver._moved import moved_names
 from host_receiver.adapters import options_function
 
-__all__ = ["session_options"]
+__all__ = ["callback_options", "session_options"]
 
 session_options = options_function("mcp1", "host_receiver.adapters._mcp1", "session_options", "ClientSession")
+
+#: Only the sampling and elicitation callbacks (no task handlers, no roots), for a framework that
+#: builds the session itself and takes just those: Google ADK's ``McpToolset(**callback_options(...))``
+#: (docs/frameworks.md).
+callback_options = options_function(
+    "mcp1", "host_receiver.adapters._mcp1", "callback_options", "McpToolset (sampling and elicitation only)"
+)
 
 if not TYPE_CHECKING:  # its old path, until 0.4 (a type checker flags it)
     __getattr__ = moved_names(__name__, {"AdapterUnavailable": "host_receiver.errors"})

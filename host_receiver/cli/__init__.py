@@ -3,7 +3,8 @@
 Subcommands: ``run`` (:mod:`._run`); ``tools``, ``resources``, ``prompts``, ``read``, ``prompt``,
 ``call`` (:mod:`._discover`, with ``run``'s options); ``decisions`` (:mod:`._decisions`);
 ``servers`` (:mod:`._servers`, the servers file ``--server NAME`` reads);
-``providers`` (:mod:`providers.cli`), ``auth`` (:mod:`._auth`), ``demo`` (:mod:`.demo`). A
+``providers`` (:mod:`providers.cli`), ``auth`` (:mod:`._auth`), ``store``, ``people``,
+``audit``, ``inbox`` (:mod:`._store`, the shared store), ``demo`` (:mod:`.demo`). A
 server command may come last, after ``--``, on every command that talks to a server.
 What ``run`` and ``demo`` share is :mod:`._hooks`,
 the interactive terminal is :mod:`.terminal`. Nothing in ``host_receiver``
@@ -37,6 +38,7 @@ from host_receiver.cli._hooks import (
 )
 from host_receiver.cli._run import add_run_command, run_command
 from host_receiver.cli._servers import LAUNCHERS, add_servers_command, server_name
+from host_receiver.cli._store import add_store_commands
 from host_receiver.cli._tasks import add_tasks_command
 from host_receiver.cli._telemetry import exporting
 from host_receiver.cli.demo import add_demo_command
@@ -86,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_servers_command(commands)
     add_providers_command(commands)
     add_auth_command(commands)
+    add_store_commands(commands)
     add_demo_command(commands)
     return parser
 

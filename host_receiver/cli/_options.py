@@ -8,6 +8,7 @@ exit 2 with argparse's usage line.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from host_receiver.cli._hooks import (
 from host_receiver.cli._servers import (
     add_servers_options,
 )
+from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.client.options import (
     AUTO,
     DEFAULT_DISCOVER_TIMEOUT,
@@ -77,11 +79,14 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
     add_hook_options(run)
     run.add_argument(
         "--store",
-        choices=["memory"],
-        default="memory",
-        metavar="memory",
-        help="where the tasks the server creates here are kept: 'memory', the one store so far, for "
-        "this run only (the server's own tasks that a call follows: --task-store)",
+        type=store_option,
+        default=os.environ.get(STORE_ENV) or "memory",  # argparse parses a text default too
+        metavar="URL",
+        help="where the tasks the server creates here are kept: 'memory' (the default) for this run only "
+        "(the server's own tasks that a call follows: --task-store). Also a shared store, as the "
+        f"store, people, audit and inbox commands take it (default: ${STORE_ENV}): sqlite:///PATH (or a "
+        "path ending .db or .sqlite) or postgresql://...; a host checks its form but keeps nothing in "
+        "it yet (docs/fleet.md)",
     )
     defaults = ReceiverConfig()
     run.add_argument(

@@ -17,7 +17,13 @@ Rules (docs/inbox.md has the API):
   and history, then exchanges it (``POST api/session`` with the bearer
   token) for a session it keeps in ``sessionStorage`` (one origin, one tab).
   The older address, ``/?token=TOKEN``, still opens the page (after the
-  same check: 401 when wrong), which does the same. A wrong or missing
+  same check: 401 when wrong), which does the same. ``/items/ID`` (a
+  notification's link) serves the same page, which signs in the same way and
+  then shows that item. A signed link (``/items/ID#link=TOKEN``) is
+  exchanged the same way (``POST api/items/ID/session`` with
+  ``Authorization: Link TOKEN``) for a session that sees that item alone (the
+  list and every other item are 404) until the link's time is up; the token
+  works only while its item is pending. A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
@@ -37,8 +43,10 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.resources import files
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -75,10 +83,15 @@ Endpoint = Callable[[Request, "Session"], Awaitable[Response]]
 
 
 class Session:
-    """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token)."""
+    """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token);
+    ``item``: the one item a session made from a signed link may see (None: every item)."""
 
-    def __init__(self, csrf: str | None) -> None:
+    def __init__(self, csrf: str | None, item: str | None = None) -> None:
         self.csrf = csrf
+        self.item = item
+
+    def sees(self, item_id: str) -> bool:
+        return self.item is None or self.item == item_id
 
     @property
     def by(self) -> str:
@@ -92,6 +105,8 @@ class Guard:
         self.inbox = inbox
         #: Session id (``X-Inbox-Session``) -> its CSRF token.
         self.sessions: dict[str, str] = {}
+        #: Session id -> the one item it was made for by a signed link, and until when.
+        self.scopes: dict[str, tuple[str, float]] = {}
         self._failures = anyio.Lock()
 
     def wrong_host(self, request: Request) -> Response | None:
@@ -113,7 +128,16 @@ class Guard:
             return Session(None)
         sid = request.headers.get(SESSION_HEADER)
         csrf = self.sessions.get(sid) if sid is not None else None
-        return Session(csrf) if csrf is not None else None
+        if sid is None or csrf is None:
+            return None
+        scope = self.scopes.get(sid)
+        if scope is None:
+            return Session(csrf)
+        if time.time() >= scope[1]:
+            self.sessions.pop(sid, None)
+            self.scopes.pop(sid, None)
+            return None
+        return Session(csrf, scope[0])
 
     async def refuse(self) -> Response:
         """401, after a pause (one failure at a time): no fast guessing."""
@@ -121,12 +145,17 @@ class Guard:
             await anyio.sleep(self.inbox.auth_delay)
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
-    def new_session(self) -> str:
-        """A new session's id; the oldest goes beyond :data:`MAX_SESSIONS`."""
+    def new_session(self, item: tuple[str, float] | None = None) -> str:
+        """A new session's id (for one ``item`` until a time, from a signed link); the oldest goes
+        beyond :data:`MAX_SESSIONS`."""
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = secrets.token_urlsafe(32)
+        if item is not None:
+            self.scopes[sid] = item
         if len(self.sessions) > MAX_SESSIONS:
-            del self.sessions[next(iter(self.sessions))]
+            oldest = next(iter(self.sessions))
+            del self.sessions[oldest]
+            self.scopes.pop(oldest, None)
         return sid
 
     def public(
@@ -182,10 +211,26 @@ def build_app(inbox: Inbox) -> Starlette:
         sid = guard.new_session()
         return JSONResponse({"session": sid, "csrf": guard.sessions[sid]})
 
+    async def link_session(request: Request) -> Response:
+        """A page session for one item, made with its signed link's token (``Authorization: Link``)."""
+        refused = guard.wrong_host(request) or guard.wrong_origin(request)
+        if refused is not None:
+            return refused
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        until = inbox.redeem_link(request.path_params["id"], token) if scheme.lower() == "link" else None
+        if until is None:
+            return await guard.refuse()
+        sid = guard.new_session((request.path_params["id"], until))
+        return _secure(JSONResponse({"session": sid, "csrf": guard.sessions[sid]}))
+
     async def items(request: Request, session: Session) -> Response:
+        if session.item is not None:
+            return _not_found()
         return JSONResponse(inbox.state())
 
     async def item(request: Request, session: Session) -> Response:
+        if not session.sees(request.path_params["id"]):
+            return _not_found()
         try:
             return JSONResponse(inbox.item_json(inbox.get(request.path_params["id"])))
         except UnknownItem:
@@ -204,6 +249,8 @@ def build_app(inbox: Inbox) -> Starlette:
             return JSONResponse({"error": "the answer is nested too deeply to be read"}, 400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        if not session.sees(request.path_params["id"]):
+            return _not_found()
         try:
             done = inbox.answer(request.path_params["id"], payload, by=session.by)
         except UnknownItem:
@@ -216,17 +263,22 @@ def build_app(inbox: Inbox) -> Starlette:
         return JSONResponse({"item": inbox.item_json(done)})
 
     async def events(request: Request, session: Session) -> Response:
-        return StreamingResponse(_event_stream(inbox), media_type="text/event-stream")
+        return StreamingResponse(_event_stream(inbox, session.item), media_type="text/event-stream")
 
     routes = [
         Route("/", guard.public(index)),
         Route("/inbox.js", guard.public(_static)),
         Route("/inbox.css", guard.public(_static)),
+        # A notification's link: the same page, which opens at that item (the credential as at /).
+        Route("/items/inbox.js", guard.public(_static)),
+        Route("/items/inbox.css", guard.public(_static)),
+        Route("/items/{id}", guard.public(_page)),
         Route("/api/session", guard.route(session_info), methods=["GET"]),
         Route("/api/session", guard.route(new_session, changes_state=True), methods=["POST"]),
         Route("/api/items", guard.route(items)),
         Route("/api/items/{id}", guard.route(item)),
         Route("/api/items/{id}/answer", guard.route(answer, changes_state=True), methods=["POST"]),
+        Route("/api/items/{id}/session", link_session, methods=["POST"]),
         Route("/api/events", guard.route(events)),
     ]
     return Starlette(routes=routes)
@@ -259,9 +311,10 @@ def _read(name: str) -> bytes:
     return files("host_receiver.web").joinpath("static", name).read_bytes()
 
 
-async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
+async def _event_stream(inbox: Inbox, only: str | None = None) -> AsyncIterator[str]:
     """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), keep-alive comments,
-    and ``closed`` last when the host stops (the page then stops reconnecting)."""
+    and ``closed`` last when the host stops (the page then stops reconnecting); of item ``only``
+    alone when given (a signed link's session)."""
     async with inbox.events() as events:
         while True:
             with anyio.move_on_after(KEEP_ALIVE) as idle:
@@ -273,5 +326,19 @@ async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
                     return
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"
+            elif only is not None and not _about(name, data, only):
+                continue
             else:
+                if only is not None and name == "snapshot":
+                    data = {k: [i for i in data[k] if i["id"] == only] for k in ("pending", "history")}
                 yield f"event: {name}\ndata: {json.dumps(data, ensure_ascii=True)}\n\n"
+
+
+def _not_found() -> Response:
+    """What a signed link's session gets for any other item, and for the list."""
+    return JSONResponse({"error": "no such item"}, 404)
+
+
+def _about(name: str, data: dict[str, Any], item_id: str) -> bool:
+    """Whether event ``name`` concerns item ``item_id`` (a snapshot does, once filtered)."""
+    return name == "snapshot" or data.get("id") == item_id

@@ -34,6 +34,7 @@ from host_receiver.errors import InvalidAnswer
 from host_receiver.people.approval import (
     Approve,
     FormView,
+    LinkDone,
     Refuse,
     RememberScope,
     RequestDecision,
@@ -58,9 +59,9 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.sanitize import SHOWN_LIMIT, safe_text
 
-Kind = Literal["sampling", "result", "form", "url"]
+Kind = Literal["sampling", "result", "form", "url", "done"]
 #: A person's answer, as the hook returns it.
-Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer
+Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer | LinkDone
 
 #: The longest name, title or label shown (longer ones end in "… [N characters]").
 LABEL_LIMIT = 200
@@ -185,6 +186,23 @@ def url(view: UrlView) -> dict[str, Any]:
     }
 
 
+def excerpt(kind: str, request: dict[str, Any], limit: int = 200) -> str | None:
+    """A one-line excerpt of what ``request`` (already escaped) asks, for a notification's content."""
+    if kind == "sampling":
+        messages = request.get("messages") or [{}]
+        text = " ".join(b.get("text", "") for b in messages[-1].get("content", ()) if b.get("type") == "text")
+    elif kind == "result":
+        text = " ".join(b.get("text", "") for b in request.get("content", ()) if b.get("type") == "text")
+    elif kind == "url":
+        text = f"{request.get('message', '')} ({request.get('domain', '')})"
+    else:
+        text = str(request.get("message", ""))
+    line = " ".join(text.split())
+    if not line:
+        return None
+    return line if len(line) <= limit else f"{line[:limit]}…"
+
+
 # --- what an answer means --------------------------------------------------------
 
 
@@ -293,3 +311,11 @@ def url_answer(answer: dict[str, Any]) -> UrlAnswer:
     if action in ("accept", "decline", "cancel"):
         return cast(UrlAnswer, action)
     raise InvalidAnswer({"action": "must be accept, decline or cancel"})
+
+
+def link_done_answer(answer: dict[str, Any]) -> LinkDone:
+    """``done`` (the person finished at the link a request needs) or ``cancel`` (gave up)."""
+    action = answer.get("action")
+    if action in ("done", "cancel"):
+        return cast(LinkDone, action)
+    raise InvalidAnswer({"action": "must be done or cancel"})

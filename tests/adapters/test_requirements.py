@@ -45,6 +45,21 @@ def test_an_adapter_without_its_library_names_the_extra(adapter: str, message: s
     assert isinstance(raised.value, ImportError) and isinstance(raised.value, HostReceiverError)
 
 
+@pytest.mark.parametrize(
+    ("adapter", "options"),
+    [
+        ("mcp1", lambda receiver: mcp1.callback_options(receiver, server="notes")),
+        ("mcp2", lambda receiver: mcp2.callback_options(receiver, server="notes")),
+        ("fastmcp", lambda receiver: fastmcp.toolset_options("server.py", receiver, server="notes")),
+    ],
+)
+def test_the_framework_options_without_their_library_name_the_extra(
+    adapter: str, options: Callable[[Receiver], dict[str, Any]]
+) -> None:
+    with pytest.raises(AdapterUnavailable, match=rf"pip install 'host-receiver\[{adapter}\]'$"):
+        options(Receiver())
+
+
 def test_the_checked_ranges_are_the_extras() -> None:
     with (ROOT / "pyproject.toml").open("rb") as file:
         extras = tomllib.load(file)["project"]["optional-dependencies"]

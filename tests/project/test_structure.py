@@ -26,6 +26,7 @@ import host_receiver.adapters.mcp1
 import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.errors
+import host_receiver.notify
 import host_receiver.paths
 import host_receiver.protocol.results
 import host_receiver.protocol.types
@@ -34,6 +35,7 @@ import host_receiver.receiver
 import host_receiver.receiver.tasks
 import host_receiver.sanitize
 import host_receiver.session
+import host_receiver.store
 import host_receiver.telemetry
 import host_receiver.testing
 import host_receiver.transports
@@ -59,6 +61,8 @@ DOORS = (
     host_receiver.receiver,
     host_receiver.receiver.tasks,
     host_receiver.auth,
+    host_receiver.store,
+    host_receiver.notify,
     host_receiver.testing,
     providers,
     host_receiver.adapters,
@@ -369,6 +373,21 @@ def loaded_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print('\\n'.join(sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(done.stdout.split())
+
+
+def test_the_store_imports_only_the_base_and_no_database_driver_until_used() -> None:
+    # host_receiver/store/__init__.py: people/, client/ and web/ may build on it, so it builds on
+    # the base alone; psycopg is loaded when a PostgreSQL store is opened, not by the import.
+    upward = {
+        (module, target)
+        for module, targets in graph().items()
+        if module.startswith("host_receiver.store")
+        for target in targets
+        if not target.startswith("host_receiver.store") and target not in BASE
+    }
+    assert upward == set()
+    loaded = loaded_after("import host_receiver.store")
+    assert {m for m in loaded if m.split(".")[0] in ("psycopg", "psycopg_pool")} == set()
 
 
 def test_importing_providers_loads_nothing_of_the_mcp_side() -> None:

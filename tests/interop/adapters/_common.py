@@ -176,8 +176,11 @@ ROOTS = ["file:///srv/notes"]
 
 
 @asynccontextmanager
-async def host(config: ReceiverConfig = CONFIG, limits: SamplingLimits | None = None) -> AsyncIterator[Host]:
-    """A receiver on the offline echo provider (within ``limits``), with :class:`Script` deciding."""
+async def host(
+    config: ReceiverConfig = CONFIG, limits: SamplingLimits | None = None, roots: list[str] | None = ROOTS
+) -> AsyncIterator[Host]:
+    """A receiver on the offline echo provider (within ``limits``), with :class:`Script` deciding,
+    offering ``roots`` (None: no roots)."""
     script = Script()
     audit = Audit()
     logger = logging.getLogger("host_receiver.audit")
@@ -188,7 +191,7 @@ async def host(config: ReceiverConfig = CONFIG, limits: SamplingLimits | None = 
         sampling=SamplingService(registry, script),
         elicitation=ElicitationService(script, opener=script.open_url),
         config=config,
-        roots=ROOTS,
+        roots=roots,
     )
     try:
         async with registry:

@@ -1,0 +1,278 @@
+"""The commands on the shared store alone: ``store migrate``, ``people``, ``audit``, ``inbox list``.
+
+Each takes ``--store URL`` (or ``$HOST_RECEIVER_STORE``): a SQLite file or a
+PostgreSQL URL (docs/fleet.md); ``memory`` is refused, since it would be gone
+when the command ends. A URL is shown without its password. ``people add``
+prints the new token alone on stdout, once; everything else a person reads
+goes to stderr, and text from servers is escaped (``safe_text``). Exit 0 on
+success, 2 on a usage error, an unreachable store or a broken audit chain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
+from host_receiver.errors import InvalidStoreUrl, StoreError
+from host_receiver.sanitize import safe_text
+from host_receiver.store import SqlStore, StoreUrl, open_store, parse_store_url
+
+__all__ = ["STORE_ENV", "add_store_commands", "store_option"]
+
+#: The environment variable ``--store`` defaults to.
+STORE_ENV = "HOST_RECEIVER_STORE"
+
+
+def store_option(value: str) -> StoreUrl:
+    """An argparse ``type``: the parsed ``--store``, or argparse's usage error saying the forms."""
+    try:
+        return parse_store_url(value)
+    except InvalidStoreUrl as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--store ")) from None
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        type=store_option,
+        default=os.environ.get(STORE_ENV),
+        metavar="URL",
+        help=f"the shared store: sqlite:///PATH (or a path ending .db or .sqlite) or postgresql://... "
+        f"(default: ${STORE_ENV}); a password in the URL is never printed",
+    )
+
+
+def add_store_commands(commands: Any) -> None:
+    """``store``, ``people``, ``audit`` and ``inbox``, added to ``commands`` (argparse subparsers)."""
+    store = commands.add_parser(
+        "store",
+        help="the shared store: bring its schema up to date",
+        description="The shared store (docs/fleet.md).",
+    )
+    store_actions = store.add_subparsers(dest="store_action", metavar="ACTION", required=True)
+    migrate = store_actions.add_parser(
+        "migrate",
+        help="apply the schema migrations the store lacks (also done on first use)",
+        description="Apply the schema migrations the store lacks. A store newer than this host-receiver "
+        "is refused, untouched.",
+    )
+    _add_store(migrate)
+    migrate.set_defaults(func=_command(_migrate, "store migrate", migrate=False))
+
+    people = commands.add_parser(
+        "people",
+        help="the people who answer through the shared store's inbox",
+        description="The people who answer through the inbox of a shared store, and their teams.",
+    )
+    people_actions = people.add_subparsers(dest="people_action", metavar="ACTION", required=True)
+    add = people_actions.add_parser(
+        "add",
+        help="add a person; prints their new token alone on stdout, once",
+        description="Add a person (and their teams). Their new token is printed alone on one line on "
+        "stdout, once: the store keeps only a hash of it.",
+    )
+    add.add_argument("name", metavar="NAME", help="the person's name (letters, digits, . _ @ + -)")
+    add.add_argument(
+        "--team", action="append", default=[], metavar="TEAM", help="a team of theirs (repeatable)"
+    )
+    _add_store(add)
+    add.set_defaults(func=_command(_people_add, "people add"))
+    listing = people_actions.add_parser("list", help="list the people and their teams (never a token)")
+    _add_store(listing)
+    listing.set_defaults(func=_command(_people_list, "people list"))
+    remove = people_actions.add_parser("remove", help="remove a person: their token stops working")
+    remove.add_argument("name", metavar="NAME")
+    _add_store(remove)
+    remove.set_defaults(func=_command(_people_remove, "people remove"))
+
+    audit = commands.add_parser(
+        "audit", help="the shared store's audit log: list it, verify its chain", description="The audit log."
+    )
+    audit_actions = audit.add_subparsers(dest="audit_action", metavar="ACTION", required=True)
+    audit_list = audit_actions.add_parser("list", help="list the audit log, oldest first")
+    audit_list.add_argument("--json", action="store_true", help="print a JSON array of the rows")
+    _add_store(audit_list)
+    audit_list.set_defaults(func=_command(_audit_list, "audit list"))
+    verify = audit_actions.add_parser(
+        "verify",
+        help="check the hash chain: exit 0 when intact, 2 naming the first row that is not",
+        description="Check that no row of the audit log was changed or removed: each row carries the "
+        "hash of the one before.",
+    )
+    _add_store(verify)
+    verify.set_defaults(func=_command(_audit_verify, "audit verify"))
+
+    inbox = commands.add_parser(
+        "inbox", help="the shared store's inbox: list the pending items", description="The shared inbox."
+    )
+    inbox_actions = inbox.add_subparsers(dest="inbox_action", metavar="ACTION", required=True)
+    inbox_list = inbox_actions.add_parser("list", help="list the pending items, oldest first (for scripts)")
+    inbox_list.add_argument("--json", action="store_true", help="print a JSON array of the items")
+    _add_store(inbox_list)
+    inbox_list.set_defaults(func=_command(_inbox_list, "inbox list"))
+
+
+def _command(
+    work: Callable[[SqlStore, argparse.Namespace], Awaitable[int]], name: str, *, migrate: bool = True
+) -> Callable[[argparse.Namespace], int]:
+    """A subcommand's ``func``: open the store ``--store`` names, run ``work``, report a store error."""
+
+    def run(args: argparse.Namespace) -> int:
+        url: StoreUrl | None = args.store
+        if url is None or not url.shared:
+            print(
+                f"host-receiver {name}: give --store URL or ${STORE_ENV}: a shared store "
+                "(sqlite:///PATH or postgresql://...); 'memory' would be gone when the command ends",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
+
+        async def main() -> int:
+            async with open_store(url, migrate=migrate) as store:
+                return await work(store, args)
+
+        try:
+            return anyio.run(main)
+        except StoreError as exc:
+            print(f"host-receiver {name}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+
+    return run
+
+
+async def _migrate(store: SqlStore, args: argparse.Namespace) -> int:
+    before, after = await store.migrate()
+    change = f"migrated from version {before}" if before != after else "already up to date"
+    print(f"store {store.url.shown}: schema version {after} ({change})", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _people_add(store: SqlStore, args: argparse.Namespace) -> int:
+    person, token = await store.add_person(args.name, args.team)
+    print(token, flush=True)
+    teams = f" in {', '.join(person.teams)}" if person.teams else ""
+    print(
+        f"added {person.name}{teams}: the token above is shown once; it signs in as the bearer token or "
+        "as http://HOST:PORT/?token=TOKEN",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+async def _people_list(store: SqlStore, args: argparse.Namespace) -> int:
+    people = await store.people()
+    if not people:
+        print(f"nobody in the store {store.url.shown}", file=sys.stderr)
+    for person in people:
+        print(f"{person.name}\t{','.join(person.teams) or '-'}")
+    return EXIT_OK
+
+
+async def _people_remove(store: SqlStore, args: argparse.Namespace) -> int:
+    if not await store.remove_person(args.name):
+        print(
+            f"host-receiver people remove: nobody named {safe_text(args.name, 80)} (see 'people list')",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    print(f"removed {args.name}: their token no longer works", file=sys.stderr)
+    return EXIT_OK
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+async def _audit_list(store: SqlStore, args: argparse.Namespace) -> int:
+    rows = await store.audit()
+    if args.json:
+        print(json.dumps([_audit_json(row) for row in rows], ensure_ascii=True))
+        return EXIT_OK
+    for row in rows:
+        fields = [
+            str(row.seq),
+            _when(row.at),
+            row.event,
+            row.person or "-",
+            row.address or "-",
+            row.host or "-",
+        ]
+        fields += [
+            row.server or "-",
+            row.item or "-",
+            json.dumps(row.detail, ensure_ascii=True, sort_keys=True),
+        ]
+        print("\t".join(safe_text(field, 500) for field in fields))
+    return EXIT_OK
+
+
+def _audit_json(row: Any) -> dict[str, Any]:
+    return {
+        "seq": row.seq,
+        "at": row.at,
+        "event": row.event,
+        "host": row.host,
+        "server": row.server,
+        "item": row.item,
+        "person": row.person,
+        "address": row.address,
+        "detail": row.detail,
+        "hash": row.hash,
+    }
+
+
+async def _audit_verify(store: SqlStore, args: argparse.Namespace) -> int:
+    broken = await store.verify_audit()
+    if broken is not None:
+        print(
+            f"host-receiver audit verify: the chain is broken at row {broken.seq}: {broken.problem}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    rows = len(await store.audit())
+    print(f"audit log intact: {rows} row(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _inbox_list(store: SqlStore, args: argparse.Namespace) -> int:
+    items = await store.pending_items()
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": item.id,
+                        "host": item.host,
+                        "server": {"name": item.server_name, "title": item.server_title},
+                        "kind": item.kind,
+                        "routedTo": list(item.routed_to),
+                        "created": item.created,
+                        "expires": item.expires,
+                        "request": item.payload,
+                    }
+                    for item in items
+                ],
+                ensure_ascii=True,
+            )
+        )
+        return EXIT_OK
+    for item in items:
+        routed = ",".join(item.routed_to) or "everyone"
+        fields = [
+            item.id,
+            _when(item.created),
+            item.kind,
+            item.host,
+            item.server_title or item.server_name,
+            routed,
+        ]
+        print("\t".join(safe_text(field, 200) for field in fields))
+    return EXIT_OK

@@ -1,0 +1,804 @@
+"""The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
+
+(About 750 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+so that each idea has one SQL text whatever the engine.)
+
+Rules:
+
+- Every statement is parameterised; the SQL differs between engines only in
+  :class:`~host_receiver.store._schema.Dialect`.
+- Text a server or a person wrote (the server's name and title, the request,
+  the answer, the audit detail) is kept as JSON text with every non-ASCII
+  character escaped, so any string (control characters, lone surrogates,
+  NUL) round-trips unchanged on every engine; it is escaped where it is shown.
+- An answer is one conditional update (pending -> answered) in a transaction
+  that also appends its audit row: a second answer, from any process, gets
+  :class:`~host_receiver.errors.AlreadyAnswered`.
+- The owner of an item learns of its answer through :meth:`Store.wait_answer`:
+  at once for an answer given in this process; through PostgreSQL's
+  LISTEN/NOTIFY from another one, reading again every
+  :data:`NOTIFY_FALLBACK_POLL` seconds in case a notification was lost; by
+  reading every :data:`POLL_INTERVAL` seconds on SQLite.
+
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from typing import Any, Protocol, cast
+
+import anyio
+
+from host_receiver.errors import AlreadyAnswered, StoreError, StoreTooNew, UnknownItem
+from host_receiver.sanitize import safe_id
+from host_receiver.store._engines import Engine, Tx, open_engine
+from host_receiver.store._records import (
+    AuditRow,
+    BrokenRow,
+    ContinuableCall,
+    Decision,
+    InboxItem,
+    ItemStatus,
+    Person,
+    StoredRemoteTask,
+    Verdict,
+)
+from host_receiver.store._schema import MIGRATIONS
+from host_receiver.store._url import StoreUrl, parse_store_url
+
+__all__ = ["NOTIFY_FALLBACK_POLL", "POLL_INTERVAL", "SCHEMA_VERSION", "Store", "open_store"]
+
+#: The schema version this code writes (the number of migrations).
+SCHEMA_VERSION = len(MIGRATIONS)
+#: How often a waiter reads its item again on SQLite and in memory (seconds; docs/limits.md).
+POLL_INTERVAL = 0.05
+#: How often a waiter reads its item again on PostgreSQL, besides LISTEN/NOTIFY (seconds).
+NOTIFY_FALLBACK_POLL = 1.0
+#: The audit chain's first "previous" hash.
+GENESIS = "0" * 64
+#: What a person's or team's name may be: printable, no spaces, at most 64 characters.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
+_VERDICTS = ("session", "always", "never")
+_ITEM_COLUMNS = (
+    "id, host, server_name, server_title, server_identity, kind, payload, routed_to, status, created, "
+    "expires, session, lease_expires, answer, answered_by, answered_from, answered_at, reason"
+)
+_AUDIT_COLUMNS = "seq, at, event, host, server, item, person, address, detail, previous, hash"
+_CALL_COLUMNS = (
+    "c.id, c.server_identity, c.address, c.method, c.target, c.arguments, c.input_requests, "
+    "c.request_state, c.rounds_used, c.deadline, c.status, l.owner, l.expires, c.items, c.created"
+)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+
+
+def _unjson(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def token_hash(token: str) -> str:
+    """What the store keeps of a person's token: SHA-256 of it (the token is 32 random bytes)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_name(name: str, what: str) -> str:
+    """``name`` if it is a valid person or team name, else :class:`StoreError` saying the rule."""
+    if not NAME.fullmatch(name):
+        raise StoreError(
+            f"{what} name {json.dumps(name[:80])}: use 1 to 64 letters, digits and . _ @ + - (starting with "
+            "a letter or digit)"
+        )
+    return name
+
+
+def audit_hash(row: dict[str, Any]) -> str:
+    """The hash of an audit row: SHA-256 over the canonical JSON of its fields and the previous hash."""
+    fields = {
+        k: row[k] for k in ("seq", "at", "event", "host", "server", "item", "person", "address", "detail")
+    }
+    fields["previous"] = row["previous"]
+    return hashlib.sha256(_json(fields).encode()).hexdigest()
+
+
+class Store(Protocol):
+    """The shared store's operations (each is one transaction); see the module docstring for the rules."""
+
+    url: StoreUrl
+
+    async def migrate(self) -> tuple[int, int]: ...
+    async def schema_version(self) -> int: ...
+
+    # the inbox
+    async def add_item(
+        self,
+        *,
+        host: str,
+        server_name: str,
+        server_title: str | None,
+        server_identity: str,
+        kind: str,
+        payload: dict[str, Any],
+        session: str,
+        routed_to: Sequence[str] = (),
+        expires: float | None = None,
+        lease_seconds: float | None = None,
+        item_id: str | None = None,
+    ) -> InboxItem: ...
+    async def item(self, item_id: str) -> InboxItem | None: ...
+    async def pending_items(self, person: Person | None = None) -> list[InboxItem]: ...
+    async def answer(
+        self, item_id: str, answer: dict[str, Any], *, by: str | None, address: str | None
+    ) -> InboxItem: ...
+    async def close_item(self, item_id: str, status: ItemStatus, reason: str) -> bool: ...
+    async def withdraw_session(self, session: str, reason: str) -> list[str]: ...
+    async def wait_answer(self, item_id: str) -> InboxItem: ...
+
+    # people
+    async def add_person(self, name: str, teams: Sequence[str] = ()) -> tuple[Person, str]: ...
+    async def people(self) -> list[Person]: ...
+    async def remove_person(self, name: str) -> bool: ...
+    async def authenticate(self, token: str) -> Person | None: ...
+
+    # decisions
+    async def remember(
+        self, server_identity: str, subject: str, verdict: Verdict, *, session: str | None = None
+    ) -> None: ...
+    async def decisions(self, server_identity: str, subjects: Iterable[str]) -> list[Decision]: ...
+    async def forget(self, server_identity: str, subject: str) -> bool: ...
+
+    # the audit log
+    async def append_audit(
+        self,
+        event: str,
+        *,
+        host: str | None = None,
+        server: str | None = None,
+        item: str | None = None,
+        person: str | None = None,
+        address: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> AuditRow: ...
+    async def audit(self) -> list[AuditRow]: ...
+    async def verify_audit(self) -> BrokenRow | None: ...
+
+    # continuable calls and leases
+    async def save_call(self, call: ContinuableCall) -> None: ...
+    async def call(self, call_id: str) -> ContinuableCall | None: ...
+    async def calls(self) -> list[ContinuableCall]: ...
+    async def set_call_status(self, call_id: str, status: str) -> bool: ...
+    async def keep_remote_task(self, task: StoredRemoteTask) -> None: ...
+    async def remote_tasks(self) -> list[StoredRemoteTask]: ...
+    async def forget_remote_task(self, task_id: str) -> bool: ...
+    async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
+    async def renew(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
+    async def release(self, kind: str, key: str, owner: str) -> bool: ...
+
+
+class SqlStore:
+    """:class:`Store` over an :class:`~host_receiver.store._engines.Engine` (every backend)."""
+
+    def __init__(self, url: StoreUrl, engine: Engine) -> None:
+        self.url = url
+        self._engine = engine
+        self._waiters: dict[str, set[anyio.Event]] = {}
+        self._poll = NOTIFY_FALLBACK_POLL if engine.dialect.name == "postgresql" else POLL_INTERVAL
+
+    async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One query in a read-only transaction (SQLite: no write lock taken)."""
+        return await self._engine.run(lambda tx: tx.rows(sql, params), write=False)
+
+    # --- the schema -------------------------------------------------------
+
+    async def migrate(self) -> tuple[int, int]:
+        """Apply the migrations the store lacks; (version before, version after). A store newer
+        than the code is refused (:class:`~host_receiver.errors.StoreTooNew`), untouched."""
+
+        def step(tx: Tx) -> tuple[int, int]:
+            if tx.dialect.lock_writers:
+                tx.rows(tx.dialect.lock_writers)
+            tx.execute("CREATE TABLE IF NOT EXISTS store_schema (version BIGINT NOT NULL)")
+            found = tx.rows("SELECT version FROM store_schema")
+            if not found:
+                tx.execute("INSERT INTO store_schema (version) VALUES (?)", (0,))
+            before = int(found[0][0]) if found else 0
+            if before > SCHEMA_VERSION:
+                raise StoreTooNew(before, SCHEMA_VERSION)
+            for statements in MIGRATIONS[before:]:
+                for statement in statements:
+                    tx.execute(statement)
+            tx.execute("UPDATE store_schema SET version = ?", (SCHEMA_VERSION,))
+            return before, SCHEMA_VERSION
+
+        return await self._engine.run(step)
+
+    async def schema_version(self) -> int:
+        """The schema version the store is at."""
+        rows = await self._read("SELECT version FROM store_schema")
+        return int(rows[0][0]) if rows else 0
+
+    # --- the inbox ----------------------------------------------------------
+
+    async def add_item(
+        self,
+        *,
+        host: str,
+        server_name: str,
+        server_title: str | None,
+        server_identity: str,
+        kind: str,
+        payload: dict[str, Any],
+        session: str,
+        routed_to: Sequence[str] = (),
+        expires: float | None = None,
+        lease_seconds: float | None = None,
+        item_id: str | None = None,
+    ) -> InboxItem:
+        """Keep a new pending item; it is returned as stored."""
+        now = time.time()
+        item = InboxItem(
+            id=item_id or uuid.uuid4().hex,
+            host=host,
+            server_name=server_name,
+            server_title=server_title,
+            server_identity=server_identity,
+            kind=kind,
+            payload=payload,
+            routed_to=tuple(routed_to),
+            status="pending",
+            created=now,
+            expires=expires,
+            session=session,
+            lease_expires=None if lease_seconds is None else now + lease_seconds,
+        )
+        row = (
+            item.id,
+            item.host,
+            _json(server_name),
+            _json(server_title),
+            server_identity,
+            kind,
+            _json(payload),
+            _json(list(item.routed_to)),
+            "pending",
+            now,
+            expires,
+            session,
+            item.lease_expires,
+        )
+        await self._engine.run(
+            lambda tx: tx.execute(
+                "INSERT INTO inbox_items (id, host, server_name, server_title, server_identity, kind, "
+                "payload, routed_to, status, created, expires, session, lease_expires) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                row,
+            )
+        )
+        return item
+
+    async def item(self, item_id: str) -> InboxItem | None:
+        """The item ``item_id``, whatever its status; None when the store has none."""
+        rows = await self._read(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))
+        return _item(rows[0]) if rows else None
+
+    async def pending_items(self, person: Person | None = None) -> list[InboxItem]:
+        """The pending items, oldest first; with ``person``, only those routed to them or their teams."""
+        rows = await self._read(
+            f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status = ? ORDER BY created, id", ("pending",)
+        )
+        return [item for item in map(_item, rows) if item.visible_to(person)]
+
+    async def answer(
+        self, item_id: str, answer: dict[str, Any], *, by: str | None, address: str | None
+    ) -> InboxItem:
+        """Answer a pending item: one conditional update and its audit row, in one transaction.
+        :class:`~host_receiver.errors.AlreadyAnswered` when it is not pending any more,
+        :class:`~host_receiver.errors.UnknownItem` when there is no such item."""
+        now = time.time()
+
+        def step(tx: Tx) -> InboxItem:
+            changed = tx.execute(
+                "UPDATE inbox_items SET status = ?, answer = ?, answered_by = ?, answered_from = ?, "
+                "answered_at = ? WHERE id = ? AND status = ?",
+                ("answered", _json(answer), by, address, now, item_id, "pending"),
+            )
+            if not changed:
+                if tx.rows("SELECT 1 FROM inbox_items WHERE id = ?", (item_id,)):
+                    raise AlreadyAnswered(item_id)
+                raise UnknownItem(f"no item {safe_id(item_id)} in the store")
+            item = _item(tx.rows(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))[0])
+            detail = {"kind": item.kind, "answer": answer, "server_identity": item.server_identity}
+            self._append(tx, "answered", item.host, item.server_name, item_id, by, address, detail, now)
+            if tx.dialect.notify:
+                tx.rows(tx.dialect.notify, (item_id,))
+            return item
+
+        item = await self._engine.run(step)
+        self._wake(item_id)
+        return item
+
+    async def close_item(self, item_id: str, status: ItemStatus, reason: str) -> bool:
+        """Move a pending item to ``status`` (withdrawn, expired, refused) with ``reason``; False when
+        it was not pending (answered first, or closed)."""
+        if status in ("pending", "answered"):
+            raise ValueError(f"close_item takes an ending other than answered, not {status!r}")
+
+        def step(tx: Tx) -> bool:
+            changed = tx.execute(
+                "UPDATE inbox_items SET status = ?, reason = ? WHERE id = ? AND status = ?",
+                (status, reason, item_id, "pending"),
+            )
+            if changed and tx.dialect.notify:
+                tx.rows(tx.dialect.notify, (item_id,))
+            return bool(changed)
+
+        closed = await self._engine.run(step)
+        self._wake(item_id)
+        return closed
+
+    async def withdraw_session(self, session: str, reason: str) -> list[str]:
+        """Withdraw every pending item of ``session`` with ``reason``; the ids withdrawn."""
+
+        def step(tx: Tx) -> list[str]:
+            ids = [
+                str(r[0])
+                for r in tx.rows(
+                    "SELECT id FROM inbox_items WHERE session = ? AND status = ?", (session, "pending")
+                )
+            ]
+            for item_id in ids:
+                tx.execute(
+                    "UPDATE inbox_items SET status = ?, reason = ? WHERE id = ? AND status = ?",
+                    ("withdrawn", reason, item_id, "pending"),
+                )
+                if tx.dialect.notify:
+                    tx.rows(tx.dialect.notify, (item_id,))
+            return ids
+
+        ids = await self._engine.run(step)
+        for item_id in ids:
+            self._wake(item_id)
+        return ids
+
+    async def wait_answer(self, item_id: str) -> InboxItem:
+        """Wait until ``item_id`` is no longer pending (answered, or closed); the item then.
+        Bound it with ``anyio.fail_after``; :class:`~host_receiver.errors.UnknownItem` if there is none."""
+        while True:
+            event = anyio.Event()
+            waiters = self._waiters.setdefault(item_id, set())
+            waiters.add(event)  # before reading: a change after the read wakes this event
+            try:
+                item = await self.item(item_id)
+                if item is None:
+                    raise UnknownItem(f"no item {safe_id(item_id)} in the store")
+                if item.status != "pending":
+                    return item
+                with anyio.move_on_after(self._poll):
+                    await event.wait()
+            finally:
+                waiters.discard(event)
+                if not waiters:
+                    self._waiters.pop(item_id, None)
+
+    def _wake(self, item_id: str | None) -> None:
+        """Wake the waiters of ``item_id`` (None: every waiter, to read again)."""
+        for key in list(self._waiters) if item_id is None else [item_id]:
+            for event in self._waiters.get(key, ()):
+                event.set()
+
+    # --- people -------------------------------------------------------------
+
+    async def add_person(self, name: str, teams: Sequence[str] = ()) -> tuple[Person, str]:
+        """Add ``name`` in ``teams``; the person and their new token (shown once: only its hash is kept)."""
+        check_name(name, "a person's")
+        for team in teams:
+            check_name(team, "a team's")
+        token = secrets.token_urlsafe(32)
+        person = Person(name=name, teams=tuple(dict.fromkeys(teams)), created=time.time())
+
+        def step(tx: Tx) -> None:
+            if tx.rows("SELECT 1 FROM people WHERE name = ?", (name,)):
+                raise StoreError(
+                    f"{name} is already in the store: 'people remove {name}' first to give a new token"
+                )
+            tx.execute(
+                "INSERT INTO people (name, token_hash, teams, created) VALUES (?,?,?,?)",
+                (name, token_hash(token), _json(list(person.teams)), person.created),
+            )
+
+        await self._engine.run(step)
+        return person, token
+
+    async def people(self) -> list[Person]:
+        """Everyone in the store, by name (never a token)."""
+        rows = await self._read("SELECT name, teams, created FROM people ORDER BY name")
+        return [Person(name=str(r[0]), teams=tuple(_unjson(r[1])), created=float(r[2])) for r in rows]
+
+    async def remove_person(self, name: str) -> bool:
+        """Remove ``name`` (their token stops working); False when there was nobody of that name."""
+        return bool(
+            await self._engine.run(lambda tx: tx.execute("DELETE FROM people WHERE name = ?", (name,)))
+        )
+
+    async def authenticate(self, token: str) -> Person | None:
+        """The person whose token is ``token``, or None."""
+        wanted = token_hash(token)
+        rows = await self._read(
+            "SELECT name, teams, created, token_hash FROM people WHERE token_hash = ?", (wanted,)
+        )
+        for name, teams, created, kept in rows:
+            if hmac.compare_digest(str(kept), wanted):
+                return Person(name=str(name), teams=tuple(_unjson(teams)), created=float(created))
+        return None
+
+    # --- decisions ------------------------------------------------------------
+
+    async def remember(
+        self, server_identity: str, subject: str, verdict: Verdict, *, session: str | None = None
+    ) -> None:
+        """Keep ``verdict`` for ``server_identity`` and ``subject`` (``person:NAME`` or ``team:NAME``)."""
+        if verdict not in _VERDICTS:
+            raise StoreError(f"a decision is one of {', '.join(_VERDICTS)}, not {verdict!r}")
+        now = time.time()
+        await self._engine.run(
+            lambda tx: tx.execute(
+                "INSERT INTO decisions (server_identity, subject, verdict, session, updated) "
+                "VALUES (?,?,?,?,?) "
+                "ON CONFLICT (server_identity, subject) DO UPDATE SET verdict = excluded.verdict, "
+                "session = excluded.session, updated = excluded.updated",
+                (server_identity, subject, verdict, session, now),
+            )
+        )
+
+    async def decisions(self, server_identity: str, subjects: Iterable[str]) -> list[Decision]:
+        """The decisions kept for ``server_identity`` and any of ``subjects``."""
+        wanted = set(subjects)
+        rows = await self._read(
+            "SELECT server_identity, subject, verdict, session, updated FROM decisions "
+            "WHERE server_identity = ? ORDER BY subject",
+            (server_identity,),
+        )
+        return [
+            Decision(str(r[0]), str(r[1]), cast(Verdict, r[2]), r[3], float(r[4]))
+            for r in rows
+            if r[1] in wanted
+        ]
+
+    async def forget(self, server_identity: str, subject: str) -> bool:
+        """Forget one decision; False when none was kept."""
+        return bool(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "DELETE FROM decisions WHERE server_identity = ? AND subject = ?",
+                    (server_identity, subject),
+                )
+            )
+        )
+
+    # --- the audit log ----------------------------------------------------------
+
+    async def append_audit(
+        self,
+        event: str,
+        *,
+        host: str | None = None,
+        server: str | None = None,
+        item: str | None = None,
+        person: str | None = None,
+        address: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> AuditRow:
+        """Append one row to the audit chain."""
+        now = time.time()
+        return await self._engine.run(
+            lambda tx: self._append(tx, event, host, server, item, person, address, detail or {}, now)
+        )
+
+    @staticmethod
+    def _append(
+        tx: Tx,
+        event: str,
+        host: str | None,
+        server: str | None,
+        item: str | None,
+        person: str | None,
+        address: str | None,
+        detail: dict[str, Any],
+        at: float,
+    ) -> AuditRow:
+        if tx.dialect.lock_writers:  # one appender at a time: each row follows the last
+            tx.rows(tx.dialect.lock_writers)
+        last = tx.rows("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        seq, previous = (int(last[0][0]) + 1, str(last[0][1])) if last else (1, GENESIS)
+        fields: dict[str, Any] = {
+            "seq": seq,
+            "at": at,
+            "event": event,
+            "host": host,
+            "server": server,
+            "item": item,
+            "person": person,
+            "address": address,
+            "detail": detail,
+            "previous": previous,
+        }
+        digest = audit_hash(fields)
+        tx.execute(
+            f"INSERT INTO audit_log ({_AUDIT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (seq, at, event, host, _json(server), item, person, address, _json(detail), previous, digest),
+        )
+        return AuditRow(seq, at, event, host, server, item, person, address, detail, previous, digest)
+
+    async def audit(self) -> list[AuditRow]:
+        """The audit log, oldest first."""
+        rows = await self._read(f"SELECT {_AUDIT_COLUMNS} FROM audit_log ORDER BY seq")
+        return [
+            AuditRow(
+                int(r[0]),
+                float(r[1]),
+                str(r[2]),
+                r[3],
+                _unjson(r[4]),
+                r[5],
+                r[6],
+                r[7],
+                _unjson(r[8]),
+                str(r[9]),
+                str(r[10]),
+            )
+            for r in rows
+        ]
+
+    async def verify_audit(self) -> BrokenRow | None:
+        """The first row that breaks the chain (changed, removed, out of order), or None when intact."""
+        rows = await self.audit()
+        previous, expected = GENESIS, 1
+        for row in rows:
+            if row.seq != expected:
+                return BrokenRow(expected, f"row {expected} is missing (removed?); the next is row {row.seq}")
+            if row.previous != previous:
+                return BrokenRow(
+                    row.seq, f"row {row.seq} does not follow row {row.seq - 1} (its previous hash differs)"
+                )
+            fields = asdict(row)
+            if audit_hash(fields) != row.hash:
+                return BrokenRow(row.seq, f"row {row.seq} was changed (its hash does not match its fields)")
+            previous, expected = row.hash, expected + 1
+        return None
+
+    # --- continuable calls and leases --------------------------------------------
+
+    async def save_call(self, call: ContinuableCall) -> None:
+        """Keep ``call`` (a new one, or its next round: the same id is replaced)."""
+        row = (
+            call.id,
+            call.server_identity,
+            _json(call.address),
+            call.method,
+            _json(call.target),
+            _json(call.arguments),
+            _json(call.input_requests),
+            _json(call.request_state),
+            call.rounds_used,
+            call.deadline,
+            call.status,
+            _json(call.items),
+            call.created or time.time(),
+        )
+        await self._engine.run(
+            lambda tx: tx.execute(
+                "INSERT INTO continuable_calls (id, server_identity, address, method, target, arguments, "
+                "input_requests, request_state, rounds_used, deadline, status, items, created) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET "
+                "input_requests = excluded.input_requests, request_state = excluded.request_state, "
+                "rounds_used = excluded.rounds_used, deadline = excluded.deadline, status = excluded.status, "
+                "items = excluded.items",
+                row,
+            )
+        )
+
+    async def call(self, call_id: str) -> ContinuableCall | None:
+        """The continuable call ``call_id`` with its lease, or None."""
+        rows = await self._read(
+            f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = c.id WHERE c.id = ?",
+            ("call", call_id),
+        )
+        return _call(rows[0]) if rows else None
+
+    async def calls(self) -> list[ContinuableCall]:
+        """Every continuable call, oldest first."""
+        rows = await self._read(
+            f"SELECT {_CALL_COLUMNS} FROM continuable_calls c LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = c.id ORDER BY c.created, c.id",
+            ("call",),
+        )
+        return [_call(r) for r in rows]
+
+    async def set_call_status(self, call_id: str, status: str) -> bool:
+        """Set a call's status (``waiting``, ``finished``, ``failed``); False when there is no such call."""
+        return bool(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "UPDATE continuable_calls SET status = ? WHERE id = ?", (status, call_id)
+                )
+            )
+        )
+
+    async def keep_remote_task(self, task: StoredRemoteTask) -> None:
+        """Keep a server task being followed (the first record of an id stays, as ``--task-store`` does)."""
+        row = (
+            task.id,
+            task.identity,
+            _json(task.address),
+            task.version,
+            task.task_id,
+            _json(task.tool),
+            _json(task.arguments),
+            task.ttl_ms,
+            task.created,
+        )
+        await self._engine.run(
+            lambda tx: tx.execute(
+                "INSERT INTO remote_tasks (id, identity, address, version, task_id, tool, arguments, ttl_ms, "
+                "created) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
+                row,
+            )
+        )
+
+    async def remote_tasks(self) -> list[StoredRemoteTask]:
+        """The server tasks being followed, oldest first, with their leases."""
+        rows = await self._read(
+            "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
+            "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
+            "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
+            ("task",),
+        )
+        return [
+            StoredRemoteTask(
+                id=str(r[0]),
+                identity=str(r[1]),
+                address=_unjson(r[2]),
+                version=str(r[3]),
+                task_id=str(r[4]),
+                tool=_unjson(r[5]),
+                arguments=_unjson(r[6]),
+                ttl_ms=None if r[7] is None else int(r[7]),
+                created=float(r[8]),
+                lease_owner=r[9],
+                lease_expires=r[10],
+            )
+            for r in rows
+        ]
+
+    async def forget_remote_task(self, task_id: str) -> bool:
+        """Remove a followed task's record (it ended); False when there was none."""
+        return bool(
+            await self._engine.run(lambda tx: tx.execute("DELETE FROM remote_tasks WHERE id = ?", (task_id,)))
+        )
+
+    async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool:
+        """Take the lease on ``(kind, key)`` for ``seconds`` by one conditional upsert: True when
+        ``owner`` holds it now (it was free, expired, or its own)."""
+        now = time.time()
+        return bool(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "INSERT INTO leases (kind, id, owner, expires) VALUES (?,?,?,?) ON CONFLICT (kind, id) "
+                    "DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+                    "WHERE leases.expires < ? OR leases.owner = excluded.owner",
+                    (kind, key, owner, now + seconds, now),
+                )
+            )
+        )
+
+    async def renew(self, kind: str, key: str, owner: str, seconds: float) -> bool:
+        """Extend ``owner``'s lease; False when it is not theirs any more (expired and taken)."""
+        now = time.time()
+        return bool(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "UPDATE leases SET expires = ? WHERE kind = ? AND id = ? AND owner = ?",
+                    (now + seconds, kind, key, owner),
+                )
+            )
+        )
+
+    async def release(self, kind: str, key: str, owner: str) -> bool:
+        """Give up ``owner``'s lease; False when it was not theirs."""
+        return bool(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "DELETE FROM leases WHERE kind = ? AND id = ? AND owner = ?", (kind, key, owner)
+                )
+            )
+        )
+
+
+def _item(r: Sequence[Any]) -> InboxItem:
+    return InboxItem(
+        id=str(r[0]),
+        host=str(r[1]),
+        server_name=_unjson(r[2]),
+        server_title=_unjson(r[3]),
+        server_identity=str(r[4]),
+        kind=str(r[5]),
+        payload=_unjson(r[6]),
+        routed_to=tuple(_unjson(r[7])),
+        status=cast(ItemStatus, r[8]),
+        created=float(r[9]),
+        expires=r[10],
+        session=str(r[11]),
+        lease_expires=r[12],
+        answer=_unjson(r[13]),
+        answered_by=r[14],
+        answered_from=r[15],
+        answered_at=r[16],
+        reason=r[17],
+    )
+
+
+def _call(r: Sequence[Any]) -> ContinuableCall:
+    return ContinuableCall(
+        id=str(r[0]),
+        server_identity=str(r[1]),
+        address=_unjson(r[2]),
+        method=str(r[3]),
+        target=_unjson(r[4]),
+        arguments=_unjson(r[5]),
+        input_requests=_unjson(r[6]),
+        request_state=_unjson(r[7]),
+        rounds_used=int(r[8]),
+        deadline=r[9],
+        status=str(r[10]),
+        lease_owner=r[11],
+        lease_expires=r[12],
+        items=_unjson(r[13]),
+        created=float(r[14]),
+    )
+
+
+@asynccontextmanager
+async def open_store(url: str | StoreUrl = "memory", *, migrate: bool = True) -> AsyncIterator[SqlStore]:
+    """The store ``url`` names (``memory``, ``sqlite:///PATH``, a ``.db``/``.sqlite`` path,
+    ``postgresql://...``), its schema brought up to date (unless ``migrate=False``), open for the
+    block; on PostgreSQL, a task relays LISTEN/NOTIFY to waiters meanwhile."""
+    parsed = url if isinstance(url, StoreUrl) else parse_store_url(url)
+    engine = await open_engine(parsed)
+    try:
+        store = SqlStore(parsed, engine)
+        if migrate:
+            await store.migrate()
+        if engine.dialect.name != "postgresql":  # nothing to listen to: waiters read again
+            yield store
+            return
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(engine.listen, store._wake)
+                try:
+                    yield store
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as failures:  # the block's own error, as raised (the relay only waits)
+            if len(failures.exceptions) == 1:
+                raise failures.exceptions[0] from None
+            raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await engine.aclose()
+
+
+def _conforms(store: SqlStore) -> Store:
+    """(For mypy: :class:`SqlStore` is a :class:`Store`.)"""
+    return store

@@ -1,0 +1,356 @@
+"""The shared store on each engine (memory, a SQLite file, a real PostgreSQL), on asyncio and trio:
+first answer wins across connections, a waiter wakes on an answer, migrations, people's tokens,
+the audit chain, leases, routing, and hostile text kept as sent."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from host_receiver.errors import AlreadyAnswered, StoreTooNew, UnknownItem
+from host_receiver.store import (
+    SCHEMA_VERSION,
+    ContinuableCall,
+    InboxItem,
+    Person,
+    SqlStore,
+    StoredRemoteTask,
+    open_store,
+)
+from host_receiver.store import _store as store_module
+from tests.postgres_cluster import PostgresCluster
+
+pytestmark = pytest.mark.anyio
+
+#: Text a hostile server may send: escapes, bidi overrides, NUL, a lone surrogate, quotes, SQL.
+HOSTILE = "\x1b[31mred\x1b[0m \u202eevil\u202c \x00nul \ud800 ' \" ; DROP TABLE inbox_items; -- \\ % ?"
+
+
+async def raw(store: SqlStore, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run ``sql`` on the store's database as it is, past the store's methods (to read or tamper)."""
+    return await store._engine.run(
+        lambda tx: tx.rows(sql, params) if sql.startswith("SELECT") else [(tx.execute(sql, params),)]
+    )
+
+
+async def new_item(store: SqlStore, **overrides: Any) -> InboxItem:
+    fields: dict[str, Any] = {
+        "host": "worker-1",
+        "server_name": "notes",
+        "server_title": None,
+        "server_identity": "stdio:notes",
+        "kind": "form",
+        "payload": {"message": "Your name?"},
+        "session": "session-1",
+    }
+    return await store.add_item(**(fields | overrides))
+
+
+async def test_of_two_answers_given_at_once_from_two_connections_exactly_one_wins(store_url: str) -> None:
+    async with open_store(store_url) as first:
+        second_url = store_url if store_url != "memory" else None
+        async with open_store(second_url) if second_url else _same(first) as second:
+            for _ in range(5):
+                item = await new_item(first)
+                outcomes: list[str] = []
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_answer, first, item.id, "ann", outcomes)
+                    group.start_soon(_answer, second, item.id, "bob", outcomes)
+                assert len(outcomes) == 2 and outcomes.count("refused") == 1, outcomes
+                kept = await first.item(item.id)
+                assert kept is not None and kept.status == "answered"
+                assert kept.answered_by in ("ann", "bob")
+                assert kept.answer == {"action": "accept", "by": kept.answered_by}
+            answers = [row for row in await first.audit() if row.event == "answered"]
+            assert len(answers) == 5  # one audit row per item: the losing answer left none
+
+
+async def _answer(store: SqlStore, item_id: str, who: str, outcomes: list[str]) -> None:
+    try:
+        await store.answer(item_id, {"action": "accept", "by": who}, by=who, address="127.0.0.1")
+        outcomes.append(who)
+    except AlreadyAnswered:
+        outcomes.append("refused")
+
+
+class _same:
+    """The same store again (memory has one per process): concurrency within one process."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    async def __aenter__(self) -> SqlStore:
+        return self.store
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+async def test_the_owner_waiting_on_an_item_wakes_when_another_process_answers_it(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        store_module, "NOTIFY_FALLBACK_POLL", 60.0
+    )  # PostgreSQL: only NOTIFY wakes it in time
+    async with open_store(store_url) as owner:
+        item = await new_item(owner)
+        async with open_store(store_url) if store_url != "memory" else _same(owner) as inbox:
+            woke: list[tuple[InboxItem, float]] = []
+            done = anyio.Event()
+
+            async def wait() -> None:
+                got = await owner.wait_answer(item.id)
+                woke.append((got, time.monotonic()))
+                done.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait)
+                await anyio.sleep(0.2)  # the waiter is waiting, its first read done
+                assert woke == []
+                answered = time.monotonic()
+                await inbox.answer(item.id, {"action": "decline"}, by="ann", address="10.0.0.7")
+                with anyio.fail_after(5):
+                    await done.wait()
+            got, at = woke[0]
+            assert got.status == "answered" and got.answer == {"action": "decline"}
+            assert got.answered_by == "ann" and got.answered_from == "10.0.0.7"
+            # PostgreSQL wakes it by NOTIFY (the fallback read is a second away); SQLite reads every 50 ms.
+            assert at - answered < 0.5
+
+
+async def test_waiting_on_an_item_the_store_does_not_have_is_an_error(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        with pytest.raises(UnknownItem):
+            await store.wait_answer("nope")
+        with pytest.raises(UnknownItem):
+            await store.answer("nope", {}, by="ann", address=None)
+
+
+async def test_a_fresh_store_is_migrated_on_first_use_and_migrating_again_changes_nothing(
+    store_url: str,
+) -> None:
+    async with open_store(store_url) as store:
+        assert await store.schema_version() == SCHEMA_VERSION
+        item = await new_item(store)
+        assert await store.migrate() == (SCHEMA_VERSION, SCHEMA_VERSION)
+        assert await store.item(item.id) == item
+
+
+async def test_a_store_newer_than_the_code_is_refused_untouched(store_url: str) -> None:
+    if store_url == "memory":
+        pytest.skip("a memory store is new with its process")
+    async with open_store(store_url) as store:
+        await raw(store, "UPDATE store_schema SET version = ?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreTooNew) as refused:
+        async with open_store(store_url):
+            pass
+    assert f"the store's schema is version {SCHEMA_VERSION + 1}, newer than this host-receiver knows" in str(
+        refused.value
+    )
+    async with open_store(store_url, migrate=False) as store:
+        assert await store.schema_version() == SCHEMA_VERSION + 1
+
+
+async def test_people_tokens_are_kept_only_as_a_hash_and_authenticate_their_person(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        ann, token = await store.add_person("ann", ["ops", "security"])
+        await store.add_person("bob")
+        assert len(token) >= 43  # 32 random bytes
+        kept = await raw(store, "SELECT name, token_hash, teams FROM people ORDER BY name")
+        assert all(token not in str(row) for row in kept)
+        assert kept[0][:2] == ("ann", hashlib.sha256(token.encode()).hexdigest())
+        assert await store.authenticate(token) == ann
+        assert await store.authenticate(token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+        assert [p.name for p in await store.people()] == ["ann", "bob"]
+        assert await store.remove_person("ann") and not await store.remove_person("ann")
+        assert await store.authenticate(token) is None
+
+
+async def test_a_person_sees_only_the_items_routed_to_them_or_their_teams(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        everyone = await new_item(store)
+        ops = await new_item(store, routed_to=["ops"])
+        bob = await new_item(store, routed_to=["bob"])
+        ann = Person("ann", ("ops",))
+        assert [i.id for i in await store.pending_items(ann)] == [everyone.id, ops.id]
+        assert [i.id for i in await store.pending_items(Person("bob"))] == [everyone.id, bob.id]
+        assert [i.id for i in await store.pending_items()] == [everyone.id, ops.id, bob.id]
+
+
+async def test_the_audit_chain_verifies_and_a_changed_or_removed_row_is_found(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        item = await new_item(store)
+        await store.append_audit(
+            "created", host="worker-1", server="notes", item=item.id, detail={"kind": "form"}
+        )
+        await store.answer(item.id, {"action": "accept"}, by="ann", address="10.0.0.7")
+        await store.append_audit("remembered", person="ann", detail={"verdict": "always"})
+        rows = await store.audit()
+        assert (
+            [r.seq for r in rows] == [1, 2, 3] and rows[1].person == "ann" and rows[1].address == "10.0.0.7"
+        )
+        assert await store.verify_audit() is None
+        await raw(store, "UPDATE audit_log SET person = ? WHERE seq = ?", ("mallory", 2))
+        broken = await store.verify_audit()
+        assert broken is not None and broken.seq == 2 and "changed" in broken.problem
+        await raw(store, "UPDATE audit_log SET person = ? WHERE seq = ?", ("ann", 2))
+        assert await store.verify_audit() is None
+        await raw(store, "DELETE FROM audit_log WHERE seq = ?", (2,))
+        broken = await store.verify_audit()
+        assert broken is not None and broken.seq == 2 and "missing" in broken.problem
+
+
+async def test_hostile_server_text_round_trips_unchanged_in_every_stored_field(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        item = await new_item(
+            store,
+            server_name=HOSTILE,
+            server_title=HOSTILE,
+            payload={"message": HOSTILE, HOSTILE: [HOSTILE, 1.5, None]},
+        )
+        again = await store.item(item.id)
+        assert again == item and again.server_name == HOSTILE and again.payload["message"] == HOSTILE
+        await store.answer(item.id, {"content": {"name": HOSTILE}}, by="ann", address=None)
+        answered = await store.item(item.id)
+        assert answered is not None and answered.answer == {"content": {"name": HOSTILE}}
+        await store.append_audit("note", server=HOSTILE, detail={"text": HOSTILE})
+        assert (await store.audit())[-1].server == HOSTILE and await store.verify_audit() is None
+
+
+async def test_a_lease_is_held_by_one_owner_until_it_expires_then_another_may_take_it(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        assert await store.claim("call", "c1", "host-a", 0.3)
+        assert not await store.claim("call", "c1", "host-b", 10)
+        assert await store.renew("call", "c1", "host-a", 0.3) and not await store.renew(
+            "call", "c1", "host-b", 1
+        )
+        await anyio.sleep(0.4)
+        assert await store.claim("call", "c1", "host-b", 10)
+        assert not await store.renew("call", "c1", "host-a", 10)
+        assert not await store.release("call", "c1", "host-a") and await store.release("call", "c1", "host-b")
+
+
+async def test_ending_a_session_withdraws_its_pending_items_with_the_reason(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        mine, answered = await new_item(store), await new_item(store)
+        other = await new_item(store, session="session-2")
+        await store.answer(answered.id, {"action": "accept"}, by="ann", address=None)
+        assert await store.withdraw_session("session-1", "the server's session ended") == [mine.id]
+        gone = await store.item(mine.id)
+        assert gone is not None and gone.status == "withdrawn" and gone.reason == "the server's session ended"
+        assert [i.id for i in await store.pending_items()] == [other.id]
+        with pytest.raises(AlreadyAnswered):
+            await store.answer(mine.id, {"action": "accept"}, by="ann", address=None)
+        assert (await store.wait_answer(mine.id)).status == "withdrawn"
+
+
+async def test_decisions_are_kept_per_server_identity_and_person_or_team(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        await store.remember("stdio:notes", "team:ops", "always")
+        await store.remember("stdio:notes", "person:bob", "never")
+        await store.remember("stdio:notes", "team:ops", "session", session="s1")
+        kept = await store.decisions("stdio:notes", ["person:ann", "team:ops"])
+        assert [(d.subject, d.verdict, d.session) for d in kept] == [("team:ops", "session", "s1")]
+        assert await store.decisions("stdio:other", ["team:ops"]) == []
+        assert await store.forget("stdio:notes", "team:ops") and not await store.forget(
+            "stdio:notes", "team:ops"
+        )
+
+
+async def test_a_continuable_call_is_kept_with_its_round_and_taken_by_one_process_at_a_time(
+    store_url: str,
+) -> None:
+    call = ContinuableCall(
+        id="call-1",
+        server_identity="stdio:notes",
+        address={"command": ["python", "notes.py"], "cwd": "/srv", "env": ["NOTES_DIR"]},
+        method="tools/call",
+        target=HOSTILE,
+        arguments={"text": HOSTILE},
+        input_requests={"name": {"method": "elicitation/create", "params": {"message": HOSTILE}}},
+        request_state=HOSTILE,
+        rounds_used=1,
+        deadline=None,
+        items={"name": "item-1"},
+        created=1.0,
+    )
+    async with open_store(store_url) as store:
+        await store.save_call(call)
+        assert await store.call("call-1") == call
+        assert await store.claim("call", "call-1", "host-a", 10)
+        kept = await store.call("call-1")
+        assert kept is not None and kept.lease_owner == "host-a"
+        await store.save_call(replace(call, rounds_used=2, request_state="next"))  # its next round
+        again = await store.calls()
+        assert [(c.rounds_used, c.request_state, c.lease_owner) for c in again] == [(2, "next", "host-a")]
+        assert await store.set_call_status("call-1", "finished") and not await store.set_call_status(
+            "x", "failed"
+        )
+
+
+async def test_a_followed_remote_task_is_kept_once_listed_with_its_lease_and_forgotten(
+    store_url: str,
+) -> None:
+    task = StoredRemoteTask(
+        id="t1",
+        identity="http:https://example.com/mcp",
+        address={"url": "https://example.com/mcp"},
+        version="2026-07-28",
+        task_id="server-task-9",
+        tool="report",
+        arguments={"q": HOSTILE},
+        ttl_ms=60_000,
+        created=5.0,
+    )
+    async with open_store(store_url) as store:
+        await store.keep_remote_task(task)
+        await store.keep_remote_task(replace(task, created=9.0))  # a resume never replaces the record
+        assert await store.remote_tasks() == [task]
+        assert await store.claim("task", "t1", "host-b", 10)
+        assert [t.lease_owner for t in await store.remote_tasks()] == ["host-b"]
+        assert await store.forget_remote_task("t1") and await store.remote_tasks() == []
+
+
+async def test_a_waiter_on_postgresql_still_wakes_after_its_listen_connection_was_cut(
+    postgres_cluster: PostgresCluster, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 60.0)  # only NOTIFY can wake it in time
+    database = postgres_url.rsplit("/", 1)[1]
+    async with open_store(postgres_url) as owner, open_store(postgres_url) as inbox:
+        item = await new_item(owner)
+        done = anyio.Event()
+
+        async def wait() -> None:
+            await owner.wait_answer(item.id)
+            done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait)
+            await anyio.sleep(0.2)
+            listening = (
+                "FROM pg_stat_activity WHERE datname = '" + database + "' AND query LIKE 'LISTEN%' "
+                "AND state = 'idle'"
+            )
+            cut = await anyio.to_thread.run_sync(
+                postgres_cluster.sql, f"SELECT count(pg_terminate_backend(pid)) {listening}"
+            )
+            assert cut.strip() == "2"  # each store's LISTEN connection
+            for _ in range(200):  # until both listen again (a first retry after 0.1 s)
+                await anyio.sleep(0.05)
+                if (
+                    await anyio.to_thread.run_sync(postgres_cluster.sql, f"SELECT count(*) {listening}")
+                ).strip() == "2":
+                    break
+            else:
+                pytest.fail("the stores did not listen again within 10 s")
+            answered = time.monotonic()
+            await inbox.answer(item.id, {"action": "accept"}, by="ann", address=None)
+            with anyio.fail_after(5):
+                await done.wait()
+            assert time.monotonic() - answered < 0.5  # by NOTIFY on the new connection, not the 1 s read
