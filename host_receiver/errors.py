@@ -43,7 +43,9 @@ The tree::
     ├── StoreError                    the shared store (host_receiver.store) failed or was refused
     │   ├── InvalidStoreUrl (ValueError)  a --store URL of none of the known forms
     │   ├── StoreTooNew               the store's schema is newer than this code
-    │   └── StoreUnreachable          the store's database could not be reached
+    │   ├── StoreUnreachable          the store's database could not be reached
+    │   ├── UnknownCall (LookupError)  no continuable call of that id (or it ended)
+    │   └── CallLeased                another process is continuing the call (it holds its lease)
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -60,6 +62,7 @@ Fixed caps (docs/limits.md): ``_QUOTED_ERROR``.
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from typing import Any
 
@@ -78,6 +81,7 @@ __all__ = [
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
+    "CallLeased",
     "ConfigError",
     "ConnectionClosed",
     "DiscoveryError",
@@ -111,6 +115,7 @@ __all__ = [
     "StoreUnreachable",
     "TokenRequestError",
     "TransportError",
+    "UnknownCall",
     "UnknownItem",
     "UnsafeFile",
     "UnsupportedProtocolVersion",
@@ -406,6 +411,22 @@ class StoreTooNew(StoreError):
 
 class StoreUnreachable(StoreError):
     """The store's database could not be reached (the message never holds a password)."""
+
+
+class UnknownCall(StoreError, LookupError):
+    """The store holds no continuable call of this id, or it ended (``str()`` says which)."""
+
+
+class CallLeased(StoreError):
+    """Another process holds the lease of the continuable call ``call_id``: it is continuing it."""
+
+    def __init__(self, call_id: str, expires: float | None) -> None:
+        left = "" if expires is None else f" (its lease runs out in {max(0.0, expires - time.time()):.0f} s)"
+        super().__init__(
+            f"call {safe_id(call_id)} is being continued by another process{left}: a call is continued by "
+            "one process at a time"
+        )
+        self.call_id = call_id
 
 
 # --- the LLM side (providers) --------------------------------------------

@@ -29,6 +29,7 @@ from host_receiver.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from host_receiver.client.remote_tasks.store import RemoteTaskStore
+    from host_receiver.store import CallKeeping
 
 __all__ = [
     "AUTO",
@@ -74,7 +75,10 @@ class ConnectionOptions:
     providers it was given (None: the global ones; docs/observability.md).
     ``task_store`` keeps the servers' tasks the connection follows until they
     end, so that they can be resumed after a restart (None: in memory only;
-    :mod:`host_receiver.client.remote_tasks.store`).
+    :mod:`host_receiver.client.remote_tasks.store`). ``call_store`` keeps the
+    2026-07-28 calls whose input rounds wait, in a shared store, so that
+    another process may continue them (None: not kept;
+    :class:`host_receiver.store.CallKeeping`, docs/fleet.md).
     """
 
     protocol: str = AUTO
@@ -85,6 +89,7 @@ class ConnectionOptions:
     init_timeout: float | None = DEFAULT_INIT_TIMEOUT
     telemetry: Telemetry | None = None
     task_store: RemoteTaskStore | None = None
+    call_store: CallKeeping | None = None
 
     def __post_init__(self) -> None:
         if self.protocol != AUTO and self.protocol not in (*LEGACY_VERSIONS, *MODERN_VERSIONS):
