@@ -16,12 +16,19 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 
-from host_receiver.store import ContinuableCall, open_store
+from host_receiver import ElicitationService, FormView, Host, Receiver, UrlAnswer, UrlView
+from host_receiver.client._input_rounds import answering_input_request
+from host_receiver.client.options import ConnectionOptions
+from host_receiver.errors import CallLeased, UnknownCall
+from host_receiver.protocol.results import CallToolResult
+from host_receiver.protocol.types import ElicitResult
+from host_receiver.store import CallKeeping, ContinuableCall, open_store
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
 from tests.interop import PY2_SERVER, http_server, peer_python
 
@@ -187,3 +194,66 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
     assert run_cli(env, "calls", "--store", url).stdout == ""
     again = run_cli(env, "calls", "resume", call.id, "--store", url)
     assert again.returncode == 2 and "has finished: there is nothing to continue" in again.stderr
+
+
+class _Person:
+    """Answers a form with ``n``, noting which kept call and input request it was asked for."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.asked_for: list[tuple[str, str] | None] = []
+
+    async def fill_form(self, view: FormView) -> ElicitResult:
+        self.asked_for.append(answering_input_request())
+        return ElicitResult(action="accept", content={"n": self.n})
+
+    async def consent_url(self, view: UrlView) -> UrlAnswer:
+        return "decline"
+
+
+@pytest.mark.anyio
+async def test_a_kept_call_names_itself_to_the_hooks_and_host_resume_call_continues_it_in_process(
+    server_url: str,
+) -> None:
+    async with open_store("memory") as store:
+        person = _Person(3)
+        keeping = CallKeeping(store=store, lease=5)
+        async with Host(
+            Receiver(elicitation=ElicitationService(person)), ConnectionOptions(call_store=keeping)
+        ) as host:
+            server = await host.connect_url("py2", server_url)
+            result = await server.call_tool("rounds", {"n": 1})
+            [kept] = await store.calls()
+            assert json.loads(result.text)["input_responses"] == {
+                "round1": {"action": "accept", "content": {"n": 3}}
+            }
+            assert person.asked_for == [(kept.id, "round1")]  # the hook may link its inbox item to the call
+            assert (kept.status, kept.lease_owner) == ("finished", None)  # its lease given up
+            with pytest.raises(UnknownCall, match="has finished: there is nothing to continue"):
+                await host.resume_call(kept.id)
+            with pytest.raises(UnknownCall, match="no continuable call"):
+                await host.resume_call("nope")
+
+            # a call left waiting by a process that stopped: continued here, with the inbox's answer
+            await store.save_call(replace(kept, id="left", status="waiting"))
+            item = await store.add_item(
+                host="gone",
+                server_name="py2",
+                server_title=None,
+                server_identity=kept.server_identity,
+                kind="form",
+                payload={},
+                session="gone",
+                call=("left", "round1"),
+            )
+            await store.answer(item.id, {"action": "accept", "content": {"n": 9}}, by="ann", address=None)
+            assert await store.claim("call", "left", "another-host", 30)
+            with pytest.raises(CallLeased, match="call left is being continued by another process"):
+                await host.resume_call("left")
+            assert await store.release("call", "left", "another-host")
+            resumed = await host.resume_call("left")
+            assert isinstance(resumed, CallToolResult)
+            report = json.loads(resumed.text)
+            assert report["input_responses"] == {"round1": {"action": "accept", "content": {"n": 9}}}
+            assert person.asked_for == [(kept.id, "round1")]  # the answer came from the inbox: nobody asked
+            assert (await store.call("left")).status == "finished"  # type: ignore[union-attr]
