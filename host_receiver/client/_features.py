@@ -281,16 +281,17 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
         if kept is None:
             return await with_input_rounds(method, params, send, self._fulfil, max_rounds=max_rounds)
         try:
-            result = await with_input_rounds(
-                method,
-                params,
-                send,
-                self._fulfil,
-                max_rounds=max_rounds,
-                keeper=kept,
-                first=first,
-                rounds_used=kept.record.rounds_used if first is not None else 0,
-            )
+            async with kept.renewing():
+                result = await with_input_rounds(
+                    method,
+                    params,
+                    send,
+                    self._fulfil,
+                    max_rounds=max_rounds,
+                    keeper=kept,
+                    first=first,
+                    rounds_used=kept.record.rounds_used if first is not None else 0,
+                )
         except (InputRequestFailed, InputRoundsExceeded) as exc:
             await kept.end("failed")
             raise exc from None
@@ -317,13 +318,14 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
         )
         if record.arguments is not None:
             params["arguments"] = record.arguments
-        async with kept.holding():
-            try:
+        try:
+            await kept.claim()
+            async with kept.renewing():
                 first = await self._stored_answers(kept, params)
-            except BaseException:
-                await kept.end(None)
-                raise
-            return await self._with_rounds(record.method, params, timeout, None, None, kept, first)
+        except BaseException:
+            await kept.end(None)
+            raise
+        return await self._with_rounds(record.method, params, timeout, None, None, kept, first)
 
     async def _stored_answers(self, kept: KeptCall, params: dict[str, Any]) -> dict[str, Any]:
         """The resumed call's first attempt: its kept round answered from the inbox or the hooks."""

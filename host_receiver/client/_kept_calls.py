@@ -59,6 +59,7 @@ class KeptCall:
         self._held = False
         self._kept = False
         self._renewing = False
+        self._taken = anyio.Event()
 
     @classmethod
     def new(
@@ -102,12 +103,12 @@ class KeptCall:
             found = await keeping.store.call(self.call_id)
             raise CallLeased(self.call_id, None if found is None else found.lease_expires)
         self._held = True
+        self._taken.set()
 
     @asynccontextmanager
-    async def holding(self) -> AsyncIterator[None]:
-        """The lease renewed every ``lease`` seconds for the block (taken first if not held)."""
-        if not self._held:
-            await self.claim()
+    async def renewing(self) -> AsyncIterator[None]:
+        """For the block, the lease renewed every ``lease`` seconds from when it is taken (the
+        whole call: its rounds and the sends between them). The block's error is raised as it is."""
         if self._renewing:  # already renewed by an enclosing block
             yield
             return
@@ -119,12 +120,16 @@ class KeptCall:
                     yield
                 finally:
                     group.cancel_scope.cancel()
+        except BaseExceptionGroup as failures:  # the block's own error (the renewal only logs)
+            if len(failures.exceptions) == 1:
+                raise failures.exceptions[0] from None
+            raise
         finally:
             self._renewing = False
 
     @asynccontextmanager
     async def waiting(self, rounds_used: int, asked: InputRound) -> AsyncIterator[None]:
-        """Keep the round ``asked`` (the call's ``rounds_used``-th), holding the lease meanwhile."""
+        """Keep the round ``asked`` (the call's ``rounds_used``-th), its lease taken first."""
         self.record = replace(
             self.record,
             input_requests={key: {"method": m, "params": p} for key, (m, p) in asked.requests.items()},
@@ -136,8 +141,7 @@ class KeptCall:
             await self.claim()
         await self.keeping.store.save_call(self.record)
         self._kept = True
-        async with self.holding():
-            yield
+        yield
 
     async def end(self, status: str | None) -> None:
         """The call ended (``finished``, ``failed``) or stopped (None: it stays ``waiting``); the
@@ -154,7 +158,8 @@ class KeptCall:
 
     async def _renew(self) -> None:
         keeping = self.keeping
-        while True:
+        await self._taken.wait()
+        while self._held:
             await anyio.sleep(keeping.lease)
             try:
                 renewed = await keeping.store.renew(

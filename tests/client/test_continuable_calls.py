@@ -22,13 +22,23 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host_receiver import ElicitationService, FormView, Host, Receiver, UrlAnswer, UrlView
+from host_receiver import (
+    DenyAll,
+    ElicitationService,
+    FormView,
+    Host,
+    Receiver,
+    SamplingService,
+    UrlAnswer,
+    UrlView,
+)
 from host_receiver.client._input_rounds import answering_input_request
 from host_receiver.client.options import ConnectionOptions
-from host_receiver.errors import CallLeased, UnknownCall
+from host_receiver.errors import USER_REJECTED, CallLeased, InputRequestFailed, UnknownCall
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.store import CallKeeping, ContinuableCall, open_store
+from providers import EchoProvider, ProviderRegistry
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
 from tests.interop import PY2_SERVER, http_server, peer_python
 
@@ -257,3 +267,21 @@ async def test_a_kept_call_names_itself_to_the_hooks_and_host_resume_call_contin
             assert report["input_responses"] == {"round1": {"action": "accept", "content": {"n": 9}}}
             assert person.asked_for == [(kept.id, "round1")]  # the answer came from the inbox: nobody asked
             assert (await store.call("left")).status == "finished"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_kept_call_whose_input_request_is_refused_fails_with_that_refusal_and_is_not_continued(
+    server_url: str,
+) -> None:
+    async with open_store("memory") as store:
+        refusing = Receiver(sampling=SamplingService(ProviderRegistry([EchoProvider()]), DenyAll()))
+        options = ConnectionOptions(call_store=CallKeeping(store=store, lease=5))
+        async with Host(refusing, options) as host:
+            server = await host.connect_url("py2", server_url)
+            with pytest.raises(InputRequestFailed) as raised:  # as without a store: no error group
+                await server.call_tool("sample", {"prompt": "hi"})
+            assert raised.value.code == USER_REJECTED
+            [kept] = await store.calls()
+            assert (kept.status, kept.lease_owner) == ("failed", None)
+            with pytest.raises(UnknownCall, match="has failed"):
+                await host.resume_call(kept.id)
