@@ -44,8 +44,9 @@ The tree::
     ├── StoreError                    the shared store (host_receiver.store) failed or was refused
     │   ├── InvalidStoreUrl (ValueError)  a --store URL of none of the known forms
     │   ├── StoreTooNew               the store's schema is newer than this code
-    │   └── StoreUnreachable          the store's database could not be reached
-
+    │   ├── StoreUnreachable          the store's database could not be reached
+    │   ├── UnknownCall (LookupError)  no continuable call of that id (or it ended)
+    │   └── CallLeased                another process is continuing the call (it holds its lease)
     ├── ChannelError (ValueError)     a notification channel cannot be set up (URL, secret, extra)
     ├── DeliveryFailed                a notification was not delivered (this attempt)
     └── ProviderError                 a sampling or configuration failure of the LLM side
@@ -64,6 +65,7 @@ Fixed caps (docs/limits.md): ``_QUOTED_ERROR``.
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from typing import Any
 
@@ -82,6 +84,7 @@ __all__ = [
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
+    "CallLeased",
     "ChannelError",
     "ConfigError",
     "ConnectionClosed",
@@ -117,6 +120,7 @@ __all__ = [
     "StoreUnreachable",
     "TokenRequestError",
     "TransportError",
+    "UnknownCall",
     "UnknownItem",
     "UnsafeFile",
     "UnsupportedProtocolVersion",
@@ -446,6 +450,22 @@ class DeliveryFailed(HostReceiverError):
     def __init__(self, message: str, *, retry: bool) -> None:
         super().__init__(message)
         self.retry = retry
+
+
+class UnknownCall(StoreError, LookupError):
+    """The store holds no continuable call of this id, or it ended (``str()`` says which)."""
+
+
+class CallLeased(StoreError):
+    """Another process holds the lease of the continuable call ``call_id``: it is continuing it."""
+
+    def __init__(self, call_id: str, expires: float | None) -> None:
+        left = "" if expires is None else f" (its lease runs out in {max(0.0, expires - time.time()):.0f} s)"
+        super().__init__(
+            f"call {safe_id(call_id)} is being continued by another process{left}: a call is continued by "
+            "one process at a time"
+        )
+        self.call_id = call_id
 
 
 # --- the LLM side (providers) --------------------------------------------

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from host_receiver.cli._auth import add_auth_command
+from host_receiver.cli._calls import add_calls_command
 from host_receiver.cli._decisions import add_decisions_command
 from host_receiver.cli._discover import add_discovery_commands
 from host_receiver.cli._hooks import (
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_discovery_commands(commands)
     add_decisions_command(commands)
     add_tasks_command(commands)
+    add_calls_command(commands)
     add_servers_command(commands)
     add_providers_command(commands)
     add_auth_command(commands)

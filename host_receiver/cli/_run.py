@@ -56,10 +56,11 @@ from host_receiver.cli._show import (
     print_stderr_tail,
     remote_task_store,
 )
+from host_receiver.cli._store import call_keeping
 from host_receiver.cli._target import Target, json_object, prepare
 from host_receiver.client.host import Host, ServerConnection
 from host_receiver.client.options import DEFAULT_DISCOVER_TIMEOUT, ConnectionOptions
-from host_receiver.errors import ProviderError
+from host_receiver.errors import ProviderError, StoreError
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.sanitize import safe_logger
@@ -144,6 +145,11 @@ async def serve(
         except InboxUnavailable as exc:
             print(f"host-receiver: {exc}", file=sys.stderr)
             return EXIT_FAILURE
+        try:
+            keeping = await call_keeping(args, stack)
+        except StoreError as exc:
+            print(f"host-receiver: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
         sampling, elicitation = build_hooks(args, registry, console, inbox=inbox, identity=target.identity)
         store: TaskStore = MemoryTaskStore()
         config = ReceiverConfig(
@@ -160,7 +166,8 @@ async def serve(
                     protocol=args.protocol,
                     max_input_rounds=args.max_input_rounds,
                     tasks_extension=args.tasks_extension,
-                    task_store=remote_task_store(args),
+                    task_store=remote_task_store(args, keeping.store if keeping is not None else None),
+                    call_store=keeping,
                     init_timeout=args.connect_timeout,
                     discover_timeout=min(DEFAULT_DISCOVER_TIMEOUT, args.connect_timeout),
                 ),

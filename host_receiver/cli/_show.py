@@ -21,12 +21,15 @@ import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, EXIT_TOOL_ERROR, describe_error, safe_json
 from host_receiver.cli._progress import ProgressDisplay
+from host_receiver.cli._store import STORE_ENV
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks._polls import TaskObserver
+from host_receiver.client.remote_tasks.shared import SharedRemoteTaskStore
 from host_receiver.client.remote_tasks.store import RemoteTaskStore
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_text
+from host_receiver.store import Store, StoreUrl, parse_store_url
 from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport
 
@@ -67,14 +70,23 @@ def add_task_store_option(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         default=argparse.SUPPRESS,  # given before or after a subcommand's action, either is kept
         help="an SQLite file keeping the server's task until it ends, so that 'host-receiver tasks resume' "
-        f"can follow it after this process is gone (default: ${TASK_STORE_ENV}; none: memory only)",
+        f"can follow it after this process is gone (default: ${TASK_STORE_ENV}; else a shared --store "
+        "keeps it; none: memory only)",
     )
 
 
-def remote_task_store(args: argparse.Namespace) -> RemoteTaskStore | None:
-    """The task store ``--task-store`` or ``$HOST_RECEIVER_TASK_STORE`` names (None: none)."""
+def remote_task_store(args: argparse.Namespace, store: Store | None = None) -> RemoteTaskStore | None:
+    """The task store ``--task-store`` or ``$HOST_RECEIVER_TASK_STORE`` names; else a shared
+    ``--store`` (``store``: that store, open); None: none."""
     path = getattr(args, "task_store", None) or os.environ.get(TASK_STORE_ENV)
-    return RemoteTaskStore(path) if path else None
+    if path:
+        return RemoteTaskStore(path)
+    url: StoreUrl | None = getattr(args, "store", None)
+    if url is None and os.environ.get(STORE_ENV):
+        url = parse_store_url(os.environ[STORE_ENV])
+    if url is not None and url.shared:
+        return SharedRemoteTaskStore(url, store)
+    return None
 
 
 def own_name(server: ServerConnection) -> str:

@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -23,12 +24,24 @@ import anyio
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
 from host_receiver.errors import InvalidStoreUrl, StoreError
 from host_receiver.sanitize import safe_text
-from host_receiver.store import SqlStore, StoreUrl, open_store, parse_store_url
+from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
 
-__all__ = ["STORE_ENV", "add_store_commands", "store_option"]
+__all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "store_option"]
 
 #: The environment variable ``--store`` defaults to.
 STORE_ENV = "HOST_RECEIVER_STORE"
+#: ``--lease``: how often a host renews its claims (seconds).
+DEFAULT_LEASE = 10.0
+
+
+async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallKeeping | None:
+    """With a shared ``--store``, the store opened for ``stack``'s life, to keep calls in with
+    ``--lease``; None with ``memory``. Raises :class:`StoreError` when it cannot be opened."""
+    url: StoreUrl | None = getattr(args, "store", None)
+    if url is None or not url.shared:
+        return None
+    store = await stack.enter_async_context(open_store(url))
+    return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE))
 
 
 def store_option(value: str) -> StoreUrl:

@@ -40,6 +40,7 @@ from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK, describe_error
 from host_receiver.cli._options import add_connection_options
 from host_receiver.cli._run import serve
 from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remote_task_store, run_and_print
+from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.cli._target import prepare
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks.store import (
@@ -48,7 +49,7 @@ from host_receiver.client.remote_tasks.store import (
     server_address,
     server_identity,
 )
-from host_receiver.errors import RemoteTaskLost, UnsafeFile
+from host_receiver.errors import RemoteTaskLost, StoreError, UnsafeFile
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_tasks_command"]
@@ -63,6 +64,13 @@ def add_tasks_command(commands: Any) -> None:
         "(the host was stopped or killed), each with an ID.",
     )
     add_task_store_option(tasks)
+    tasks.add_argument(
+        "--store",
+        type=store_option,
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help=f"a shared store keeping the tasks, when no --task-store is given (default: ${STORE_ENV})",
+    )
     tasks.set_defaults(func=_list)
     actions = tasks.add_subparsers(dest="tasks_action", metavar="ACTION")
     for name, summary, run in (
@@ -90,9 +98,17 @@ def add_tasks_command(commands: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> RemoteTaskStore | None:
-    store = remote_task_store(args)
+    try:
+        store = remote_task_store(args)
+    except StoreError as exc:  # $HOST_RECEIVER_STORE of no known form
+        print(f"host-receiver tasks: {exc}", file=sys.stderr)
+        return None
     if store is None:
-        print(f"host-receiver tasks: give --task-store PATH (or set ${TASK_STORE_ENV})", file=sys.stderr)
+        print(
+            f"host-receiver tasks: give --task-store PATH or a shared --store URL (or set ${TASK_STORE_ENV} "
+            f"or ${STORE_ENV})",
+            file=sys.stderr,
+        )
     return store
 
 
@@ -102,7 +118,7 @@ def _list(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     try:
         kept, damaged = anyio.run(store.read)
-    except UnsafeFile as exc:
+    except (UnsafeFile, StoreError) as exc:
         print(f"host-receiver tasks: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     for bad in damaged:
@@ -138,7 +154,7 @@ def _found(args: argparse.Namespace) -> tuple[RemoteTaskStore, StoredTask] | int
         return EXIT_FAILURE
     try:
         task = anyio.run(store.get, args.id)
-    except UnsafeFile as exc:
+    except (UnsafeFile, StoreError) as exc:
         print(f"host-receiver tasks {args.tasks_action}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     if task is None:

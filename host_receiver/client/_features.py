@@ -16,24 +16,29 @@ once they are done, sends the request once more (:mod:`._links`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 
 from host_receiver.client._inbound import InboundRouting
-from host_receiver.client._input_rounds import with_input_rounds
+from host_receiver.client._input_rounds import fulfil_all, with_input_rounds
+from host_receiver.client._kept_calls import KeptCall, stored_response
 from host_receiver.client._links import complete_links, required_links
 from host_receiver.client._sending import ROUND_METHODS, EraSending
 from host_receiver.client.remote_tasks._calls import RemoteTaskCalls
 from host_receiver.client.remote_tasks._handle import TaskHandle
 from host_receiver.client.remote_tasks._polls import TaskObserver
+from host_receiver.client.remote_tasks.store import server_identity
 from host_receiver.errors import (
     URL_ELICITATION_REQUIRED,
     BadResult,
+    InputRequestFailed,
+    InputRoundsExceeded,
     ProtocolError,
     RpcError,
+    UnknownCall,
     UrlElicitationRequired,
 )
 from host_receiver.protocol.modern import HEADER_MISMATCH, RemoteTask, result_type
@@ -272,6 +277,8 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
         timeout: float | None,
         on_progress: ProgressCallback | None,
         on_task: TaskObserver | None,
+        resumed: KeptCall | None = None,
+        first: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         if self.era is Era.LEGACY:
             return await self.request(method, params, timeout=timeout, on_progress=on_progress)
@@ -280,10 +287,14 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
             return await self.request(method, attempt, timeout=timeout, on_progress=on_progress)
 
         assert method in ROUND_METHODS
-        with self._telemetry.logical_call(method, params, self._facts()) as call:
-            result = await with_input_rounds(
-                method, params, send, self._fulfil, max_rounds=self._options.max_input_rounds
+        keeping, address = self._options.call_store, self._address
+        kept = resumed
+        if kept is None and keeping is not None and address is not None:
+            kept = KeptCall.new(
+                keeping, identity=server_identity(address), address=address, method=method, params=params
             )
+        with self._telemetry.logical_call(method, params, self._facts()) as call:
+            result = await self._kept_rounds(method, params, send, kept, first)
             if result_type(result) != "task":
                 return result
             if method != "tools/call" or not self._options.tasks_extension:
@@ -297,3 +308,91 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
                     await on_task(task)
 
             return await self._follow(result, params, timeout, observe)
+
+    async def _kept_rounds(
+        self,
+        method: str,
+        params: dict[str, Any],
+        send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+        kept: KeptCall | None,
+        first: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The rounds, each kept in the store when ``kept`` says so, and how the call ended recorded."""
+        max_rounds = self._options.max_input_rounds
+        if kept is None:
+            return await with_input_rounds(method, params, send, self._fulfil, max_rounds=max_rounds)
+        try:
+            async with kept.renewing():
+                result = await with_input_rounds(
+                    method,
+                    params,
+                    send,
+                    self._fulfil,
+                    max_rounds=max_rounds,
+                    keeper=kept,
+                    first=first,
+                    rounds_used=kept.record.rounds_used if first is not None else 0,
+                )
+        except (InputRequestFailed, InputRoundsExceeded) as exc:
+            await kept.end("failed")
+            raise exc from None
+        except RpcError:
+            await kept.end("failed")
+            raise
+        except BaseException:  # stopped, or the connection lost: it stays to be continued
+            await kept.end(None)
+            raise
+        await kept.end("finished")
+        return result
+
+    async def resume_call(self, kept: KeptCall, *, timeout: float | None = None) -> dict[str, Any]:
+        """Continue the kept call ``kept`` (its lease taken): answer its input requests with the
+        answers of their inbox items, or through this connection's hooks, then retry with them and
+        ``requestState``, answering any further rounds; the raw final result."""
+        record = kept.record
+        if record.status != "waiting":
+            raise UnknownCall(f"call {safe_id(record.id)} has {record.status}: there is nothing to continue")
+        if record.method not in ROUND_METHODS:
+            raise UnknownCall(f"call {safe_id(record.id)} is of {safe_id(record.method)}: not continued")
+        params: dict[str, Any] = (
+            {"uri": record.target} if record.method == "resources/read" else {"name": record.target}
+        )
+        if record.arguments is not None:
+            params["arguments"] = record.arguments
+        try:
+            await kept.claim()
+            async with kept.renewing():
+                first = await self._stored_answers(kept, params)
+        except BaseException:
+            await kept.end(None)
+            raise
+        return await self._with_rounds(record.method, params, timeout, None, None, kept, first)
+
+    async def _stored_answers(self, kept: KeptCall, params: dict[str, Any]) -> dict[str, Any]:
+        """The resumed call's first attempt: its kept round answered from the inbox or the hooks."""
+        record = kept.record
+        items = await kept.keeping.store.call_items(record.id)
+        answers: dict[str, dict[str, Any]] = {}
+        again: dict[str, tuple[str, dict[str, Any] | None]] = {}
+        for key, request in record.input_requests.items():
+            try:
+                answer = stored_response(request, items.get(key))
+            except RpcError as exc:
+                await kept.end("failed")
+                raise InputRequestFailed(key, str(request.get("method")), exc) from None
+            if answer is not None:
+                answers[key] = answer
+            else:
+                again[key] = (str(request.get("method")), request.get("params"))
+        try:
+            if again:
+                answers |= await fulfil_all(again, self._fulfil, call_id=record.id)
+        except (InputRequestFailed, RpcError):
+            await kept.end("failed")
+            raise
+        first = dict(params)
+        if answers:
+            first["inputResponses"] = answers
+        if record.request_state is not None:
+            first["requestState"] = record.request_state
+        return first

@@ -21,6 +21,10 @@ Rules (basic-patterns-mrtr.mdx, "Client Requirements"):
 - Cancelling the call cancels the work of its current round.
 - ``inputResponses`` and ``requestState`` belong to the retry of this one
   request: nothing is shared between calls in flight.
+- With a :class:`RoundKeeper` (a shared store: :mod:`._kept_calls`), each
+  round that asks for input is kept before it is fulfilled, and while an
+  entry is fulfilled :func:`answering_input_request` names the call and the
+  entry's key (so that an inbox item can say which request it answers).
 
 Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``.
 """
@@ -28,15 +32,19 @@ Fixed caps (docs/limits.md): ``_MESSAGE_LIMIT``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 import anyio
 
 from host_receiver.errors import InputRequestFailed, InputRoundsExceeded, RpcError
-from host_receiver.protocol.modern import input_round, result_type
+from host_receiver.protocol.modern import InputRound, input_round, result_type
 
 __all__ = [
     "Fulfil",
+    "RoundKeeper",
+    "answering_input_request",
     "fulfil_all",
     "with_input_rounds",
 ]
@@ -47,12 +55,30 @@ Fulfil = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 _MESSAGE_LIMIT = 500
 #: Sends the request once with these params and returns its result.
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+#: The kept call and the key of the input request being fulfilled in this task, if any.
+_ANSWERING: ContextVar[tuple[str, str] | None] = ContextVar("host_receiver_answering", default=None)
+
+
+def answering_input_request() -> tuple[str, str] | None:
+    """(call id, key) of the kept call's input request this task is fulfilling, else None."""
+    return _ANSWERING.get()
+
+
+class RoundKeeper(Protocol):
+    """Keeps a call's rounds that wait for input (:class:`host_receiver.client._kept_calls.KeptCall`)."""
+
+    call_id: str
+
+    def waiting(self, rounds_used: int, asked: InputRound) -> AbstractAsyncContextManager[None]:
+        """Kept (and its lease held) while the round ``asked`` is being fulfilled."""
+        ...
 
 
 async def fulfil_all(
-    requests: dict[str, tuple[str, dict[str, Any] | None]], fulfil: Fulfil
+    requests: dict[str, tuple[str, dict[str, Any] | None]], fulfil: Fulfil, *, call_id: str | None = None
 ) -> dict[str, dict[str, Any]]:
     """Every request's answer by key, fulfilled side by side; the first failure cancels the rest.
+    With ``call_id`` (a kept call), :func:`answering_input_request` names it and the key meanwhile.
 
     A round of one request (the usual case) is fulfilled in the caller's task:
     a task group for one task would only add its cost (about 40 µs a round).
@@ -60,10 +86,13 @@ async def fulfil_all(
     answers: dict[str, dict[str, Any]] = {}
 
     async def one(key: str, method: str, params: dict[str, Any] | None) -> None:
+        token = _ANSWERING.set(None if call_id is None else (call_id, key))
         try:
             answers[key] = await fulfil(method, params)
         except RpcError as exc:
             raise InputRequestFailed(key, method, exc) from None
+        finally:
+            _ANSWERING.reset(token)
 
     if len(requests) == 1:
         [(key, (method, params))] = requests.items()
@@ -79,11 +108,23 @@ async def fulfil_all(
 
 
 async def with_input_rounds(
-    method: str, params: dict[str, Any], send: Send, fulfil: Fulfil, *, max_rounds: int
+    method: str,
+    params: dict[str, Any],
+    send: Send,
+    fulfil: Fulfil,
+    *,
+    max_rounds: int,
+    keeper: RoundKeeper | None = None,
+    first: dict[str, Any] | None = None,
+    rounds_used: int = 0,
 ) -> dict[str, Any]:
-    """Send ``method`` and answer its input rounds until a result that is not ``input_required``."""
-    attempt = dict(params)
-    for retries in range(max_rounds + 1):
+    """Send ``method`` and answer its input rounds until a result that is not ``input_required``.
+
+    ``keeper`` keeps each round that asks for input; ``first`` is the first attempt's params
+    (a resumed call's: with its answers and ``requestState``), ``rounds_used`` the rounds it took.
+    """
+    attempt = dict(params) if first is None else first
+    for retries in range(rounds_used, max_rounds + 1):
         result = await send(attempt)
         if result_type(result) != "input_required":
             return result
@@ -92,7 +133,13 @@ async def with_input_rounds(
         asked = input_round(result)
         attempt = dict(params)
         if asked.requests:
-            attempt["inputResponses"] = await fulfil_all(asked.requests, fulfil)
+            if keeper is None:
+                attempt["inputResponses"] = await fulfil_all(asked.requests, fulfil)
+            else:
+                async with keeper.waiting(retries + 1, asked):
+                    attempt["inputResponses"] = await fulfil_all(
+                        asked.requests, fulfil, call_id=keeper.call_id
+                    )
         if asked.request_state is not None:
             attempt["requestState"] = asked.request_state
     times = "time" if max_rounds == 1 else "times"

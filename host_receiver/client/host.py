@@ -40,11 +40,18 @@ Rules:
   too); the host remembers such a URL (``_sse_urls``, one set per host):
   its next connection goes straight to HTTP+SSE (and tries afresh if that
   fails).
+- :meth:`Host.resume_call` continues a call kept in the shared store
+  (``ConnectionOptions.call_store``; :mod:`host_receiver.client._kept_calls`):
+  it takes the call's lease before it connects, to the server the record
+  names (a stdio server gets the kept names of its environment variables
+  from this process's environment) or to the transport given, which must be
+  that same server.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
@@ -55,10 +62,14 @@ import anyio
 import anyio.abc
 import httpx
 
+from host_receiver.client._kept_calls import KeptCall
 from host_receiver.client.connection import ClientConnection, ServesServers
 from host_receiver.client.options import ConnectionOptions, options_from_keywords
+from host_receiver.client.remote_tasks.store import server_address, server_identity
+from host_receiver.errors import UnknownCall
+from host_receiver.protocol.results import CallToolResult, GetPromptResult, ReadResourceResult, parse_result
 from host_receiver.receiver import Receiver
-from host_receiver.sanitize import safe_logger
+from host_receiver.sanitize import safe_id, safe_logger, safe_text
 from host_receiver.transports.base import MessageStream, Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.stdio import StdioTransport
@@ -228,6 +239,57 @@ class Host:
         chosen = options_from_keywords(options or self.options, deprecated, "Host.connect_url")
         return await self._connect(name, HttpTransport(url, headers=headers, auth=auth), chosen)
 
+    async def resume_call(
+        self,
+        call_id: str,
+        *,
+        transport: Transport | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> CallToolResult | GetPromptResult | ReadResourceResult:
+        """Continue the call ``call_id`` kept in ``options.call_store`` (a 2026-07-28 call whose input
+        round waited; docs/fleet.md): take its lease (:class:`~host_receiver.errors.CallLeased` when
+        another process holds it), connect to its server (``transport``: that server reached another
+        way, e.g. with a header; else as the record says), answer its input requests with their
+        inbox items' answers or through this host's hooks, retry with them and ``requestState``
+        (answering any further rounds) and return the final result, typed by the call's method.
+        :class:`~host_receiver.errors.UnknownCall` when there is no such call waiting.
+        """
+        keeping = self.options.call_store
+        if keeping is None:
+            raise ValueError("resume_call needs ConnectionOptions(call_store=CallKeeping(store))")
+        record = await keeping.store.call(call_id)
+        if record is None:
+            raise UnknownCall(f"no continuable call {safe_id(call_id)} in the store")
+        if record.status != "waiting":
+            raise UnknownCall(f"call {safe_id(call_id)} has {record.status}: there is nothing to continue")
+        if transport is None:
+            transport = _transport_of(record.address, name or call_id)
+        else:
+            address = server_address(transport)
+            given = None if address is None else server_identity(address)
+            if given != record.server_identity:
+                raise ValueError(
+                    f"call {safe_id(call_id)} was made on {safe_text(record.server_identity, None)}, "
+                    f"not on the server given ({safe_text(given or 'unknown', None)})"
+                )
+        kept = KeptCall.resumed(keeping, record)
+        await kept.claim()
+        try:
+            server = await self._connect(name or f"call {call_id}", transport, self.options)
+        except BaseException:
+            await kept.end(None)
+            raise
+        try:
+            result = await server.resume_call(kept, timeout=timeout)
+        finally:
+            await server.close()
+        if record.method == "prompts/get":
+            return parse_result(GetPromptResult, record.method, result, server=server.name)
+        if record.method == "resources/read":
+            return parse_result(ReadResourceResult, record.method, result, server=server.name)
+        return parse_result(CallToolResult, record.method, result, server=server.name)
+
     async def _connect(self, name: str, transport: Transport, options: ConnectionOptions) -> ServerConnection:
         if self._group is None:
             raise RuntimeError("use the host as 'async with Host(...) as host:' before connecting")
@@ -256,6 +318,16 @@ class Host:
         )
         server: ServerConnection = await self._group.start(run)
         return server
+
+
+def _transport_of(address: dict[str, Any], name: str) -> Transport:
+    """How a kept call's server is reached again: its command line in its directory with the named
+    variables of this environment, or its URL."""
+    if "url" in address:
+        return HttpTransport(str(address["url"]))
+    command = [str(part) for part in address["command"]]
+    env = {key: os.environ[key] for key in address.get("env", []) if key in os.environ}
+    return StdioTransport(command[0], command[1:], env=env, cwd=address.get("cwd"), name=name)
 
 
 def _origin(transport: Transport) -> str | None:

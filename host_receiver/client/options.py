@@ -29,6 +29,7 @@ from host_receiver.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from host_receiver.client.remote_tasks.store import RemoteTaskStore
+    from host_receiver.store import CallKeeping
 
 __all__ = [
     "AUTO",
@@ -80,7 +81,10 @@ class ConnectionOptions:
     end, so that they can be resumed after a restart (None: in memory only;
     :mod:`host_receiver.client.remote_tasks.store`).
     ``url_elicitation_wait`` bounds the wait for a link a request needs
-    (-32042), once opened, to be done (:mod:`host_receiver.client._links`).
+    (-32042), once opened, to be done (:mod:`host_receiver.client._links`). ``call_store`` keeps the
+    2026-07-28 calls whose input rounds wait, in a shared store, so that
+    another process may continue them (None: not kept;
+    :class:`host_receiver.store.CallKeeping`, docs/fleet.md).
     """
 
     protocol: str = AUTO
@@ -92,6 +96,7 @@ class ConnectionOptions:
     telemetry: Telemetry | None = None
     task_store: RemoteTaskStore | None = None
     url_elicitation_wait: float = URL_ELICITATION_WAIT
+    call_store: CallKeeping | None = None
 
     def __post_init__(self) -> None:
         if self.protocol != AUTO and self.protocol not in (*LEGACY_VERSIONS, *MODERN_VERSIONS):

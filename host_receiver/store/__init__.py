@@ -22,6 +22,7 @@ providers, so that all of them may build on it.
 
 from __future__ import annotations
 
+from host_receiver.store._leases import LEASE_PERIODS, CallKeeping
 from host_receiver.store._records import (
     AuditRow,
     BrokenRow,
@@ -44,11 +45,13 @@ from host_receiver.store._store import (
 from host_receiver.store._url import StoreUrl, parse_store_url
 
 __all__ = [
+    "LEASE_PERIODS",
     "NOTIFY_FALLBACK_POLL",
     "POLL_INTERVAL",
     "SCHEMA_VERSION",
     "AuditRow",
     "BrokenRow",
+    "CallKeeping",
     "ContinuableCall",
     "Decision",
     "InboxItem",

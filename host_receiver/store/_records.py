@@ -53,6 +53,9 @@ class InboxItem:
     answered_at: float | None = None
     #: Why it left the inbox unanswered (withdrawn, expired, refused).
     reason: str | None = None
+    #: The continuable call whose input request it answers, and that request's key (else None).
+    call_id: str | None = None
+    call_key: str | None = None
 
     def visible_to(self, person: Person | None) -> bool:
         """Whether ``person`` may see and answer it (None: no person, everything)."""

@@ -102,6 +102,12 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (kind, id)
         )""",
     ],
+    # 2: an inbox item that answers an input request of a continuable call names the call and the key.
+    [
+        "ALTER TABLE inbox_items ADD COLUMN call_id TEXT",
+        "ALTER TABLE inbox_items ADD COLUMN call_key TEXT",
+        "CREATE INDEX inbox_items_call ON inbox_items (call_id)",
+    ],
 ]
 
 

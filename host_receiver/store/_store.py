@@ -71,7 +71,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 _VERDICTS = ("session", "always", "never")
 _ITEM_COLUMNS = (
     "id, host, server_name, server_title, server_identity, kind, payload, routed_to, status, created, "
-    "expires, session, lease_expires, answer, answered_by, answered_from, answered_at, reason"
+    "expires, session, lease_expires, answer, answered_by, answered_from, answered_at, reason, "
+    "call_id, call_key"
 )
 _AUDIT_COLUMNS = "seq, at, event, host, server, item, person, address, detail, previous, hash"
 _CALL_COLUMNS = (
@@ -135,8 +136,10 @@ class Store(Protocol):
         expires: float | None = None,
         lease_seconds: float | None = None,
         item_id: str | None = None,
+        call: tuple[str, str] | None = None,
     ) -> InboxItem: ...
     async def item(self, item_id: str) -> InboxItem | None: ...
+    async def call_items(self, call_id: str) -> dict[str, InboxItem]: ...
     async def pending_items(self, person: Person | None = None) -> list[InboxItem]: ...
     async def answer(
         self, item_id: str, answer: dict[str, Any], *, by: str | None, address: str | None
@@ -244,8 +247,10 @@ class SqlStore:
         expires: float | None = None,
         lease_seconds: float | None = None,
         item_id: str | None = None,
+        call: tuple[str, str] | None = None,
     ) -> InboxItem:
-        """Keep a new pending item; it is returned as stored."""
+        """Keep a new pending item; it is returned as stored. ``call``: the continuable call and the
+        key of its input request that the item answers."""
         now = time.time()
         item = InboxItem(
             id=item_id or uuid.uuid4().hex,
@@ -261,6 +266,8 @@ class SqlStore:
             expires=expires,
             session=session,
             lease_expires=None if lease_seconds is None else now + lease_seconds,
+            call_id=None if call is None else call[0],
+            call_key=None if call is None else call[1],
         )
         row = (
             item.id,
@@ -276,12 +283,14 @@ class SqlStore:
             expires,
             session,
             item.lease_expires,
+            item.call_id,
+            _json(item.call_key),  # the server's key: any text
         )
         await self._engine.run(
             lambda tx: tx.execute(
                 "INSERT INTO inbox_items (id, host, server_name, server_title, server_identity, kind, "
-                "payload, routed_to, status, created, expires, session, lease_expires) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "payload, routed_to, status, created, expires, session, lease_expires, call_id, call_key) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 row,
             )
         )
@@ -291,6 +300,19 @@ class SqlStore:
         """The item ``item_id``, whatever its status; None when the store has none."""
         rows = await self._read(f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))
         return _item(rows[0]) if rows else None
+
+    async def call_items(self, call_id: str) -> dict[str, InboxItem]:
+        """The items that answer the input requests of the call ``call_id``, by the request's key
+        (of several for one key, the answered one, else the newest)."""
+        rows = await self._read(
+            f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE call_id = ? ORDER BY created, id", (call_id,)
+        )
+        found: dict[str, InboxItem] = {}
+        for item in map(_item, rows):
+            kept = found.get(item.call_key or "")
+            if item.call_key is not None and (kept is None or kept.status != "answered"):
+                found[item.call_key] = item
+        return found
 
     async def pending_items(self, person: Person | None = None) -> list[InboxItem]:
         """The pending items, oldest first; with ``person``, only those routed to them or their teams."""
@@ -746,6 +768,8 @@ def _item(r: Sequence[Any]) -> InboxItem:
         answered_from=r[15],
         answered_at=r[16],
         reason=r[17],
+        call_id=r[18],
+        call_key=_unjson(r[19]),
     )
 
 

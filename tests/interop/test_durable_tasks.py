@@ -43,18 +43,23 @@ def fastmcp_url() -> Iterator[str]:
         yield url
 
 
-def host(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+def store_option(store: Path | str) -> list[str]:
+    """``--task-store PATH``, or ``--store URL`` for a shared store (given as its URL)."""
+    return ["--store", store] if isinstance(store, str) else ["--task-store", str(store)]
+
+
+def host(*args: str, store: Path | str) -> subprocess.CompletedProcess[str]:
     cut = args.index("--") if "--" in args else len(args)  # the options go before the server command
     return subprocess.run(
-        [str(HOST), *args[:cut], "--task-store", str(store), *args[cut:]],
+        [str(HOST), *args[:cut], *store_option(store), *args[cut:]],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
-def killed_mid_task(argv: list[str], store: Path) -> str:
+def killed_mid_task(argv: list[str], store: Path | str) -> str:
     """Run ``host-receiver`` with ``argv``, SIGKILL it once its task is working; its stderr until then."""
     process = subprocess.Popen(
-        [str(HOST), argv[0], "--task-store", str(store), *argv[1:]],
+        [str(HOST), argv[0], *store_option(store), *argv[1:]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
@@ -74,16 +79,21 @@ def killed_mid_task(argv: list[str], store: Path) -> str:
     return "".join(seen)
 
 
-def listed_ids(store: Path) -> list[str]:
+def listed_ids(store: Path | str) -> list[str]:
     listing = host("tasks", store=store)
     assert listing.returncode == 0, listing.stderr
     return [line.split()[0] for line in listing.stdout.splitlines()]
 
 
+@pytest.mark.parametrize("kept_in", ["task-store", "sqlite", "postgresql"])
 def test_a_host_killed_mid_task_leaves_it_listed_and_resume_prints_its_result(
-    fastmcp_url: str, tmp_path: Path
+    fastmcp_url: str, tmp_path: Path, kept_in: str, request: pytest.FixtureRequest
 ) -> None:
-    store = tmp_path / "tasks.sqlite"
+    store: Path | str = tmp_path / "tasks.sqlite"  # today's --task-store file, or a shared --store:
+    if kept_in == "sqlite":
+        store = f"sqlite:///{tmp_path / 'fleet.db'}"
+    elif kept_in == "postgresql":
+        store = str(request.getfixturevalue("postgres_url"))
     killed_mid_task(["call", "--json", "task_slow", "seconds=3", "tag=durable", "--url", fastmcp_url], store)
     listing = host("tasks", store=store)
     (line,) = listing.stdout.splitlines()

@@ -49,6 +49,7 @@ _SKIPPED_MODULES = re.compile(r"\.(adapters|cli|terminal|demo)(\.|$)|\.__main__$
 #: Numeric settings that do not bound anything, and why (a whole class, or one argument).
 NOT_BOUNDS: dict[str, str] = {
     "Notice": "the data of one notification (which reminder, when), not a bound",
+    "with_input_rounds(rounds_used=)": "the rounds a resumed call already took, read from its record",
     "GeminiReply(tokens=)": "the output tokens the backend reported, read from its reply",
     "ModelInfo(cost=)": "a model's scores describe it for model choice",
     "ModelInfo(speed=)": "a model's scores describe it for model choice",

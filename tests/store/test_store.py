@@ -354,3 +354,21 @@ async def test_a_waiter_on_postgresql_still_wakes_after_its_listen_connection_wa
             with anyio.fail_after(5):
                 await done.wait()
             assert time.monotonic() - answered < 0.5  # by NOTIFY on the new connection, not the 1 s read
+
+
+async def test_the_items_answering_a_calls_input_requests_are_found_by_the_call_and_key(
+    store_url: str,
+) -> None:
+    async with open_store(store_url) as store:
+        first = await new_item(store, call=("call-1", "name"))
+        await store.close_item(first.id, "withdrawn", "the host stopped")
+        again = await new_item(store, call=("call-1", "name"))
+        other = await new_item(store, call=("call-1", HOSTILE))
+        await new_item(store, call=("call-2", "name"))
+        await new_item(store)
+        await store.answer(again.id, {"action": "accept", "content": {"name": "Ann"}}, by="ann", address=None)
+        found = await store.call_items("call-1")
+        assert {key: item.id for key, item in found.items()} == {"name": again.id, HOSTILE: other.id}
+        assert found["name"].answer == {"action": "accept", "content": {"name": "Ann"}}
+        assert (found["name"].call_id, found["name"].call_key) == ("call-1", "name")
+        assert await store.call_items("call-3") == {}
