@@ -1,6 +1,6 @@
 """Every exception host-receiver raises, in one place, with the JSON-RPC error codes a host compares.
 
-(About 470 lines, one idea: every exception in one place, drawn as one tree below.)
+(About 530 lines, one idea: every exception in one place, drawn as one tree below.)
 
 Rule: the ``str()`` of every exception here is safe to show to a user, to put
 in a task's ``statusMessage`` and to log. It never holds an API key, a token or
