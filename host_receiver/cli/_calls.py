@@ -38,7 +38,7 @@ from host_receiver.cli._target import Target, prepare
 from host_receiver.client._kept_calls import KeptCall
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks.store import server_address, server_identity
-from host_receiver.errors import CallLeased, StoreError
+from host_receiver.errors import CallLeased, StoreError, UnsafeFile
 from host_receiver.protocol.results import CallToolResult, parse_result
 from host_receiver.sanitize import safe_id, safe_text
 from host_receiver.store import ContinuableCall, StoreUrl, open_store
@@ -111,7 +111,7 @@ def _list(args: argparse.Namespace) -> int:
 
     try:
         calls = anyio.run(read)
-    except StoreError as exc:
+    except (StoreError, UnsafeFile) as exc:
         print(f"host-receiver calls: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     now = time.time()
@@ -165,7 +165,7 @@ def _resume(args: argparse.Namespace) -> int:
 
     try:
         record = anyio.run(read)
-    except StoreError as exc:
+    except (StoreError, UnsafeFile) as exc:
         print(f"{action}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     if record is None or record.status != "waiting":

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
-from host_receiver.errors import InvalidStoreUrl, StoreError
+from host_receiver.errors import InvalidStoreUrl, StoreError, UnsafeFile
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
 
@@ -154,7 +154,7 @@ def _command(
 
         try:
             return anyio.run(main)
-        except StoreError as exc:
+        except (StoreError, UnsafeFile) as exc:
             print(f"host-receiver {name}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from host_receiver.errors import StoreError, StoreUnreachable
+from host_receiver.errors import StoreError, StoreUnreachable, UnsafeFile
+from host_receiver.paths import private_file_problem
 from host_receiver.sanitize import safe_logger, safe_text
 from host_receiver.store._schema import CHANNEL, POSTGRES, SQLITE, Dialect
 from host_receiver.store._url import StoreUrl
@@ -126,7 +127,11 @@ class _MemoryEngine:
 
 
 class _SqliteEngine:
-    """A SQLite file (WAL, busy timeout): a short-lived connection per transaction, any local process."""
+    """A SQLite file (WAL, busy timeout): a short-lived connection per transaction, any local process.
+
+    The file must be the user's own with no access for group or others
+    (:func:`~host_receiver.paths.private_file_problem`, as the task store and the decisions file);
+    otherwise every transaction is refused with :class:`~host_receiver.errors.UnsafeFile`."""
 
     dialect = SQLITE
 
@@ -141,6 +146,9 @@ class _SqliteEngine:
                 raise StoreError(
                     f"cannot create the store {safe_text(str(self.path))}: {exc.strerror}"
                 ) from None
+        problem = private_file_problem(self.path, "the store")  # its rows choose what resumers run
+        if problem is not None:
+            raise UnsafeFile(problem)
         connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         return connection

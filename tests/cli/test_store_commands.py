@@ -170,3 +170,20 @@ def test_the_store_commands_refuse_memory_and_a_store_of_no_known_form(env: dict
         served.returncode == 2
         and "argument --store: postgres.txt: not a store (give 'memory'" in served.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "command", [["calls"], ["calls", "resume", "0123456789ab"], ["people", "list"], ["inbox", "list"]]
+)
+def test_a_sqlite_store_others_may_write_is_refused_by_every_command_with_the_chmod_to_run(
+    env: dict[str, str], tmp_path: Path, command: list[str]
+) -> None:
+    path = tmp_path / "fleet.db"
+    assert run_cli(env, "store", "migrate", "--store", str(path)).returncode == 0
+    path.chmod(0o666)
+
+    refused = run_cli(env, *command, "--store", str(path))
+
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert f"refusing to use the store {path}" in refused.stderr and "-rw-rw-rw-" in refused.stderr
+    assert f"fix it with: chmod 600 {path}" in refused.stderr and "Traceback" not in refused.stderr

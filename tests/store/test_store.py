@@ -5,15 +5,17 @@ the audit chain, leases, routing, and hostile text kept as sent."""
 from __future__ import annotations
 
 import hashlib
+import stat
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
 
-from host_receiver.errors import AlreadyAnswered, StoreTooNew, UnknownItem
+from host_receiver.errors import AlreadyAnswered, StoreTooNew, UnknownItem, UnsafeFile
 from host_receiver.store import (
     SCHEMA_VERSION,
     ContinuableCall,
@@ -155,6 +157,22 @@ async def test_a_store_newer_than_the_code_is_refused_untouched(store_url: str) 
     )
     async with open_store(store_url, migrate=False) as store:
         assert await store.schema_version() == SCHEMA_VERSION + 1
+
+
+async def test_a_sqlite_store_others_may_use_is_refused_with_the_chmod_to_run(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        item = await new_item(store)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # made the owner's only
+    path.chmod(0o666)  # anyone may now write a row that a resumer runs
+    with pytest.raises(UnsafeFile) as refused:
+        async with open_store(f"sqlite:///{path}"):
+            pass
+    assert f"refusing to use the store {path}" in str(refused.value) and "-rw-rw-rw-" in str(refused.value)
+    assert f"fix it with: chmod 600 {path}" in str(refused.value)
+    path.chmod(0o600)
+    async with open_store(f"sqlite:///{path}") as store:
+        assert await store.item(item.id) == item
 
 
 async def test_people_tokens_are_kept_only_as_a_hash_and_authenticate_their_person(store_url: str) -> None:
