@@ -3,13 +3,21 @@
 ``calls --store URL [--json]`` lists the calls kept waiting (a 2026-07-28
 call whose input round waited for a person, its host stopped or killed),
 one a line, ID first: ID, when, method, tool/prompt/resource, the rounds
-used, who holds its lease and until when, the server's identity (server
-text escaped; ``--json``: a JSON array, kept as sent).
+used, who holds its lease and until when, the server's identity as computed
+from what the record would run, never the identity it says (server text
+escaped; ``--json``: a JSON array, kept as sent).
+
+A record is data whoever can write the store wrote (docs/security.md, "What
+the shared store may choose"): without a server given, ``calls resume``
+shows the identity computed from the command line and directory (or URL) it
+is about to use, and refuses a record whose stated identity is not that one;
+given a server, the identity computed from it must be the record's.
 
 ``calls resume ID --store URL [--json]`` takes the call's lease, connects to
 its server as the record says (a stdio server's command line in its
-directory, given the named environment variables of this environment; an
-HTTP server's URL: give ``--header``/OAuth options as for ``call``) or as
+directory, given only what ``--env`` gives: none of this environment's
+variables the record names, which a failure shows as a hint; an HTTP
+server's URL: give ``--header``/OAuth options as for ``call``) or as
 ``-- COMMAND``/``--url``/``--server`` say (it must be the same server),
 answers the input requests with their inbox items' answers, or through the
 hooks (``--approve``, ``--elicit``) when there are none, retries with
@@ -35,7 +43,7 @@ from host_receiver.cli._run import serve
 from host_receiver.cli._show import run_and_print
 from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.cli._target import Target, prepare
-from host_receiver.client._kept_calls import KeptCall
+from host_receiver.client._kept_calls import KeptCall, kept_identity
 from host_receiver.client.host import ServerConnection
 from host_receiver.client.remote_tasks.store import server_address, server_identity
 from host_receiver.errors import CallLeased, StoreError, UnsafeFile
@@ -96,6 +104,14 @@ def _shared(url: StoreUrl | None, name: str) -> StoreUrl | None:
     return url
 
 
+def _computed(call: ContinuableCall) -> str:
+    """The identity of what the call's record would run (never the identity it says)."""
+    try:
+        return kept_identity(call.address)
+    except ValueError as exc:
+        return f"(unusable record: {exc})"
+
+
 def _when(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
@@ -130,7 +146,7 @@ def _list(args: argparse.Namespace) -> int:
             call.target,
             f"round {call.rounds_used}",
             lease,
-            call.server_identity,
+            _computed(call),
         ]
         print("\t".join(safe_text(field, 200) for field in fields))
     return EXIT_OK
@@ -144,7 +160,7 @@ def _call_json(call: ContinuableCall, now: float) -> dict[str, Any]:
         "method": call.method,
         "target": call.target,
         "arguments": call.arguments,
-        "serverIdentity": call.server_identity,
+        "serverIdentity": _computed(call),
         "address": call.address,
         "inputRequests": call.input_requests,
         "roundsUsed": call.rounds_used,
@@ -206,31 +222,63 @@ def _resume(args: argparse.Namespace) -> int:
 
         return await run_and_print(record.target, server, resumed, as_json=as_json)
 
-    return anyio.run(serve, args, target, body)
+    code = anyio.run(serve, args, target, body)
+    named = _names_not_given(args, record)
+    if code == EXIT_FAILURE and named:
+        print(
+            f"{action}: the call's server was started with {', '.join(named)} (names only, from the "
+            f"record, never passed on by itself): if it needs them, give --env {' --env '.join(named)}",
+            file=sys.stderr,
+        )
+    return code
+
+
+def _names_not_given(args: argparse.Namespace, record: ContinuableCall) -> list[str]:
+    """The variable names the record keeps for its stdio server that ``--env`` did not give, escaped."""
+    names = record.address.get("env") if "command" in record.address else None
+    given = {entry.partition("=")[0] for entry in args.env}
+    return [safe_text(name, 100) for name in names or [] if isinstance(name, str) and name not in given]
 
 
 def _target(args: argparse.Namespace, record: ContinuableCall) -> Target | int:
-    """The call's server: as the options give it (checked to be the call's), else as kept."""
+    """The call's server: as the options give it, checked to be the one the record would run; else
+    as kept, its identity computed from what runs and shown, with only the environment ``--env`` gives."""
+    action = "host-receiver calls resume"
     given = bool(args.server_command or args.url or args.server)
     address = record.address
+    try:
+        recorded = kept_identity(address)
+    except ValueError as exc:
+        print(f"{action}: refusing call {safe_id(record.id)}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     if not given:
+        if record.server_identity != recorded:
+            print(
+                f"{action}: refusing call {safe_id(record.id)}: its record says it was made on "
+                f"{safe_text(record.server_identity, None)}, but it would run {safe_text(recorded, None)}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
         if "url" in address:
             args.url = address["url"]
         else:
-            args.server_command = list(address["command"])
-            args.env = [*args.env, *address.get("env", [])]
+            args.server_command = list(address["command"])  # with the resumer's own --env only
     target = prepare(args)
     if isinstance(target, int):
         return target
     if not given and "command" in address:  # in the directory it was started in
         transport = target.transport
-        transport.cwd = address.get("cwd")  # type: ignore[attr-defined]
+        transport.cwd = address["cwd"]  # type: ignore[attr-defined]
     found = server_address(target.transport)
     identity = None if found is None else server_identity(found)
-    if identity != record.server_identity:
+    if identity != recorded:
         return usage_error(
             args,
-            f"call {safe_id(record.id)} was made on {safe_text(record.server_identity, None)}, not on "
+            f"refusing: call {safe_id(record.id)} was made on {safe_text(recorded, None)}, not on "
             f"the server given, {safe_text(identity or target.where, None)}",
+        )
+    if not given:
+        print(
+            f"{action}: continuing call {safe_id(record.id)} on {safe_text(recorded, None)}", file=sys.stderr
         )
     return target

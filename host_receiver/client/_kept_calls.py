@@ -20,6 +20,11 @@ Rules (docs/fleet.md, "Continuable calls"):
   when an input request failed, the rounds ran out or the server answered
   with an error; it stays ``waiting`` (its lease given up) when the process
   stopped or the connection was lost, so that ``calls resume`` continues it.
+- A record is data others may have written (docs/security.md, "What the shared
+  store may choose"): the server's identity is computed from what the record
+  would run (:func:`kept_identity`), never taken from the identity it says,
+  and a resumed stdio server is given none of the resuming process's
+  environment variables the record names: only what the resumer gives.
 - Resuming answers each kept input request with the answer of its inbox item
   (:func:`stored_response`), or through this process's own hooks when the
   item is not answered or its answer is not one to send as it is.
@@ -36,17 +41,33 @@ from typing import Any
 
 import anyio
 
+from host_receiver.client.remote_tasks.store import server_identity
 from host_receiver.errors import CallLeased, StoreError, user_rejected
 from host_receiver.protocol.modern import InputRound
 from host_receiver.sanitize import safe_id, safe_logger
 from host_receiver.store import LEASE_PERIODS, CallKeeping, ContinuableCall, InboxItem
 
-__all__ = ["LEASE_KIND", "KeptCall", "stored_response"]
+__all__ = ["LEASE_KIND", "KeptCall", "kept_identity", "stored_response"]
 
 logger = safe_logger("host_receiver.client.calls")
 
 #: The kind of a continuable call's lease in the store's ``leases`` table.
 LEASE_KIND = "call"
+
+
+def kept_identity(address: object) -> str:
+    """The identity of the server a kept call's ``address`` reaches, computed from what would run:
+    its command line and directory (without the file hash) or its URL, never the identity the
+    record says; :class:`ValueError` when the address is not one host-receiver writes."""
+    if isinstance(address, dict):
+        url, command, cwd, env = (address.get(key) for key in ("url", "command", "cwd", "env"))
+        if isinstance(url, str):
+            return server_identity({"url": url})
+        texts = isinstance(command, list) and command and all(isinstance(part, str) for part in command)
+        names = env is None or (isinstance(env, list) and all(isinstance(name, str) for name in env))
+        if texts and isinstance(cwd, str) and names:
+            return server_identity({"command": command, "cwd": cwd})
+    raise ValueError("its address is neither a URL nor a command line, directory and names")
 
 
 class KeptCall:

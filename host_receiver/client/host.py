@@ -51,7 +51,6 @@ Rules:
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
@@ -62,7 +61,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from host_receiver.client._kept_calls import KeptCall
+from host_receiver.client._kept_calls import KeptCall, kept_identity
 from host_receiver.client.connection import ClientConnection, ServesServers
 from host_receiver.client.options import ConnectionOptions, options_from_keywords
 from host_receiver.client.remote_tasks.store import server_address, server_identity
@@ -253,7 +252,10 @@ class Host:
         way, e.g. with a header; else as the record says), answer its input requests with their
         inbox items' answers or through this host's hooks, retry with them and ``requestState``
         (answering any further rounds) and return the final result, typed by the call's method.
-        :class:`~host_receiver.errors.UnknownCall` when there is no such call waiting.
+        :class:`~host_receiver.errors.UnknownCall` when there is no such call waiting. The identity
+        is computed from what the record would run, never taken from it: a record that says another
+        is refused, as is a ``transport`` to another server (:class:`ValueError`); a stdio server
+        started as kept gets none of this process's environment variables (give ``transport=``).
         """
         keeping = self.options.call_store
         if keeping is None:
@@ -263,14 +265,23 @@ class Host:
             raise UnknownCall(f"no continuable call {safe_id(call_id)} in the store")
         if record.status != "waiting":
             raise UnknownCall(f"call {safe_id(call_id)} has {record.status}: there is nothing to continue")
+        try:
+            recorded = kept_identity(record.address)  # what the record would run, not what it says
+        except ValueError as exc:
+            raise ValueError(f"call {safe_id(call_id)} cannot be continued: {exc}") from None
         if transport is None:
+            if record.server_identity != recorded:
+                raise ValueError(
+                    f"call {safe_id(call_id)}'s record says it was made on "
+                    f"{safe_text(record.server_identity, None)}, but it would run {safe_text(recorded, None)}"
+                )
             transport = _transport_of(record.address, name or call_id)
         else:
             address = server_address(transport)
             given = None if address is None else server_identity(address)
-            if given != record.server_identity:
+            if given != recorded:
                 raise ValueError(
-                    f"call {safe_id(call_id)} was made on {safe_text(record.server_identity, None)}, "
+                    f"call {safe_id(call_id)} was made on {safe_text(recorded, None)}, "
                     f"not on the server given ({safe_text(given or 'unknown', None)})"
                 )
         kept = KeptCall.resumed(keeping, record)
@@ -321,13 +332,13 @@ class Host:
 
 
 def _transport_of(address: dict[str, Any], name: str) -> Transport:
-    """How a kept call's server is reached again: its command line in its directory with the named
-    variables of this environment, or its URL."""
+    """How a kept call's server is reached again: its command line in its directory, given none of
+    this environment's variables (the names the record keeps are data others may have written:
+    give ``transport=`` with the environment it needs), or its URL."""
     if "url" in address:
         return HttpTransport(str(address["url"]))
     command = [str(part) for part in address["command"]]
-    env = {key: os.environ[key] for key in address.get("env", []) if key in os.environ}
-    return StdioTransport(command[0], command[1:], env=env, cwd=address.get("cwd"), name=name)
+    return StdioTransport(command[0], command[1:], cwd=address.get("cwd"), name=name)
 
 
 def _origin(transport: Transport) -> str | None:
