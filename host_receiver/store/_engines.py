@@ -129,16 +129,16 @@ class _MemoryEngine:
 class _SqliteEngine:
     """A SQLite file (WAL, busy timeout): a short-lived connection per transaction, any local process.
 
-    The file must be the user's own with no access for group or others
+    When the store is opened, the file must be the user's own with no access for group or others
     (:func:`~host_receiver.paths.private_file_problem`, as the task store and the decisions file);
-    otherwise every transaction is refused with :class:`~host_receiver.errors.UnsafeFile`."""
+    otherwise opening it is refused with :class:`~host_receiver.errors.UnsafeFile`."""
 
     dialect = SQLITE
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, check: bool = False) -> sqlite3.Connection:
         if not self.path.exists():  # the file holds token hashes and answers: the owner's only
             try:
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -146,8 +146,8 @@ class _SqliteEngine:
                 raise StoreError(
                     f"cannot create the store {safe_text(str(self.path))}: {exc.strerror}"
                 ) from None
-        problem = private_file_problem(self.path, "the store")  # its rows choose what resumers run
-        if problem is not None:
+        problem = private_file_problem(self.path, "the store") if check else None
+        if problem is not None:  # its rows choose what resumers run (docs/security.md)
             raise UnsafeFile(problem)
         connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
@@ -171,10 +171,11 @@ class _SqliteEngine:
         return await anyio.to_thread.run_sync(step)
 
     async def wal(self) -> None:
-        """Switch the file to write-ahead logging (kept in the file: readers never block the writer)."""
+        """Check the file is private (:class:`~host_receiver.errors.UnsafeFile`) and switch it to
+        write-ahead logging (kept in the file: readers never block the writer)."""
 
         def step() -> None:
-            connection = self._connect()
+            connection = self._connect(check=True)
             try:
                 connection.execute("PRAGMA journal_mode=WAL")
             finally:
