@@ -1,5 +1,9 @@
 """The page and the JSON API as one Starlette app, and what guards them.
 
+The app serves a :class:`Board`: one host's own :class:`~host_receiver.web._inbox.Inbox`
+(through :class:`InboxBoard`, its one token) or the store-backed board of
+``host-receiver inbox serve`` (:mod:`._board`: people's tokens, every host's items).
+
 Rules (docs/inbox.md has the API):
 
 - Host: when the inbox serves itself, a request whose ``Host`` header is not
@@ -17,7 +21,8 @@ Rules (docs/inbox.md has the API):
   and history, then exchanges it (``POST api/session`` with the bearer
   token) for a session it keeps in ``sessionStorage`` (one origin, one tab).
   The older address, ``/?token=TOKEN``, still opens the page (after the
-  same check: 401 when wrong), which does the same. A wrong or missing
+  same check: 401 when wrong), which does the same. A session is that of
+  whoever signed in with the token (on a store-backed board, a person). A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
@@ -28,6 +33,8 @@ Rules (docs/inbox.md has the API):
 - Every answer has a Content-Security-Policy allowing only the app's own
   script and style (media as ``data:``), no framing, no referrer, no caching.
   No answer contains the token.
+- A store that fails meanwhile (:class:`~host_receiver.errors.StoreError`)
+  gets 503 with the reason; the app keeps serving.
 
 Fixed caps (docs/limits.md): ``KEEP_ALIVE``, ``MAX_SESSIONS``, ``MAX_ANSWER``.
 """
@@ -38,16 +45,21 @@ import hmac
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any, Protocol
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from host_receiver.errors import AlreadyAnswered, InvalidAnswer, UnknownItem
-from host_receiver.web._inbox import Inbox
+from host_receiver.errors import AlreadyAnswered, InvalidAnswer, StoreError, UnknownItem
+from host_receiver.store import Person
+from host_receiver.web._inbox import Event, Inbox
 from host_receiver.web._items import body
 
 SESSION_HEADER = "x-inbox-session"
@@ -74,11 +86,85 @@ _STATIC = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
 Endpoint = Callable[[Request, "Session"], Awaitable[Response]]
 
 
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Who signed in: a person of the store, or None for the one token of a host's own inbox."""
+
+    person: Person | None
+
+
+class Board(Protocol):
+    """What the app serves: the items one reader may see, their answers, a stream of changes."""
+
+    @property
+    def auth_delay(self) -> float: ...
+    @property
+    def allowed_hosts(self) -> set[str] | None: ...
+    @property
+    def stopped(self) -> str | None:
+        """Why the event streams ended for good (the page then stops reconnecting); None meanwhile."""
+        ...
+
+    async def sign_in(self, token: str) -> Reader | None:
+        """Who ``token`` is, or None when it is nobody's (constant time)."""
+        ...
+
+    async def state(self, reader: Reader) -> dict[str, Any]: ...
+    async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
+        """The item as the API shows it; UnknownItem when there is none the reader may see."""
+        ...
+
+    async def answer(
+        self, reader: Reader, item_id: str, answer: dict[str, Any], *, by: str, address: str | None
+    ) -> dict[str, Any]:
+        """Answer an item; UnknownItem, AlreadyAnswered or InvalidAnswer (nothing changes)."""
+        ...
+
+    def events(self, reader: Reader) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[Event]]: ...
+
+
+class InboxBoard:
+    """A host's own :class:`Inbox` as a :class:`Board`: one token, which sees everything."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+
+    @property
+    def auth_delay(self) -> float:
+        return self.inbox.auth_delay
+
+    @property
+    def allowed_hosts(self) -> set[str] | None:
+        return self.inbox.allowed_hosts
+
+    @property
+    def stopped(self) -> str | None:
+        return "the host has stopped" if self.inbox.closed else None
+
+    async def sign_in(self, token: str) -> Reader | None:
+        return Reader(None) if hmac.compare_digest(token.encode(), self.inbox.token.encode()) else None
+
+    async def state(self, reader: Reader) -> dict[str, Any]:
+        return self.inbox.state()
+
+    async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
+        return self.inbox.item_json(self.inbox.get(item_id))
+
+    async def answer(
+        self, reader: Reader, item_id: str, answer: dict[str, Any], *, by: str, address: str | None
+    ) -> dict[str, Any]:
+        return self.inbox.item_json(self.inbox.answer(item_id, answer, by=by))
+
+    def events(self, reader: Reader) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[Event]]:
+        return self.inbox.events()
+
+
 class Session:
     """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token)."""
 
-    def __init__(self, csrf: str | None) -> None:
+    def __init__(self, csrf: str | None, reader: Reader) -> None:
         self.csrf = csrf
+        self.reader = reader
 
     @property
     def by(self) -> str:
@@ -88,14 +174,14 @@ class Session:
 class Guard:
     """The checks of the module rules, shared by every route of one app."""
 
-    def __init__(self, inbox: Inbox) -> None:
-        self.inbox = inbox
-        #: Session id (``X-Inbox-Session``) -> its CSRF token.
-        self.sessions: dict[str, str] = {}
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        #: Session id (``X-Inbox-Session``) -> its CSRF token and who made it.
+        self.sessions: dict[str, tuple[str, Reader]] = {}
         self._failures = anyio.Lock()
 
     def wrong_host(self, request: Request) -> Response | None:
-        allowed = self.inbox.allowed_hosts
+        allowed = self.board.allowed_hosts
         if allowed is None or request.headers.get("host", "").lower() in allowed:
             return None
         return _secure(JSONResponse({"error": "this inbox is not served under that host name"}, 400))
@@ -107,24 +193,26 @@ class Guard:
             return None
         return _secure(JSONResponse({"error": "cross-origin requests are refused"}, 403))
 
-    def session(self, request: Request) -> Session | None:
+    async def session(self, request: Request) -> Session | None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(credential.encode(), self.inbox.token.encode()):
-            return Session(None)
+        if scheme.lower() == "bearer" and credential:
+            reader = await self.board.sign_in(credential)
+            if reader is not None:
+                return Session(None, reader)
         sid = request.headers.get(SESSION_HEADER)
-        csrf = self.sessions.get(sid) if sid is not None else None
-        return Session(csrf) if csrf is not None else None
+        kept = self.sessions.get(sid) if sid is not None else None
+        return Session(*kept) if kept is not None else None
 
     async def refuse(self) -> Response:
         """401, after a pause (one failure at a time): no fast guessing."""
         async with self._failures:
-            await anyio.sleep(self.inbox.auth_delay)
+            await anyio.sleep(self.board.auth_delay)
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
-    def new_session(self) -> str:
-        """A new session's id; the oldest goes beyond :data:`MAX_SESSIONS`."""
+    def new_session(self, reader: Reader) -> str:
+        """A new session's id, for ``reader``; the oldest goes beyond :data:`MAX_SESSIONS`."""
         sid = secrets.token_urlsafe(32)
-        self.sessions[sid] = secrets.token_urlsafe(32)
+        self.sessions[sid] = (secrets.token_urlsafe(32), reader)
         if len(self.sessions) > MAX_SESSIONS:
             del self.sessions[next(iter(self.sessions))]
         return sid
@@ -146,14 +234,17 @@ class Guard:
             refused = self.wrong_host(request) or (self.wrong_origin(request) if changes_state else None)
             if refused is not None:
                 return refused
-            session = self.session(request)
-            if session is None:
-                return await self.refuse()
-            if changes_state and session.csrf is not None:
-                sent = request.headers.get(CSRF_HEADER, "")
-                if request.headers.get("origin") is None or not hmac.compare_digest(sent, session.csrf):
-                    return _secure(JSONResponse({"error": "missing or wrong CSRF token"}, 403))
-            return _secure(await endpoint(request, session))
+            try:
+                session = await self.session(request)
+                if session is None:
+                    return await self.refuse()
+                if changes_state and session.csrf is not None:
+                    sent = request.headers.get(CSRF_HEADER, "")
+                    if request.headers.get("origin") is None or not hmac.compare_digest(sent, session.csrf):
+                        return _secure(JSONResponse({"error": "missing or wrong CSRF token"}, 403))
+                return _secure(await endpoint(request, session))
+            except StoreError as exc:
+                return _secure(JSONResponse({"error": str(exc)}, 503))
 
         return guarded
 
@@ -163,14 +254,20 @@ def _secure(response: Response) -> Response:
     return response
 
 
-def build_app(inbox: Inbox) -> Starlette:
-    """The inbox's page, static files and JSON API (module rules)."""
-    guard = Guard(inbox)
+def build_app(served: Inbox | Board) -> Starlette:
+    """The page, static files and JSON API of a host's inbox or of a board (module rules)."""
+    board: Board = InboxBoard(served) if isinstance(served, Inbox) else served
+    guard = Guard(board)
 
     async def index(request: Request) -> Response:
-        token = request.query_params.get("token")  # the older address, /?token=TOKEN
-        if token is not None and not hmac.compare_digest(token.encode(), inbox.token.encode()):
-            return await guard.refuse()
+        token = request.query_params.get("token")  # the sign-in link, /?token=TOKEN
+        if token is not None:
+            try:
+                reader = await board.sign_in(token)
+            except StoreError as exc:
+                return JSONResponse({"error": str(exc)}, 503)
+            if reader is None:
+                return await guard.refuse()
         return await _page(request)
 
     async def session_info(request: Request, session: Session) -> Response:
@@ -179,15 +276,15 @@ def build_app(inbox: Inbox) -> Starlette:
     async def new_session(request: Request, session: Session) -> Response:
         if session.csrf is not None:
             return JSONResponse({"error": "only the inbox's token makes a session"}, 403)
-        sid = guard.new_session()
-        return JSONResponse({"session": sid, "csrf": guard.sessions[sid]})
+        sid = guard.new_session(session.reader)
+        return JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]})
 
     async def items(request: Request, session: Session) -> Response:
-        return JSONResponse(inbox.state())
+        return JSONResponse(await board.state(session.reader))
 
     async def item(request: Request, session: Session) -> Response:
         try:
-            return JSONResponse(inbox.item_json(inbox.get(request.path_params["id"])))
+            return JSONResponse(await board.get(session.reader, request.path_params["id"]))
         except UnknownItem:
             return JSONResponse({"error": "no such item"}, 404)
 
@@ -204,19 +301,22 @@ def build_app(inbox: Inbox) -> Starlette:
             return JSONResponse({"error": "the answer is nested too deeply to be read"}, 400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        reader, address = session.reader, request.client.host if request.client else None
         try:
-            done = inbox.answer(request.path_params["id"], payload, by=session.by)
+            done = await board.answer(
+                reader, request.path_params["id"], payload, by=session.by, address=address
+            )
         except UnknownItem:
             return JSONResponse({"error": "no such item"}, 404)
         except AlreadyAnswered as exc:
-            answered = inbox.item_json(inbox.get(exc.item_id))
+            answered = await board.get(reader, exc.item_id)
             return JSONResponse({"error": "already answered", "item": answered}, 409)
         except InvalidAnswer as exc:
             return JSONResponse({"problems": {k: body(v) for k, v in exc.problems.items()}}, 422)
-        return JSONResponse({"item": inbox.item_json(done)})
+        return JSONResponse({"item": done})
 
     async def events(request: Request, session: Session) -> Response:
-        return StreamingResponse(_event_stream(inbox), media_type="text/event-stream")
+        return StreamingResponse(_event_stream(board, session.reader), media_type="text/event-stream")
 
     routes = [
         Route("/", guard.public(index)),
@@ -259,17 +359,18 @@ def _read(name: str) -> bytes:
     return files("host_receiver.web").joinpath("static", name).read_bytes()
 
 
-async def _event_stream(inbox: Inbox) -> AsyncIterator[str]:
+async def _event_stream(board: Board, reader: Reader) -> AsyncIterator[str]:
     """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), keep-alive comments,
-    and ``closed`` last when the host stops (the page then stops reconnecting)."""
-    async with inbox.events() as events:
+    and ``closed`` last when the host (or the board) stops (the page then stops reconnecting)."""
+    async with board.events(reader) as events:
         while True:
             with anyio.move_on_after(KEEP_ALIVE) as idle:
                 try:
                     name, data = await events.receive()
                 except anyio.EndOfStream:
-                    if inbox.closed:
-                        yield 'event: closed\ndata: {"reason": "the host has stopped"}\n\n'
+                    if board.stopped is not None:
+                        reason = json.dumps({"reason": board.stopped})
+                        yield f"event: closed\ndata: {reason}\n\n"
                     return
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"
