@@ -13,17 +13,17 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
 import pytest
 
-from host_receiver.store import AuditRow, InboxItem, open_store
+from host_receiver.store import AuditRow, InboxItem, SqlStore, open_store
 from host_receiver.web import _items
 from tests.cli_command import CLI
 from tests.web.conftest import form_view, sampling_view
@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/$")
 #: A safety net for each request and event (seconds), never a measure of speed.
 WAIT_S = 15
+T = TypeVar("T")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -43,10 +44,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-def in_store(url: str, work: Any) -> Any:
+def in_store(url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
     """``await work(store)`` on the store ``url``, from this synchronous test."""
 
-    async def main() -> Any:
+    async def main() -> T:
         async with open_store(url) as store:
             return await work(store)
 
@@ -57,7 +58,7 @@ def add_item(url: str, kind: str = "form", routed_to: tuple[str, ...] = (), host
     """A pending item as a host puts it in: the request JSON of web/_items.py; its id."""
     payload = _items.form(form_view()) if kind == "form" else _items.sampling_request(sampling_view())
 
-    async def add(store: Any) -> InboxItem:
+    async def add(store: SqlStore) -> InboxItem:
         return await store.add_item(
             host=host,
             server_name="notes",
@@ -69,8 +70,7 @@ def add_item(url: str, kind: str = "form", routed_to: tuple[str, ...] = (), host
             routed_to=routed_to,
         )
 
-    item: InboxItem = in_store(url, add)
-    return item.id
+    return in_store(url, add).id
 
 
 @dataclass
@@ -86,10 +86,12 @@ class Fleet:
         return httpx.Client(base_url=self.inboxes[which], headers=headers, timeout=WAIT_S)
 
     def item(self, item_id: str) -> InboxItem:
-        return in_store(self.url, lambda store: store.item(item_id))  # type: ignore[no-any-return]
+        item = in_store(self.url, lambda store: store.item(item_id))
+        assert item is not None
+        return item
 
     def audit(self) -> list[AuditRow]:
-        return in_store(self.url, lambda store: store.audit())  # type: ignore[no-any-return]
+        return in_store(self.url, lambda store: store.audit())
 
 
 @contextmanager
@@ -118,7 +120,7 @@ def inbox_serve(url: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
 
 @pytest.fixture
 def fleet(store_url: str) -> Iterator[Fleet]:
-    async def people(store: Any) -> dict[str, str]:
+    async def people(store: SqlStore) -> dict[str, str]:
         _, ann = await store.add_person("ann", ["ops"])
         _, bob = await store.add_person("bob", ["sales"])
         return {"ann": ann, "bob": bob}
@@ -128,7 +130,7 @@ def fleet(store_url: str) -> Iterator[Fleet]:
         yield Fleet(store_url, (first, second), tokens)
 
 
-def events(client: httpx.Client) -> Iterator[tuple[str, dict[str, Any]]]:
+def events(client: httpx.Client) -> Generator[tuple[str, dict[str, Any]]]:
     """The event stream's events (name, data), keep-alive comments skipped."""
     with client.stream("GET", "/api/events") as response:
         assert response.status_code == 200
