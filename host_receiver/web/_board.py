@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.applications import Starlette
 
@@ -74,6 +75,8 @@ class StoreBoard:
         self.origin: str | None = None
         self.allowed_hosts: set[str] | None = None
         self._listeners: list[_Listener] = []
+        #: Pending items a snapshot showed since the feed's last read (their end is told too).
+        self._shown: set[str] = set()
         self._stopped: str | None = None
 
     @functools.cached_property
@@ -89,8 +92,8 @@ class StoreBoard:
         ``keyfile``) with the change feed running, for the block. OSError when it cannot listen."""
         async with anyio.create_task_group() as group:
             try:
+                await group.start(self._feed)  # its first read before anyone is served
                 async with _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile):
-                    group.start_soon(self._feed)
                     yield self
             finally:
                 group.cancel_scope.cancel()
@@ -147,7 +150,9 @@ class StoreBoard:
                     send.close()
                 else:
                     self._listeners.append(listener)  # before the snapshot is read: nothing is missed
-                    send.send_nowait(("snapshot", await self.state(reader)))
+                    snapshot = await self.state(reader)
+                    self._shown.update(item["id"] for item in snapshot["pending"])
+                    send.send_nowait(("snapshot", snapshot))
                     for event in listener.held or ():
                         self._send(listener, event)
                     listener.held = None
@@ -159,28 +164,33 @@ class StoreBoard:
 
     # --- the change feed -----------------------------------------------------------
 
-    async def _feed(self) -> None:
-        """Read the pending items after each change the store announces; tell the listeners."""
-        known: dict[str, InboxItem] | None = None
-        seen, pause = -1, 0.1
+    async def _feed(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Read the pending items after each change the store announces; tell the listeners what
+        was added, and what ended of the items the last read or a snapshot since showed pending.
+        Started once the first read is done (a store that fails it fails the start)."""
+        seen = await self.store.wait_change(-1)
+        known = {item.id for item in await self.store.pending_items()}
+        task_status.started()
+        pause = 0.1
         while True:
             seen = await self.store.wait_change(seen)
             try:
+                shown, self._shown = self._shown, set()
                 pending = {item.id: item for item in await self.store.pending_items()}
-                if known is not None:
-                    for item_id, item in pending.items():
-                        if item_id not in known:
-                            self._broadcast("added", item)
-                    for item_id in known.keys() - pending.keys():
-                        ended = await self.store.item(item_id)
-                        if ended is not None:
-                            self._broadcast("resolved", ended)
+                for item_id, item in pending.items():
+                    if item_id not in known:
+                        self._broadcast("added", item)
+                for item_id in sorted((known | shown) - pending.keys()):
+                    ended = await self.store.item(item_id)
+                    if ended is not None:
+                        self._broadcast("resolved", ended)
             except StoreError as exc:
+                self._shown |= shown
                 logger.warning("inbox: cannot read the store (%s); again in %.1f s", exc, pause)
                 await anyio.sleep(pause)
                 pause = min(pause * 2, RETRY_MOST)
                 continue
-            known, pause = pending, 0.1
+            known, pause = set(pending), 0.1
 
     def _broadcast(self, name: str, item: InboxItem) -> None:
         shown = item_json(item)
