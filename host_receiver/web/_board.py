@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.applications import Starlette
 
@@ -90,11 +89,15 @@ class StoreBoard:
     ) -> AsyncIterator[StoreBoard]:
         """Serve the page on ``listen`` (``HOST:PORT``, port 0: a free one; TLS with ``certfile`` and
         ``keyfile``) with the change feed running, for the block. OSError when it cannot listen."""
-        async with anyio.create_task_group() as group:
+        seen = await self.store.wait_change(-1)  # the feed's first read, before anyone is served
+        known = {item.id for item in await self.store.pending_items()}
+        async with (
+            _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile),
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(self._feed, seen, known)
             try:
-                await group.start(self._feed)  # its first read before anyone is served
-                async with _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile):
-                    yield self
+                yield self
             finally:
                 group.cancel_scope.cancel()
 
@@ -164,13 +167,10 @@ class StoreBoard:
 
     # --- the change feed -----------------------------------------------------------
 
-    async def _feed(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Read the pending items after each change the store announces; tell the listeners what
-        was added, and what ended of the items the last read or a snapshot since showed pending.
-        Started once the first read is done (a store that fails it fails the start)."""
-        seen = await self.store.wait_change(-1)
-        known = {item.id for item in await self.store.pending_items()}
-        task_status.started()
+    async def _feed(self, seen: int, known: set[str]) -> None:
+        """Read the pending items after each change the store announces after ``seen`` (``known``:
+        those of the read before); tell the listeners what was added, and what ended of the items
+        the last read or a snapshot since showed pending."""
         pause = 0.1
         while True:
             seen = await self.store.wait_change(seen)
