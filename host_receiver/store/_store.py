@@ -316,7 +316,8 @@ class SqlStore:
 
     async def recent_items(self, limit: int, person: Person | None = None) -> list[InboxItem]:
         """The ``limit`` newest items that are not pending any more, newest first; with ``person``,
-        of those routed to them or their teams only."""
+        those routed to them or their teams among the ``10 * limit`` newest (routing is JSON text,
+        filtered here as :meth:`pending_items` filters it)."""
         rows = await self._read(
             f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status <> ? ORDER BY created DESC, id DESC "
             "LIMIT ?",
