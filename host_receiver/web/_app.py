@@ -109,6 +109,11 @@ class Board(Protocol):
         """Who ``token`` is, or None when it is nobody's (constant time)."""
         ...
 
+    async def recheck(self, reader: Reader) -> Reader | None:
+        """Who a session's ``reader`` is now (their teams may have changed), or None when they may
+        no longer sign in (removed)."""
+        ...
+
     async def state(self, reader: Reader) -> dict[str, Any]: ...
     async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
         """The item as the API shows it; UnknownItem when there is none the reader may see."""
@@ -143,6 +148,9 @@ class InboxBoard:
 
     async def sign_in(self, token: str) -> Reader | None:
         return Reader(None) if hmac.compare_digest(token.encode(), self.inbox.token.encode()) else None
+
+    async def recheck(self, reader: Reader) -> Reader | None:
+        return reader
 
     async def state(self, reader: Reader) -> dict[str, Any]:
         return self.inbox.state()
@@ -201,7 +209,13 @@ class Guard:
                 return Session(None, reader)
         sid = request.headers.get(SESSION_HEADER)
         kept = self.sessions.get(sid) if sid is not None else None
-        return Session(*kept) if kept is not None else None
+        if kept is None:
+            return None
+        reader = await self.board.recheck(kept[1])
+        if reader is None:  # removed meanwhile: the session ends
+            self.sessions.pop(sid or "", None)
+            return None
+        return Session(kept[0], reader)
 
     async def refuse(self) -> Response:
         """401, after a pause (one failure at a time): no fast guessing."""

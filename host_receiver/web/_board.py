@@ -6,7 +6,9 @@ for a fleet (docs/fleet.md): several processes may serve one store at once.
 Rules:
 
 - Only people's tokens sign in (:meth:`Store.authenticate`), as the bearer
-  token or through the sign-in link; a person sees and answers only the items
+  token or through the sign-in link; a page session is checked against the
+  store at each request (a person removed is signed out, a changed team
+  applies at once). A person sees and answers only the items
   routed to them or their teams (empty routing: everyone). For anyone else an
   item does not exist: 404 on get and answer, absent from lists and events.
 - An answer is checked against the item's stored request JSON
@@ -116,6 +118,12 @@ class StoreBoard:
 
     async def sign_in(self, token: str) -> Reader | None:
         person = await self.store.authenticate(token)
+        return Reader(person) if person is not None else None
+
+    async def recheck(self, reader: Reader) -> Reader | None:
+        """The session's person as the store has them now; None once removed (``people remove``)."""
+        name = reader.person.name if reader.person is not None else None
+        person = next((p for p in await self.store.people() if p.name == name), None)
         return Reader(person) if person is not None else None
 
     async def state(self, reader: Reader) -> dict[str, Any]:

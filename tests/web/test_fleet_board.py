@@ -68,3 +68,20 @@ async def test_a_persons_event_stream_tells_only_their_items_added_and_answered(
                 assert answered.status_code == 200 and answered.json()["item"]["person"] == "ann"
                 name, resolved = await anext(stream)
                 assert (name, resolved["id"], resolved["outcome"]) == ("resolved", mine, "opened")
+
+
+async def test_a_person_removed_is_signed_out_of_the_page_session_they_made(anyio_backend: str) -> None:
+    async with open_store("memory") as store:
+        _, ann = await store.add_person("ann", ["ops"])
+        board = StoreBoard(store, auth_delay=0.1)
+        async with board.serve("127.0.0.1:0"), httpx.AsyncClient(base_url=board.origin or "") as page:
+            made = await page.post(
+                "/api/session", headers={"Authorization": f"Bearer {ann}", "Origin": board.origin or ""}
+            )
+            session = {"X-Inbox-Session": made.json()["session"]}
+            assert (await page.get("/api/items", headers=session)).status_code == 200
+            assert await store.remove_person("ann")
+            assert (await page.get("/api/items", headers=session)).status_code == 401
+            assert (
+                await page.get("/api/items", headers={"Authorization": f"Bearer {ann}"})
+            ).status_code == 401
