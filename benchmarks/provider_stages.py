@@ -1,6 +1,6 @@
 """Where one OpenAI provider call spends its CPU, stage by stage (issue 17, target 3).
 
-``.venv/bin/python -m benchmarks.provider_stages [--calls N] [--bursts B] [--loops L] [--quick]``
+``.venv/bin/python -m benchmarks.provider_stages [--calls N] [--bursts B] [--loops L] [--quick] [--vendors]``
 
 Three parts, each printed as a table (CPU time of this process, so the fake
 server's own work, in its own process, does not count):
@@ -10,6 +10,9 @@ server's own work, in its own process, does not count):
    building, httpx's ``send`` on a transport that answers at once, the reading of
    a JSON reply and of an event stream, and whole provider calls on that
    transport (plain and streamed). A call on a socket costs these plus the transport.
+   With ``--vendors``, the same for the Anthropic and Gemini backends: the Gemini
+   SDK's request conversion (with ``Content`` models and with dicts) and reply
+   parsing, and a whole plain call of each (issue 39).
 2. **The provider on loopback**: ``--calls`` concurrent ``OpenAIProvider.sample``
    calls against ``tests/fake_openai.py`` (1 s delay, its own process), ``--bursts``
    times, for each HTTP transport (``lean``, ``httpx``) and both call kinds; wall
@@ -240,6 +243,79 @@ async def stages(loops: int) -> list[Row]:
     return [Row(name, [f"{us:,.0f}"]) for name, us in measured]
 
 
+# --- part 1b: the vendor backends in a tight loop (issue 39) ---------------------------------
+
+
+def vendor_answer(vendor: str) -> bytes:
+    """What ``vendor``'s fake answers to a plain call (tests/fake_anthropic.py, tests/fake_gemini.py)."""
+    from tests.fake_openai import Completion
+
+    if vendor == "anthropic":
+        from tests.fake_anthropic import AnthropicWire
+
+        return json.dumps(AnthropicWire([]).reply_body(Completion(), "fake-model", 1)).encode()
+    from tests.fake_gemini import GeminiWire
+
+    return json.dumps(GeminiWire([]).reply_body(Completion(), "fake-model", 1)).encode()
+
+
+async def vendor_stages(loops: int) -> list[Row]:
+    """The Gemini SDK's own stages, and a whole plain call of each vendor backend on a transport
+    that answers at once (µs of CPU per call)."""
+    from google.genai import models, types
+
+    from providers import AnthropicProvider, GeminiProvider
+    from providers.backends._gemini_wire import GeminiReply, build_config, build_contents, read_json
+
+    url = "http://127.0.0.1:9"
+    anthropic = AnthropicProvider("fake", [MODEL], api_key="k", base_url=url, max_retries=0)
+    bridge: Any = anthropic._client._client._transport  # the httpx2 bridge over the call transport
+    bridge._transport.inner = answering(vendor_answer("anthropic"))
+    gemini = GeminiProvider("fake", [MODEL], api_key="k", base_url=url, max_retries=0)
+    calls = gemini._http._transport
+    assert isinstance(calls, CallTransport)
+    calls.inner = answering(vendor_answer("gemini"))
+    api = gemini._client._api_client
+    contents, config = build_contents(PARAMS), build_config(PARAMS)
+    as_dicts = [content.model_dump(exclude_unset=True) for content in contents]
+    raw = vendor_answer("gemini")
+    reply = orjson.loads(raw)
+
+    def converting(given: object) -> Callable[[], object]:
+        def run() -> object:
+            parameters = types._GenerateContentParameters(model=MODEL.id, contents=given, config=config)
+            return models._GenerateContentParameters_to_mldev(api, parameters, None, parameters)
+
+        return run
+
+    def parsing() -> object:
+        converted = models._GenerateContentResponse_from_mldev(dict(reply), None, None)
+        return types.GenerateContentResponse._from_response(response=converted, kwargs={})
+
+    async def sample(provider: Any) -> None:
+        await provider.sample(PARAMS, MODEL)
+
+    measured = [
+        ("gemini: our mapping (build_contents, build_config)", cpu_per_call(loops, lambda: (build_contents(PARAMS), build_config(PARAMS)))),  # noqa: E501
+        ("gemini: the SDK's request conversion, Content models", cpu_per_call(loops, converting(contents))),
+        ("gemini: the same, contents as dicts (kept)", cpu_per_call(loops, converting(as_dicts))),
+        ("gemini: the SDK's parsing of a reply into its types", cpu_per_call(loops, parsing)),
+        ("gemini: reading the raw reply with orjson (kept)", cpu_per_call(loops, lambda: read_json(GeminiReply(), orjson.loads(raw)))),  # noqa: E501
+        ("gemini: provider.sample, plain, transport answering at once", await async_cpu_per_call(loops, lambda: sample(gemini))),  # noqa: E501
+        ("anthropic: provider.sample, plain, same", await async_cpu_per_call(loops, lambda: sample(anthropic))),  # noqa: E501
+    ]  # fmt: skip
+    await gemini.aclose()
+    await anthropic.aclose()
+    return [Row(name, [f"{us:,.0f}"]) for name, us in measured]
+
+
+def answering(body: bytes) -> httpx.MockTransport:
+    """A transport that answers every request with ``body`` (JSON) at once."""
+    return httpx.MockTransport(
+        lambda request: httpx.Response(200, headers={"content-type": "application/json"}, stream=Body(body))
+    )
+
+
 # --- part 2: the provider on loopback ------------------------------------------------------------
 
 
@@ -334,6 +410,10 @@ async def main_async(args: argparse.Namespace) -> None:
             "Stages, one call at a time, no network", ["stage", "µs CPU per call"], await stages(args.loops)
         )
     )
+    if args.vendors:
+        rows = await vendor_stages(args.loops)
+        title = "The vendor backends, one call at a time, no network"
+        print(table(title, ["stage", "µs CPU per call"], rows))
     loopback = await on_loopback(args.calls, args.bursts, args.transports)
     header = ["calls", "1st burst: wall s", "1st burst: CPU ms per call", "later bursts: wall s / CPU ms"]
     print(table(f"{args.calls:,} concurrent calls on loopback, 1 s provider", header, loopback))
@@ -356,6 +436,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--loops", type=int, default=2000, help="calls per tight-loop stage")
     parser.add_argument("--transports", type=pools, default=["lean"], help="lean,httpx")
     parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument(
+        "--vendors", action="store_true", help="also the Anthropic and Gemini backends' stages (tight loop)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.calls, args.bursts, args.loops = 50, 1, 100

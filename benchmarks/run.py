@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
+from benchmarks.compare import run_compare
 from benchmarks.mrtr import TRANSPORTS as MRTR_TRANSPORTS
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
@@ -67,6 +68,8 @@ BENCH = ROOT / "benchmarks"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PEERS = ROOT / ".peers"
 RECEIVERS = ("cli", "embedded", "echo", "ts", "py")
+#: The slow scenario's extra CLI runs (``--backends``): httpx's own pool, then each vendor's backend.
+SLOW_BACKENDS = ("httpx", *VENDORS)
 #: The CLI without the OpenTelemetry API importable (as without the otel extra), and with the SDK
 #: exporting in batches to a loopback endpoint: the latency scenario runs both beside ``cli``
 #: (the API installed, no SDK), for docs/observability.md's cost figures.
@@ -75,6 +78,12 @@ CLI_OTEL_SDK = "cli+otel-sdk"
 OTEL_RUNS = (CLI_NO_OTEL, CLI_OTEL_SDK)
 WITHOUT_OTEL = (
     "import sys; sys.modules['opentelemetry'] = None; from host_receiver.cli import main; main(sys.argv[1:])"
+)
+#: ``--profile DIR``: the CLI under cProfile, its stats written to ``stats`` when it exits.
+PROFILED = (
+    "import cProfile, sys\nfrom host_receiver.cli import main\nprofile = cProfile.Profile()\n"
+    "profile.enable()\ntry:\n    main(sys.argv[1:])\nfinally:\n    profile.disable()\n"
+    "    profile.dump_stats({stats!r})\n"
 )
 
 
@@ -235,6 +244,8 @@ class Context:
     provider: str
     #: The loopback OTLP/HTTP endpoint the CLI exports to in the ``cli+otel-sdk`` run.
     otlp_url: str = ""
+    #: With ``--profile DIR``: the CLI runs under cProfile and writes its stats there.
+    profile_dir: Path | None = None
 
 
 def requestor_command(ctx: Context, out: Path, probe: Path | None) -> list[str]:
@@ -264,6 +275,9 @@ def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path
         host = [str(ROOT / ".venv" / "bin" / "host-receiver")]
         if receiver == CLI_NO_OTEL:
             host = [str(VENV_PYTHON), "-c", WITHOUT_OTEL]
+        elif receiver == "cli" and ctx.profile_dir is not None:
+            stats = ctx.profile_dir / f"{ctx.scenario.name}-cli-{ctx.provider}.prof"
+            host = [str(VENV_PYTHON), "-c", PROFILED.format(stats=str(stats))]
         limits = ["--max-active-tasks", "5000", "--max-stored-tasks", "250000"]  # as embedded.py
         return [
             *host,
@@ -510,6 +524,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 config, fake, fake_url = await with_fake_openai(scenario.delay, workdir)
                 provider = "fake"
             ctx = Context(scenario, "smoke" if args.smoke else "full", workdir, config, provider, otlp_url)
+            ctx.profile_dir = args.profile
             jobs = [(r, False) for r in args.receivers]
             if scenario.name == "latency" and "cli" in args.receivers:
                 jobs += [(run, False) for run in OTEL_RUNS]  # interleaved with the others' rounds
@@ -521,12 +536,12 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 else:
                     runs = await run_jobs(jobs, ctx, concurrently=args.smoke)
                 if scenario.name == "slow" and fake is not None:
-                    if "cli" in args.receivers:
+                    if "cli" in args.receivers and "httpx" in args.backends:
                         on_httpx = replace(ctx, provider="fake-httpx")
                         runs[CLI_HTTPX] = await run_one("cli", on_httpx, label=CLI_HTTPX)
                     runs[PROVIDER_FLOOR] = await provider_floor(fake_url, SIZES[ctx.size].slow_tasks)
                     if "cli" in args.receivers:
-                        runs |= await vendor_runs(ctx)
+                        runs |= await vendor_runs(ctx, [v for v in VENDORS if v in args.backends])
             finally:
                 if fake is not None:
                     await stop(fake)
@@ -534,10 +549,10 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return results
 
 
-async def vendor_runs(ctx: Context) -> dict[str, Any]:
-    """The CLI on each vendor backend against that vendor's fake, and that fake's floor."""
+async def vendor_runs(ctx: Context, vendors: Sequence[str]) -> dict[str, Any]:
+    """The CLI on each of ``vendors``' backends against that vendor's fake, and that fake's floor."""
     runs: dict[str, Any] = {}
-    for vendor in VENDORS:
+    for vendor in vendors:
         config, fake, url = await with_fake_vendor(vendor, ctx.scenario.delay, ctx.workdir)
         try:
             on_vendor = replace(ctx, config=config, provider=f"fake-{vendor}")
@@ -607,6 +622,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="comma list: the mrtr scenario's servers and transports (stdio, http: the mcp 2.3.0 server; "
         "ts2-sse, ts2-json: the TypeScript SDK v2 server answering SSE or JSON)",
     )
+    parser.add_argument(
+        "--backends",
+        type=lambda s: s.split(","),
+        default=list(SLOW_BACKENDS),
+        help="comma list: the slow scenario's extra CLI runs (httpx: httpx's own pool; anthropic, gemini: "
+        "those backends against their fakes)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="run the CLI receiver under cProfile; its stats go to DIR/SCENARIO-cli-PROVIDER.prof "
+        "(the last round's; CPU figures of such a run are the profiler's, not the receiver's)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
     parser.add_argument(
@@ -615,7 +644,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="interleaved runs of the latency and scale scenarios, reported as medians "
         "(default: 3, or 1 with --smoke)",
     )
+    parser.add_argument(
+        "--compare",
+        metavar="COMMIT",
+        help="run the chosen scenarios on COMMIT and on the working tree in alternating runs and "
+        "print each figure's medians, their ratio and its noise (benchmarks/compare.py)",
+    )
+    parser.add_argument("--compare-runs", type=int, default=5, help="runs of each side with --compare (5)")
     args = parser.parse_args(argv)
+    if args.profile is not None:
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
+    if args.compare is not None:
+        if args.compare_runs < 1:
+            parser.error("--compare-runs must be at least 1")
+        if args.json or args.rounds is not None or args.profile:
+            parser.error("--compare runs each side once per run: it takes no --json, --rounds or --profile")
+        options = [*(["--smoke"] if args.smoke else []), "--receivers", ",".join(args.receivers)]
+        options += ["--mrtr-transports", ",".join(args.mrtr_transports)]
+        if args.backends != list(SLOW_BACKENDS):  # older commits lack the option
+            options += ["--backends", ",".join(args.backends)]
+        options += ["--scenarios", ",".join(args.scenarios)] if args.scenarios else []
+        print(run_compare(args.compare, args.compare_runs, options))
+        return
     if args.rounds is None:
         args.rounds = 1 if args.smoke else 3
     if args.rounds < 1:
@@ -623,6 +674,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = set(args.receivers) - set(RECEIVERS)
     if unknown:
         parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
+    unknown = set(args.backends) - set(SLOW_BACKENDS)
+    if unknown:
+        parser.error(f"unknown backends: {', '.join(sorted(unknown))}")
     unknown = set(args.mrtr_transports) - set(MRTR_TRANSPORTS)
     if unknown:
         parser.error(f"unknown mrtr transports: {', '.join(sorted(unknown))}")

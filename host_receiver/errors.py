@@ -13,7 +13,8 @@ The tree::
     HostReceiverError
     ├── RpcError                      a JSON-RPC error: code, message, data
     │   ├── InvalidMessage            a frame that is no valid JSON-RPC message for MCP
-    │   └── InputRequestFailed        a server's input request could not be fulfilled
+    │   ├── InputRequestFailed        a server's input request could not be fulfilled
+    │   └── UrlElicitationRequired    the links a request needs (-32042) were not completed
     ├── ConnectionClosed              the session ended before the response came
     ├── TransportError                the connection to the peer failed
     │   ├── SessionExpired            the HTTP server no longer knows the MCP session (404)
@@ -44,6 +45,9 @@ The tree::
     │   ├── InvalidStoreUrl (ValueError)  a --store URL of none of the known forms
     │   ├── StoreTooNew               the store's schema is newer than this code
     │   └── StoreUnreachable          the store's database could not be reached
+
+    ├── ChannelError (ValueError)     a notification channel cannot be set up (URL, secret, extra)
+    ├── DeliveryFailed                a notification was not delivered (this attempt)
     └── ProviderError                 a sampling or configuration failure of the LLM side
         ├── NoSuitableModel           no configured model may serve the request
         ├── UnsupportedRequest        the request cannot be served as sent (-32602)
@@ -78,8 +82,10 @@ __all__ = [
     "AuthError",
     "AuthorizationDenied",
     "BadResult",
+    "ChannelError",
     "ConfigError",
     "ConnectionClosed",
+    "DeliveryFailed",
     "DiscoveryError",
     "HostReceiverError",
     "HttpStatusError",
@@ -115,6 +121,7 @@ __all__ = [
     "UnsafeFile",
     "UnsupportedProtocolVersion",
     "UnsupportedRequest",
+    "UrlElicitationRequired",
     "invalid_params",
     "method_not_found",
     "user_rejected",
@@ -228,6 +235,23 @@ class InputRequestFailed(RpcError):
         shown = f"input request '{safe_id(key)}' ({method}) failed: {safe_text(error.message, _QUOTED_ERROR)}"
         super().__init__(error.code, shown, error.data)
         self.key = key
+        self.method = method
+
+
+class UrlElicitationRequired(RpcError):
+    """A request the server answered with -32042 (``URLElicitationRequiredError``) ends: a link it
+    needs was declined, not completed in time, could not be offered, or the retry was refused
+    again. ``code`` is -32042 and ``data`` the server's; ``urls`` are the links as the server sent
+    them (raw: show them through :func:`~host_receiver.sanitize.safe_text`); the message names
+    them escaped, with ``why``.
+    """
+
+    def __init__(self, server: str, method: str, why: str, urls: list[str], data: Any = None) -> None:
+        links = ", ".join(safe_text(url, _QUOTED_ERROR) for url in urls) or "(none)"
+        many = "links" if len(urls) > 1 else "link"
+        shown = f"{safe_text(server)} needs the {many} {links} completed before {method}: {why}"
+        super().__init__(URL_ELICITATION_REQUIRED, shown, data)
+        self.urls = tuple(urls)
         self.method = method
 
 
@@ -406,6 +430,22 @@ class StoreTooNew(StoreError):
 
 class StoreUnreachable(StoreError):
     """The store's database could not be reached (the message never holds a password)."""
+
+
+class ChannelError(HostReceiverError, ValueError):
+    """A notification channel cannot be set up: its URL, the webhook secret, or the notify extra.
+
+    The message never holds the channel's URL (it holds secrets), only its redacted form.
+    """
+
+
+class DeliveryFailed(HostReceiverError):
+    """One attempt to deliver a notification failed; ``retry``: whether another attempt may succeed
+    (5xx, a timeout, a refused connection) or not (another 4xx)."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 # --- the LLM side (providers) --------------------------------------------

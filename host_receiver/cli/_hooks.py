@@ -36,8 +36,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
+from host_receiver.cli._notify import add_notify_options, build_notifier, notify_problem
 from host_receiver.errors import RpcError
 from host_receiver.handlers import ElicitationService, SamplingService
+from host_receiver.notify import Duration, parse_timeout
 from host_receiver.people.approval import (
     AutoApprove,
     DeclineAll,
@@ -113,12 +115,14 @@ def add_hook_options(
     )
     inbox.add_argument(
         "--inbox-timeout",
-        type=positive_seconds,
-        default=600.0,
-        metavar="SECONDS",
-        help="how long a request waits for an answer in the inbox before it is refused or cancelled "
-        "(default: 600)",
+        type=_timeout,
+        default=Duration(600.0, "600s"),
+        metavar="DURATION|never",
+        help="how long a request waits for an answer in the inbox before it expires (sampling is "
+        "refused, a form or link cancelled, the server told it expired): seconds, or 90s, 10m, 2h; "
+        "'never': it waits until answered (default: 600)",
     )
+    add_notify_options(inbox)
     inbox.add_argument("--inbox-cert", metavar="FILE", help="serve the inbox over TLS with this certificate")
     inbox.add_argument("--inbox-key", metavar="FILE", help="the private key of --inbox-cert")
 
@@ -128,6 +132,13 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is not a whole number, 0 or more")
     return value
+
+
+def _timeout(text: str) -> Duration | None:
+    try:
+        return parse_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_seconds(text: str) -> float:
@@ -164,12 +175,17 @@ def resolve_hooks(args: argparse.Namespace, *, approve: str = "deny", elicit: st
         )
     if uses_inbox(args):
         return _inbox_problem(args)
+    if getattr(args, "notify", None) or getattr(args, "escalate_to", None):
+        return "--notify and --escalate-to are for the web inbox: add --approve web or --elicit web"
     return None
 
 
 def _inbox_problem(args: argparse.Namespace) -> str | None:
     if any(importlib.util.find_spec(m) is None for m in ("starlette", "hypercorn")):
         return "'web' needs the web extra: pip install 'host-receiver[web]'"
+    problem = notify_problem(args)
+    if problem is not None:
+        return problem
     if (args.inbox_cert is None) != (args.inbox_key is None):
         return "--inbox-cert and --inbox-key go together"
     from host_receiver.web._serve import parse_listen
@@ -201,8 +217,19 @@ async def open_inbox(args: argparse.Namespace) -> AsyncIterator[WebInbox | None]
         return
     from host_receiver.web import WebInbox
 
-    inbox = WebInbox(timeout=args.inbox_timeout)
+    notifier = build_notifier(args)
+    inbox = WebInbox(
+        timeout=args.inbox_timeout,
+        notifier=notifier,
+        notify_content=args.notify_content,
+        remind_every=args.remind_every.seconds if args.remind_every else None,
+        escalate_after=args.escalate_after.seconds if args.escalate_after else None,
+        signed_links=args.notify_links == "signed",
+        link_ttl=args.link_ttl.seconds,
+    )
     async with AsyncExitStack() as stack:
+        if notifier is not None:
+            await stack.enter_async_context(notifier)
         try:
             await stack.enter_async_context(
                 inbox.serve(args.inbox_listen, certfile=args.inbox_cert, keyfile=args.inbox_key)

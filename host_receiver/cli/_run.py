@@ -63,6 +63,7 @@ from host_receiver.errors import ProviderError
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.sanitize import safe_logger
+from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport
 from providers import build_registry
 
@@ -174,7 +175,7 @@ async def serve(
         try:
             code = await body(server)
             if code == EXIT_FAILURE and server.closed:  # the server went away: its last words may say why
-                print_stderr_tail(target.name, target.transport)
+                print_stderr_tail(server.name, target.transport)
             return code
         finally:
             await server.close()
@@ -204,8 +205,22 @@ async def _connect(host: Host, target: Target, describe: Describe) -> ServerConn
     finally:
         if stdio is not None:
             stdio.stderr_level = level
+    if not target.named:
+        call_by_own_name(server, target.transport)
     describe(server)
     return server
+
+
+def call_by_own_name(server: ServerConnection, transport: Transport) -> None:
+    """From now on, stderr names ``server`` as its cards do: by its own title (or name), not by its
+    command's file name or its URL. The lines are escaped where they are written."""
+    info = server.server_info
+    own = info.title or info.name
+    if not own.strip():
+        return
+    server.session.rename(own)
+    if isinstance(transport, StdioTransport):
+        transport.name = own
 
 
 async def _serve_until_closed(host: Host, target: Target, describe: Describe) -> int:
@@ -217,7 +232,8 @@ async def _serve_until_closed(host: Host, target: Target, describe: Describe) ->
 
             async def stop_on_signal() -> None:
                 async for _ in signals:
-                    logger.info("interrupted: closing the connection to %s", target.name)
+                    named = connected[0].name if connected else target.name
+                    logger.info("interrupted: closing the connection to %s", named)
                     for server in connected:
                         await server.close()
                     group.cancel_scope.cancel()

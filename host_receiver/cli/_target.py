@@ -45,6 +45,9 @@ class Target:
     identity: str
     #: Where it runs, as the terminal's screens show it in small print: its command line or URL.
     where: str
+    #: Whether the person named it (``--name``, ``--server``); else ``name`` is its command's file
+    #: name or its URL until it is connected, and then the server's own title or name.
+    named: bool = False
 
 
 def json_object(text: str) -> dict[str, Any] | str:
@@ -108,7 +111,8 @@ def prepare(args: argparse.Namespace) -> Target | int:
         except AuthOptionsError as exc:
             return usage_error(args, str(exc))
         name = default_name or url
-        return Target(HttpTransport(url, headers=headers, auth=auth), name, http_identity(url), url)
+        http = HttpTransport(url, headers=headers, auth=auth)
+        return Target(http, name, http_identity(url), url, named=bool(default_name))
     if args.header:
         return usage_error(
             args,
@@ -125,4 +129,5 @@ def prepare(args: argparse.Namespace) -> Target | int:
     name = default_name or server_name(command)
     env = {**entry.env, **environment}
     transport = StdioTransport(command[0], command[1:], env=env, cwd=entry.cwd, name=name)
-    return Target(transport, name, stdio_identity(command, entry.cwd), shlex.join(command))
+    identity = stdio_identity(command, entry.cwd)
+    return Target(transport, name, identity, shlex.join(command), named=bool(default_name))

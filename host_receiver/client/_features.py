@@ -9,7 +9,9 @@ a prompt or reads a resource, answering a modern server's input rounds
 (:mod:`host_receiver.protocol.results`; one that breaks the schema is a
 :class:`BadResult` naming the field). On HTTP, a -32020 answer to
 ``tools/call`` makes it list the tools again and send the call once more;
-a call of a tool left out is refused (:class:`InvalidToolHeaders`).
+a call of a tool left out is refused (:class:`InvalidToolHeaders`). A -32042
+answer (``URLElicitationRequiredError``) offers its links to the person and,
+once they are done, sends the request once more (:mod:`._links`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,18 @@ import anyio
 
 from host_receiver.client._inbound import InboundRouting
 from host_receiver.client._input_rounds import with_input_rounds
+from host_receiver.client._links import complete_links, required_links
 from host_receiver.client._sending import ROUND_METHODS, EraSending
 from host_receiver.client.remote_tasks._calls import RemoteTaskCalls
 from host_receiver.client.remote_tasks._handle import TaskHandle
 from host_receiver.client.remote_tasks._polls import TaskObserver
-from host_receiver.errors import BadResult, ProtocolError, RpcError
+from host_receiver.errors import (
+    URL_ELICITATION_REQUIRED,
+    BadResult,
+    ProtocolError,
+    RpcError,
+    UrlElicitationRequired,
+)
 from host_receiver.protocol.modern import HEADER_MISMATCH, RemoteTask, result_type
 from host_receiver.protocol.results import (
     CallToolResult,
@@ -140,7 +149,7 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
             await self.tool_definition(name, timeout=timeout)
             self._mirror.check_callable(name, self.name)
         try:
-            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_links("tools/call", params, timeout, on_progress, on_task)
         except RpcError as exc:
             if exc.code != HEADER_MISMATCH or self.era is Era.LEGACY:
                 raise
@@ -148,7 +157,7 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
             await self.list_tools(timeout=timeout)
             if self._mirror is not None:
                 self._mirror.check_callable(name, self.name)
-            result = await self._with_rounds("tools/call", params, timeout, on_progress, on_task)
+            result = await self._with_links("tools/call", params, timeout, on_progress, on_task)
         return parse_result(CallToolResult, "tools/call", result, server=self.name)
 
     @asynccontextmanager
@@ -207,7 +216,7 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        result = await self._with_rounds("prompts/get", params, timeout, on_progress, None)
+        result = await self._with_links("prompts/get", params, timeout, on_progress, None)
         return parse_result(GetPromptResult, "prompts/get", result, server=self.name)
 
     async def read_resource(
@@ -217,8 +226,44 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
 
         ``on_progress`` as for :meth:`call_tool`.
         """
-        result = await self._with_rounds("resources/read", {"uri": uri}, timeout, on_progress, None)
+        result = await self._with_links("resources/read", {"uri": uri}, timeout, on_progress, None)
         return parse_result(ReadResourceResult, "resources/read", result, server=self.name)
+
+    async def _with_links(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        on_task: TaskObserver | None,
+    ) -> dict[str, Any]:
+        """:meth:`_with_rounds`, and once more after the links a -32042 answer needs (:mod:`._links`)."""
+        try:
+            return await self._with_rounds(method, params, timeout, on_progress, on_task)
+        except RpcError as exc:
+            if exc.code != URL_ELICITATION_REQUIRED or isinstance(exc, UrlElicitationRequired):
+                raise
+            links = required_links(exc, self.name, method)
+        logger.info("%s needs %d link(s) completed before %s", self.name, len(links), method)
+        serving = self._serving
+        await complete_links(
+            links,
+            server=self.name,
+            method=method,
+            fulfil=self._fulfil,
+            ask_done=getattr(serving, "link_done", None),
+            listen=getattr(serving, "on_elicitation_complete", None),
+            wait=self._options.url_elicitation_wait,
+        )
+        try:
+            return await self._with_rounds(method, params, timeout, on_progress, on_task)
+        except RpcError as exc:
+            if exc.code != URL_ELICITATION_REQUIRED or isinstance(exc, UrlElicitationRequired):
+                raise
+            urls = [link.url for link in links]
+            raise UrlElicitationRequired(
+                self.name, method, "it asked for them again after they were completed", urls, exc.data
+            ) from None
 
     async def _with_rounds(
         self,

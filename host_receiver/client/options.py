@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_DISCOVER_TIMEOUT",
     "DEFAULT_INIT_TIMEOUT",
     "DEFAULT_MAX_INPUT_ROUNDS",
+    "URL_ELICITATION_WAIT",
     "ConnectionOptions",
     "default_client_info",
     "options_from_keywords",
@@ -48,6 +49,9 @@ DEFAULT_MAX_INPUT_ROUNDS = 10
 DEFAULT_DISCOVER_TIMEOUT = 10.0
 #: Seconds the agreement may take in all.
 DEFAULT_INIT_TIMEOUT = 60.0
+#: Seconds a request waits, after the person opened a link it needs (-32042), for their Done or
+#: the server's ``notifications/elicitation/complete`` (docs/limits.md).
+URL_ELICITATION_WAIT = 600.0
 
 
 def default_client_info() -> Implementation:
@@ -75,6 +79,8 @@ class ConnectionOptions:
     ``task_store`` keeps the servers' tasks the connection follows until they
     end, so that they can be resumed after a restart (None: in memory only;
     :mod:`host_receiver.client.remote_tasks.store`).
+    ``url_elicitation_wait`` bounds the wait for a link a request needs
+    (-32042), once opened, to be done (:mod:`host_receiver.client._links`).
     """
 
     protocol: str = AUTO
@@ -85,6 +91,7 @@ class ConnectionOptions:
     init_timeout: float | None = DEFAULT_INIT_TIMEOUT
     telemetry: Telemetry | None = None
     task_store: RemoteTaskStore | None = None
+    url_elicitation_wait: float = URL_ELICITATION_WAIT
 
     def __post_init__(self) -> None:
         if self.protocol != AUTO and self.protocol not in (*LEGACY_VERSIONS, *MODERN_VERSIONS):
@@ -92,6 +99,8 @@ class ConnectionOptions:
             raise ValueError(f"unknown protocol choice {self.protocol!r} (one of {known})")
         if self.max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
+        if not self.url_elicitation_wait > 0:
+            raise ValueError("url_elicitation_wait must be more than 0 seconds")
 
 
 _NAMES = frozenset(f.name for f in fields(ConnectionOptions))

@@ -5,7 +5,9 @@ invalid answer until it is valid (or the person gives up); a URL is shown
 with its domain and warnings and opened in the system browser only after
 consent, never fetched by the host; when no browser can be started (the
 opener returns False) a warning says so, and a UI with a ``link_not_opened(view)``
-method (the terminal's) is told, to show the URL to copy. At most ``max_waiting`` forms and links
+method (the terminal's) is told, to show the URL to copy; an opener that returns
+None opens nothing itself (the web inbox: the person's page opens the link), and
+the log says so. At most ``max_waiting`` forms and links
 of one server wait for a person at once; one more is refused at once with
 -32600 saying so (an automatic policy asks nobody and is not counted).
 While the person is asked, the task's ``statusMessage`` says so.
@@ -24,6 +26,7 @@ from host_receiver.people.approval import (
     DEFAULT_MAX_WAITING,
     ElicitationUI,
     FormView,
+    LinkDone,
     UrlView,
     asks_person,
     too_many_waiting,
@@ -33,6 +36,7 @@ from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import (
     ElicitRequestFormParams,
     ElicitRequestParams,
+    ElicitRequestURLParams,
     ElicitResult,
 )
 from host_receiver.receiver.work import ElicitationWork, WorkContext
@@ -47,6 +51,10 @@ logger = safe_logger("host_receiver.handlers")
 _ANSWERED = {"accept": "approved", "decline": "declined", "cancel": "cancelled"}
 
 
+#: Opens a URL: False when nothing could be, None when it is not the host's to open (the person's page).
+Opener = Callable[[str], bool | None]
+
+
 def open_in_browser(url: str) -> bool:
     """Open ``url`` in the system browser; False when none could be started."""
     return webbrowser.open(url, new=2)
@@ -59,7 +67,7 @@ class ElicitationService:
         self,
         ui: ElicitationUI,
         *,
-        opener: Callable[[str], bool] = open_in_browser,
+        opener: Opener = open_in_browser,
         max_attempts: int = 5,
         max_waiting: int | None = DEFAULT_MAX_WAITING,
     ) -> None:
@@ -114,9 +122,31 @@ class ElicitationService:
                 shown = getattr(self.ui, "link_not_opened", None)
                 if shown is not None:
                     await shown(view)
+            elif opened is None:
+                logger.info(
+                    "the person accepted the link %s asked to open; the host opens nothing (their page does)",
+                    context.requestor_name,
+                )
             else:
                 logger.info("opened the link %s asked to open in the browser", context.requestor_name)
         return ElicitResult(action=answer)
+
+    async def link_done(self, params: ElicitRequestURLParams, server: str) -> LinkDone | None:
+        """Ask the person to say when they are done at a link a request of ``server`` needs (opened
+        after consent); None at once when the UI has no ``link_done`` hook (or is automatic)."""
+        ask = getattr(self.ui, "link_done", None)
+        if ask is None or not asks_person(self.ui):
+            return None
+        view = UrlView(
+            server=server,
+            task_id=None,
+            message=params.message,
+            url=params.url,
+            elicitation_id=params.elicitation_id,
+            warnings=url_warnings(params.url, params.message),
+        )
+        said: LinkDone = await ask(view)
+        return said
 
     async def _form(self, params: ElicitRequestFormParams, context: WorkContext) -> ElicitResult:
         schema = parse_form_schema(params.requested_schema)

@@ -245,13 +245,30 @@ class UrlView:
 
 UrlAnswer = Literal["accept", "decline", "cancel"]
 
+#: A person's word on a link a request needs, once opened: done there, or given up.
+LinkDone = Literal["done", "cancel"]
+
 
 class ElicitationUI(Protocol):
-    """The person (or a policy) who answers elicitation requests."""
+    """The person (or a policy) who answers elicitation requests.
+
+    A UI may also have ``async def link_done(self, view: UrlView) -> LinkDone``
+    (:class:`LinkDoneUI`): after the person opened a link a request needs
+    (the server's -32042 ``URLElicitationRequiredError``), it asks them to say
+    when they are done there (``"done"``) or give up (``"cancel"``). It is
+    cancelled (and must close its prompt) when the server says the link is
+    complete first. Without it the host waits for the server's word only.
+    """
 
     async def fill_form(self, view: FormView) -> ElicitResult: ...
 
     async def consent_url(self, view: UrlView) -> UrlAnswer: ...
+
+
+class LinkDoneUI(Protocol):
+    """The optional hook of an :class:`ElicitationUI`: the person says they are done at a link."""
+
+    async def link_done(self, view: UrlView) -> LinkDone: ...
 
 
 class FillDefaults:

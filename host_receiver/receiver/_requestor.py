@@ -24,6 +24,8 @@ Rules:
   this same routing, never as a task.
 - ``notifications/elicitation/complete`` calls the listeners of its
   ``elicitationId``; other notifications are ignored, as JSON-RPC says.
+- :meth:`Requestor.link_done` asks the elicitation handler's person (when it
+  has a ``link_done`` hook) to say when they are done at a link a request needs.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel
 
-from host_receiver.errors import RpcError, method_not_found
+from host_receiver.errors import RpcError, invalid_params, method_not_found
 from host_receiver.peer import Peer
 from host_receiver.protocol.elicitation_rules import check_request as check_elicitation
 from host_receiver.protocol.jsonrpc import Request
@@ -43,6 +45,7 @@ from host_receiver.protocol.sampling_rules import check_request as check_samplin
 from host_receiver.protocol.types import (
     CreateMessageRequestParams,
     ElicitationCompleteParams,
+    ElicitRequestURLParams,
     ListTasksParams,
     RequestParams,
     dump,
@@ -142,6 +145,22 @@ class Requestor:
                 return
             for listener in self._elicitation_listeners.pop(done.elicitation_id, []):
                 listener()
+
+    async def link_done(self, params: dict[str, Any]) -> str | None:
+        """Ask the person whether they are done at the URL elicitation ``params`` (opened after
+        their consent, for a request that needs it): ``"done"`` or ``"cancel"``; None at once when
+        the elicitation handler cannot ask (no ``link_done``: wait for the server's word)."""
+        ask = getattr(self.offer.elicitation, "link_done", None)
+        if ask is None:
+            inner = getattr(self.offer.elicitation, "inner", None)  # a wrapped handler (the web inbox's)
+            ask = getattr(inner, "link_done", None)
+        if ask is None:
+            return None
+        elicit = parse_elicitation(params)
+        if not isinstance(elicit, ElicitRequestURLParams):
+            raise invalid_params("link_done takes a URL-mode elicitation")
+        said: str | None = await ask(elicit, self.name)
+        return said
 
     def on_elicitation_complete(
         self, elicitation_id: str, listener: Callable[[], None]

@@ -130,16 +130,21 @@ async def stop_process(process: Process, name: str, grace: float, stderr_done: a
 
 
 async def forward_stderr(
-    stderr: ByteReceiveStream, name: str, level: Callable[[], int], done: anyio.Event, tail: deque[str]
+    stderr: ByteReceiveStream,
+    name: str | Callable[[], str],
+    level: Callable[[], int],
+    done: anyio.Event,
+    tail: deque[str],
 ) -> None:
-    """Log the child's stderr line by line at ``level()``, keep the last lines in ``tail``;
-    set ``done`` when it closes."""
+    """Log the child's stderr line by line at ``level()`` under ``name`` (or ``name()``, read at
+    each line: a server renamed once connected), keep the last lines in ``tail``; set ``done``
+    when it closes."""
     partial = b""
 
     def forward(line: bytes) -> None:
         text = line[:_MAX_LOGGED_LINE].decode(errors="replace").rstrip("\r")
         tail.append(safe_text(text))
-        logger.log(level(), "[%s] %s", name, text)
+        logger.log(level(), "[%s] %s", name() if callable(name) else name, text)
 
     try:
         async for chunk in stderr:

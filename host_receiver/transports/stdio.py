@@ -118,7 +118,7 @@ class StdioTransport(Transport):
             tasks.start_soon(
                 forward_stderr,
                 process.stderr,
-                self.name,
+                lambda: self.name,
                 lambda: self.stderr_level,
                 stderr_done,
                 self.stderr_tail,

@@ -17,9 +17,11 @@ or mount ``inbox.app`` (an ASGI app) in the host's own Starlette or FastAPI app.
 
 Rules:
 
-- An item nobody answers within ``timeout`` seconds is refused (sampling) or
-  cancelled (forms, links) with the reason "no answer in the web inbox within
-  N s"; the first answer wins, a second gets 409 (:mod:`._inbox`).
+- An item nobody answers within ``timeout`` (seconds or a
+  :class:`~host_receiver.notify.Duration`; None: never) expires: refused
+  (sampling) or cancelled (forms, links) with the reason "no answer within
+  10m: expired, nobody refused"; the first answer wins, a second gets 409
+  (:mod:`._inbox`).
 - The page shows server text as text, never as HTML, escaped by
   :func:`providers.safe_text`; its Content-Security-Policy allows no inline
   script (:mod:`._items`, :mod:`._app`).

@@ -1,7 +1,8 @@
 """The page and the JSON API as one Starlette app, and what guards them.
 
-The app serves a :class:`Board`: one host's own :class:`~host_receiver.web._inbox.Inbox`
-(through :class:`InboxBoard`, its one token) or the store-backed board of
+The app serves a :class:`~host_receiver.web._board_protocol.Board`: one host's own
+:class:`~host_receiver.web._inbox.Inbox` (through :class:`~host_receiver.web._board_protocol.InboxBoard`,
+its one token) or the store-backed board of
 ``host-receiver inbox serve`` (:mod:`._board`: people's tokens, every host's items).
 
 Rules (docs/inbox.md has the API):
@@ -21,8 +22,14 @@ Rules (docs/inbox.md has the API):
   and history, then exchanges it (``POST api/session`` with the bearer
   token) for a session it keeps in ``sessionStorage`` (one origin, one tab).
   The older address, ``/?token=TOKEN``, still opens the page (after the
-  same check: 401 when wrong), which does the same. A session is that of
-  whoever signed in with the token (on a store-backed board, a person). A wrong or missing
+  same check: 401 when wrong), which does the same. ``/items/ID`` (a
+  notification's link) serves the same page, which signs in the same way and
+  then shows that item. A signed link (``/items/ID#link=TOKEN``) is
+  exchanged the same way (``POST api/items/ID/session`` with
+  ``Authorization: Link TOKEN``) for a session that sees that item alone (the
+  list and every other item are 404) until the link's time is up; the token
+  works only while its item is pending (a host's own inbox only). A session
+  is that of whoever signed in (on a store-backed board, a person). A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
@@ -44,22 +51,20 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from host_receiver.errors import AlreadyAnswered, InvalidAnswer, StoreError, UnknownItem
-from host_receiver.store import Person
-from host_receiver.web._inbox import Event, Inbox
+from host_receiver.web._board_protocol import Board, InboxBoard, Reader
+from host_receiver.web._inbox import Inbox
 from host_receiver.web._items import body
 
 SESSION_HEADER = "x-inbox-session"
@@ -86,93 +91,17 @@ _STATIC = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
 Endpoint = Callable[[Request, "Session"], Awaitable[Response]]
 
 
-@dataclass(frozen=True, slots=True)
-class Reader:
-    """Who signed in: a person of the store, or None for the one token of a host's own inbox."""
-
-    person: Person | None
-
-
-class Board(Protocol):
-    """What the app serves: the items one reader may see, their answers, a stream of changes."""
-
-    @property
-    def auth_delay(self) -> float: ...
-    @property
-    def allowed_hosts(self) -> set[str] | None: ...
-    @property
-    def stopped(self) -> str | None:
-        """Why the event streams ended for good (the page then stops reconnecting); None meanwhile."""
-        ...
-
-    async def sign_in(self, token: str) -> Reader | None:
-        """Who ``token`` is, or None when it is nobody's (constant time)."""
-        ...
-
-    async def recheck(self, reader: Reader) -> Reader | None:
-        """Who a session's ``reader`` is now (their teams may have changed), or None when they may
-        no longer sign in (removed)."""
-        ...
-
-    async def state(self, reader: Reader) -> dict[str, Any]: ...
-    async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
-        """The item as the API shows it; UnknownItem when there is none the reader may see."""
-        ...
-
-    async def answer(
-        self, reader: Reader, item_id: str, answer: dict[str, Any], *, by: str, address: str | None
-    ) -> dict[str, Any]:
-        """Answer an item; UnknownItem, AlreadyAnswered or InvalidAnswer (nothing changes)."""
-        ...
-
-    def events(self, reader: Reader) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[Event]]: ...
-
-
-class InboxBoard:
-    """A host's own :class:`Inbox` as a :class:`Board`: one token, which sees everything."""
-
-    def __init__(self, inbox: Inbox) -> None:
-        self.inbox = inbox
-
-    @property
-    def auth_delay(self) -> float:
-        return self.inbox.auth_delay
-
-    @property
-    def allowed_hosts(self) -> set[str] | None:
-        return self.inbox.allowed_hosts
-
-    @property
-    def stopped(self) -> str | None:
-        return "the host has stopped" if self.inbox.closed else None
-
-    async def sign_in(self, token: str) -> Reader | None:
-        return Reader(None) if hmac.compare_digest(token.encode(), self.inbox.token.encode()) else None
-
-    async def recheck(self, reader: Reader) -> Reader | None:
-        return reader
-
-    async def state(self, reader: Reader) -> dict[str, Any]:
-        return self.inbox.state()
-
-    async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
-        return self.inbox.item_json(self.inbox.get(item_id))
-
-    async def answer(
-        self, reader: Reader, item_id: str, answer: dict[str, Any], *, by: str, address: str | None
-    ) -> dict[str, Any]:
-        return self.inbox.item_json(self.inbox.answer(item_id, answer, by=by))
-
-    def events(self, reader: Reader) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[Event]]:
-        return self.inbox.events()
-
-
 class Session:
-    """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token)."""
+    """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token);
+    ``item``: the one item a session made from a signed link may see (None: every item)."""
 
-    def __init__(self, csrf: str | None, reader: Reader) -> None:
+    def __init__(self, csrf: str | None, reader: Reader, item: str | None = None) -> None:
         self.csrf = csrf
         self.reader = reader
+        self.item = item
+
+    def sees(self, item_id: str) -> bool:
+        return self.item is None or self.item == item_id
 
     @property
     def by(self) -> str:
@@ -186,6 +115,8 @@ class Guard:
         self.board = board
         #: Session id (``X-Inbox-Session``) -> its CSRF token and who made it.
         self.sessions: dict[str, tuple[str, Reader]] = {}
+        #: Session id -> the one item it was made for by a signed link, and until when.
+        self.scopes: dict[str, tuple[str, float]] = {}
         self._failures = anyio.Lock()
 
     def wrong_host(self, request: Request) -> Response | None:
@@ -209,13 +140,19 @@ class Guard:
                 return Session(None, reader)
         sid = request.headers.get(SESSION_HEADER)
         kept = self.sessions.get(sid) if sid is not None else None
-        if kept is None:
+        if sid is None or kept is None:
+            return None
+        scope = self.scopes.get(sid)
+        if scope is not None and time.time() >= scope[1]:
+            self.sessions.pop(sid, None)
+            self.scopes.pop(sid, None)
             return None
         reader = await self.board.recheck(kept[1])
         if reader is None:  # removed meanwhile: the session ends
-            self.sessions.pop(sid or "", None)
+            self.sessions.pop(sid, None)
+            self.scopes.pop(sid, None)
             return None
-        return Session(kept[0], reader)
+        return Session(kept[0], reader, scope[0] if scope is not None else None)
 
     async def refuse(self) -> Response:
         """401, after a pause (one failure at a time): no fast guessing."""
@@ -223,12 +160,17 @@ class Guard:
             await anyio.sleep(self.board.auth_delay)
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
-    def new_session(self, reader: Reader) -> str:
-        """A new session's id, for ``reader``; the oldest goes beyond :data:`MAX_SESSIONS`."""
+    def new_session(self, reader: Reader, item: tuple[str, float] | None = None) -> str:
+        """A new session's id, for ``reader`` (for one ``item`` until a time, from a signed link);
+        the oldest goes beyond :data:`MAX_SESSIONS`."""
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = (secrets.token_urlsafe(32), reader)
+        if item is not None:
+            self.scopes[sid] = item
         if len(self.sessions) > MAX_SESSIONS:
-            del self.sessions[next(iter(self.sessions))]
+            oldest = next(iter(self.sessions))
+            del self.sessions[oldest]
+            self.scopes.pop(oldest, None)
         return sid
 
     def public(
@@ -293,10 +235,28 @@ def build_app(served: Inbox | Board) -> Starlette:
         sid = guard.new_session(session.reader)
         return JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]})
 
+    async def link_session(request: Request) -> Response:
+        """A page session for one item, made with its signed link's token (``Authorization: Link``)."""
+        refused = guard.wrong_host(request) or guard.wrong_origin(request)
+        if refused is not None:
+            return refused
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        until = (
+            await board.redeem_link(request.path_params["id"], token) if scheme.lower() == "link" else None
+        )
+        if until is None:
+            return await guard.refuse()
+        sid = guard.new_session(Reader(None), (request.path_params["id"], until))
+        return _secure(JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]}))
+
     async def items(request: Request, session: Session) -> Response:
+        if session.item is not None:
+            return _not_found()
         return JSONResponse(await board.state(session.reader))
 
     async def item(request: Request, session: Session) -> Response:
+        if not session.sees(request.path_params["id"]):
+            return _not_found()
         try:
             return JSONResponse(await board.get(session.reader, request.path_params["id"]))
         except UnknownItem:
@@ -315,6 +275,8 @@ def build_app(served: Inbox | Board) -> Starlette:
             return JSONResponse({"error": "the answer is nested too deeply to be read"}, 400)
         if not isinstance(payload, dict):
             return JSONResponse({"error": "the answer must be a JSON object"}, 400)
+        if not session.sees(request.path_params["id"]):
+            return _not_found()
         reader, address = session.reader, request.client.host if request.client else None
         try:
             done = await board.answer(
@@ -330,17 +292,23 @@ def build_app(served: Inbox | Board) -> Starlette:
         return JSONResponse({"item": done})
 
     async def events(request: Request, session: Session) -> Response:
-        return StreamingResponse(_event_stream(board, session.reader), media_type="text/event-stream")
+        stream = _event_stream(board, session.reader, session.item)
+        return StreamingResponse(stream, media_type="text/event-stream")
 
     routes = [
         Route("/", guard.public(index)),
         Route("/inbox.js", guard.public(_static)),
         Route("/inbox.css", guard.public(_static)),
+        # A notification's link: the same page, which opens at that item (the credential as at /).
+        Route("/items/inbox.js", guard.public(_static)),
+        Route("/items/inbox.css", guard.public(_static)),
+        Route("/items/{id}", guard.public(_page)),
         Route("/api/session", guard.route(session_info), methods=["GET"]),
         Route("/api/session", guard.route(new_session, changes_state=True), methods=["POST"]),
         Route("/api/items", guard.route(items)),
         Route("/api/items/{id}", guard.route(item)),
         Route("/api/items/{id}/answer", guard.route(answer, changes_state=True), methods=["POST"]),
+        Route("/api/items/{id}/session", link_session, methods=["POST"]),
         Route("/api/events", guard.route(events)),
     ]
     return Starlette(routes=routes)
@@ -373,9 +341,10 @@ def _read(name: str) -> bytes:
     return files("host_receiver.web").joinpath("static", name).read_bytes()
 
 
-async def _event_stream(board: Board, reader: Reader) -> AsyncIterator[str]:
+async def _event_stream(board: Board, reader: Reader, only: str | None = None) -> AsyncIterator[str]:
     """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), keep-alive comments,
-    and ``closed`` last when the host (or the board) stops (the page then stops reconnecting)."""
+    and ``closed`` last when the host (or the board) stops (the page then stops reconnecting); of
+    item ``only`` alone when given (a signed link's session)."""
     async with board.events(reader) as events:
         while True:
             with anyio.move_on_after(KEEP_ALIVE) as idle:
@@ -388,5 +357,19 @@ async def _event_stream(board: Board, reader: Reader) -> AsyncIterator[str]:
                     return
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"
+            elif only is not None and not _about(name, data, only):
+                continue
             else:
+                if only is not None and name == "snapshot":
+                    data = {k: [i for i in data[k] if i["id"] == only] for k in ("pending", "history")}
                 yield f"event: {name}\ndata: {json.dumps(data, ensure_ascii=True)}\n\n"
+
+
+def _not_found() -> Response:
+    """What a signed link's session gets for any other item, and for the list."""
+    return JSONResponse({"error": "no such item"}, 404)
+
+
+def _about(name: str, data: dict[str, Any], item_id: str) -> bool:
+    """Whether event ``name`` concerns item ``item_id`` (a snapshot does, once filtered)."""
+    return name == "snapshot" or data.get("id") == item_id

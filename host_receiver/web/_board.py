@@ -12,7 +12,7 @@ Rules:
   routed to them or their teams (empty routing: everyone). For anyone else an
   item does not exist: 404 on get and answer, absent from lists and events.
 - An answer is checked against the item's stored request JSON
-  (:func:`~host_receiver.web._items.check_answer`: 422 naming what is wrong,
+  (:func:`~host_receiver.web._checks.check_answer`: 422 naming what is wrong,
   nothing written), then written by :meth:`Store.answer` (one conditional
   update and its audit row, with the person and the client's address): a
   second answer, from whichever process, is AlreadyAnswered (409).
@@ -44,9 +44,11 @@ from host_receiver.errors import AlreadyAnswered, StoreError, UnknownItem
 from host_receiver.sanitize import safe_id, safe_logger
 from host_receiver.store import InboxItem, Store
 from host_receiver.web import _serve
-from host_receiver.web._app import Reader, build_app
+from host_receiver.web._app import build_app
+from host_receiver.web._board_protocol import Reader
+from host_receiver.web._checks import check_answer
 from host_receiver.web._inbox import BUFFER, HISTORY, Event, _iso
-from host_receiver.web._items import body, check_answer, label
+from host_receiver.web._items import body, label
 
 logger = safe_logger("host_receiver.web")
 
@@ -125,6 +127,10 @@ class StoreBoard:
         name = reader.person.name if reader.person is not None else None
         person = next((p for p in await self.store.people() if p.name == name), None)
         return Reader(person) if person is not None else None
+
+    async def redeem_link(self, item_id: str, token: str) -> float | None:
+        """None: the fleet's inbox has no signed links (a host's own inbox has)."""
+        return None
 
     async def state(self, reader: Reader) -> dict[str, Any]:
         pending = await self.store.pending_items(reader.person)

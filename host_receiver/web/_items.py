@@ -34,6 +34,7 @@ from host_receiver.errors import InvalidAnswer
 from host_receiver.people.approval import (
     Approve,
     FormView,
+    LinkDone,
     Refuse,
     RememberScope,
     RequestDecision,
@@ -45,7 +46,7 @@ from host_receiver.people.approval import (
     UrlView,
     result_text,
 )
-from host_receiver.protocol.elicitation_rules import FormField, FormSchema
+from host_receiver.protocol.elicitation_rules import FormField
 from host_receiver.protocol.types import (
     AudioContent,
     CreateMessageResult,
@@ -58,9 +59,9 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.sanitize import SHOWN_LIMIT, safe_text
 
-Kind = Literal["sampling", "result", "form", "url"]
+Kind = Literal["sampling", "result", "form", "url", "done"]
 #: A person's answer, as the hook returns it.
-Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer
+Decision = RequestDecision | ResultDecision | ElicitResult | UrlAnswer | LinkDone
 
 #: The longest name, title or label shown (longer ones end in "… [N characters]").
 LABEL_LIMIT = 200
@@ -185,6 +186,23 @@ def url(view: UrlView) -> dict[str, Any]:
     }
 
 
+def excerpt(kind: str, request: dict[str, Any], limit: int = 200) -> str | None:
+    """A one-line excerpt of what ``request`` (already escaped) asks, for a notification's content."""
+    if kind == "sampling":
+        messages = request.get("messages") or [{}]
+        text = " ".join(b.get("text", "") for b in messages[-1].get("content", ()) if b.get("type") == "text")
+    elif kind == "result":
+        text = " ".join(b.get("text", "") for b in request.get("content", ()) if b.get("type") == "text")
+    elif kind == "url":
+        text = f"{request.get('message', '')} ({request.get('domain', '')})"
+    else:
+        text = str(request.get("message", ""))
+    line = " ".join(text.split())
+    if not line:
+        return None
+    return line if len(line) <= limit else f"{line[:limit]}…"
+
+
 # --- what an answer means --------------------------------------------------------
 
 
@@ -295,98 +313,9 @@ def url_answer(answer: dict[str, Any]) -> UrlAnswer:
     raise InvalidAnswer({"action": "must be accept, decline or cancel"})
 
 
-# --- an answer checked against the item's request JSON (the store-backed board) ----------
-
-
-def check_answer(kind: str, request: dict[str, Any], answer: dict[str, Any]) -> None:
-    """Check ``answer`` against ``request``, the item JSON of :func:`sampling_request`,
-    :func:`sampling_result`, :func:`form` or :func:`url` as kept in the store, by the rules of the
-    deciders above (what the page may send); :class:`InvalidAnswer` naming what is wrong. The host
-    that owns the item decides what a valid answer means with its own decider."""
-    checks = {"sampling": _check_sampling, "result": _check_result, "form": _check_form, "url": _check_url}
-    check = checks.get(kind)
-    if check is None:
-        raise InvalidAnswer({"action": f"an item of kind {label(kind)} cannot be answered here"})
-    check(request, answer)
-
-
-def _check_sampling(request: dict[str, Any], answer: dict[str, Any]) -> None:
+def link_done_answer(answer: dict[str, Any]) -> LinkDone:
+    """``done`` (the person finished at the link a request needs) or ``cancel`` (gave up)."""
     action = answer.get("action")
-    if action in ("refuse", "never"):
-        return
-    if action != "approve":
-        raise InvalidAnswer({"action": "must be approve, refuse or never"})
-    scope = answer.get("remember", "once")
-    if not isinstance(scope, str) or scope not in _SCOPES:
-        raise InvalidAnswer({"remember": "must be once, session or always"})
-    edits = answer.get("edits") or {}
-    if not isinstance(edits, dict):
-        raise InvalidAnswer({"edits": "must be an object"})
-    system = edits.get("systemPrompt")
-    if system is not None and not isinstance(system, str):
-        raise InvalidAnswer({"systemPrompt": "must be text"})
-    texts, messages = edits.get("messages"), request.get("messages") or []
-    if texts is not None:
-        if not isinstance(texts, list) or len(texts) != len(messages):
-            raise InvalidAnswer({"messages": f"must be a list of {len(messages)} texts (null: unchanged)"})
-        for number, (message, text) in enumerate(zip(messages, texts, strict=True), 1):
-            if text is not None and not (isinstance(text, str) and message.get("editable")):
-                raise InvalidAnswer({"messages": f"message {number} cannot take this text"})
-    value, most = edits.get("maxTokens"), request.get("maxTokens")
-    if value is not None and (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not isinstance(most, int)
-        or not 1 <= value <= most
-    ):
-        raise InvalidAnswer({"maxTokens": f"must be a whole number from 1 to {most}"})
-
-
-def _check_result(request: dict[str, Any], answer: dict[str, Any]) -> None:
-    action = answer.get("action")
-    if action == "refuse":
-        return
-    if action != "send":
-        raise InvalidAnswer({"action": "must be send or refuse"})
-    text = answer.get("text")
-    if text is None:
-        return
-    if not request.get("editable"):
-        raise InvalidAnswer({"text": "only a plain text result can be edited"})
-    if not isinstance(text, str):
-        raise InvalidAnswer({"text": "must be text"})
-
-
-def _check_form(request: dict[str, Any], answer: dict[str, Any]) -> None:
-    action = answer.get("action")
-    if action in ("decline", "cancel"):
-        return
-    if action != "accept":
-        raise InvalidAnswer({"action": "must be accept, decline or cancel"})
-    content = answer.get("content", {})
-    if not isinstance(content, dict):
-        raise InvalidAnswer({"content": "must be an object"})
-    problems = FormSchema(tuple(_form_field(f) for f in request.get("fields") or ()), {}).problems(content)
-    if problems:
-        raise InvalidAnswer(problems)
-
-
-def _form_field(shown: dict[str, Any]) -> FormField:
-    """The field :func:`_field` showed, back as a :class:`FormField` (its checks need no text shown)."""
-    return FormField(
-        name=shown["key"],
-        kind=shown["type"],
-        required=bool(shown.get("required")),
-        options=tuple((o["value"], o["label"]) for o in shown.get("options") or ()),
-        min_length=shown.get("minLength"),
-        max_length=shown.get("maxLength"),
-        format=shown.get("format"),
-        minimum=shown.get("minimum"),
-        maximum=shown.get("maximum"),
-        min_items=shown.get("minItems"),
-        max_items=shown.get("maxItems"),
-    )
-
-
-def _check_url(request: dict[str, Any], answer: dict[str, Any]) -> None:
-    url_answer(answer)
+    if action in ("done", "cancel"):
+        return cast(LinkDone, action)
+    raise InvalidAnswer({"action": "must be done or cancel"})

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +67,16 @@ from host_receiver.protocol.types import (
 
 from ._wire import link_text
 
-__all__ = ["SIGNATURE_META", "GeminiReply", "build_config", "build_contents", "make_result", "read_chunk"]
+__all__ = [
+    "SIGNATURE_META",
+    "WRONG_SHAPE",
+    "GeminiReply",
+    "build_config",
+    "build_contents",
+    "make_result",
+    "read_chunk",
+    "read_json",
+]
 
 #: The ``_meta`` key of a ``toolUse`` block that carries Gemini's ``thoughtSignature`` (base64).
 SIGNATURE_META = "host-receiver/gemini-thought-signature"
@@ -76,6 +86,8 @@ _MODE = {
     "none": types.FunctionCallingConfigMode.NONE,
 }
 _FINISH = {"STOP": "endTurn", "MAX_TOKENS": "maxTokens"}
+#: The failure of a reply (or streamed chunk) that is JSON but not of the API's shape.
+WRONG_SHAPE = "the backend's reply is not what the Gemini API answers"
 
 
 # --- request -----------------------------------------------------------------
@@ -241,6 +253,57 @@ def read_chunk(reply: GeminiReply, response: types.GenerateContentResponse) -> t
             added.append(part.text)
             characters += len(part.text)
     return "".join(added), characters
+
+
+def read_json(reply: GeminiReply, data: object) -> None:
+    """Add a whole ``generateContent`` reply, the JSON as the API sent it (camelCase), to ``reply``:
+    what :func:`read_chunk` reads from the SDK's types, without building them."""
+    if not isinstance(data, dict):
+        raise ProviderError(WRONG_SHAPE)
+    usage = data.get("usageMetadata")
+    if isinstance(usage, dict) and isinstance(usage.get("candidatesTokenCount"), int):
+        reply.tokens = usage["candidatesTokenCount"]
+    feedback = data.get("promptFeedback")
+    if isinstance(feedback, dict) and feedback.get("blockReason") is not None:
+        reply.block_reason = _member(types.BlockedReason, feedback["blockReason"])
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates:
+        return
+    reply.candidates = True
+    candidate = candidates[0] if isinstance(candidates[0], dict) else {}
+    if candidate.get("finishReason") is not None:
+        reply.finish_reason = _member(types.FinishReason, candidate["finishReason"])
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    for part in parts if isinstance(parts, list) else ():
+        if not isinstance(part, dict):
+            continue
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            args = call.get("args")
+            if args is not None and not isinstance(args, dict):
+                raise ProviderError(WRONG_SHAPE)
+            signature = _decoded(part.get("thoughtSignature"))
+            entry = _Call(str(call.get("id") or ""), str(call.get("name") or ""), args or {}, signature)
+            reply.pieces.append(entry)
+        elif isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
+            reply.pieces.append(part["text"])
+
+
+def _member(kind: type[enum.Enum], value: object) -> str:
+    """An enum value of the API's JSON as the SDK reads it: a known one in any case, as its name."""
+    text = str(value)
+    return text.upper() if text.upper() in kind.__members__ else text
+
+
+def _decoded(value: object) -> bytes | None:
+    """A ``bytes`` field of the API's JSON (base64, standard or URL-safe alphabet), as the SDK reads it."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def stop_reason(reply: GeminiReply) -> str | None:

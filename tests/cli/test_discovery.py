@@ -143,6 +143,27 @@ def test_calling_a_tool_the_server_lacks_names_the_tools_it_has(
     assert proc.returncode == 1 and "its tools: echo," in proc.stderr
 
 
+def test_a_link_a_call_needs_declined_off_a_terminal_names_the_link_and_the_server_by_its_title(
+    env: dict[str, str], everything: list[str]
+) -> None:
+    """server-everything's -32042: nobody can consent off a terminal, so the call ends naming the
+    link; stderr calls the server as its cards do (its title), not by its command's file name."""
+    words = ["call", "trigger-url-elicitation", "url=https://example.com/auth", "errorPath=true"]
+    proc = run_cli(env, *words, *everything)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        "link declined: no terminal to ask on; use --elicit web|defaults|decline (a link from " in proc.stderr
+    )
+    assert (
+        "Everything Reference Server needs the link https://modelcontextprotocol.io completed before "
+        "tools/call: the link was declined"
+    ) in proc.stderr
+    assert "(a link from Everything Reference Server)" in proc.stderr
+    assert "index.js" not in proc.stderr
+    named = run_cli(env, *words, "--name", "everything", *everything)  # a name given is kept
+    assert "(a link from everything)" in named.stderr and "everything needs the link" in named.stderr
+
+
 def test_bad_key_values_are_a_usage_error(env: dict[str, str], everything: list[str]) -> None:
     proc = run_cli(env, "call", "echo", "message", *everything)
     assert proc.returncode == 2 and proc.stdout == ""

@@ -154,7 +154,7 @@ def test_elicit_defaults_names_the_required_field_without_a_default(env: dict[st
     proc = run_cli(env, "call", "--elicit", "defaults", "elicit_form", *server)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
-    assert "declined a form from py2_server.py: required field 'name' has no default" in proc.stderr
+    assert "declined a form from py2-peer: required field 'name' has no default" in proc.stderr
 
 
 def test_a_silent_server_times_out_after_connect_timeout_naming_the_step_and_the_seconds(
@@ -179,7 +179,7 @@ def test_a_form_declined_off_a_terminal_says_why(env: dict[str, str]) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["elicitation"] == {"action": "decline"}
     hint = "host-receiver: form declined: no terminal to ask on; use --elicit web|defaults|decline"
-    assert f"{hint} (a form from py2_server.py)" in proc.stderr
+    assert f"{hint} (a form from py2-peer)" in proc.stderr
     chosen = run_cli(env, "call", "--elicit", "decline", "elicit_form", *server)
     assert chosen.returncode == 0 and "no terminal" not in chosen.stderr  # chosen: no hint needed
 

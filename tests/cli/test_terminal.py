@@ -3,7 +3,8 @@
 Each pexpect test starts ``host-receiver run --approve ask --elicit ask --call
 TOOL`` on a real MCP server (the Python SDK peer, or an example server), answers
 the prompts by typing, and checks what the server finally got. Every expect
-has a timeout, so a missing prompt fails the test instead of hanging it. The
+has a timeout, so a missing prompt fails the test instead of hanging it (the
+links a call needs are driven through ``call`` against server-everything). The
 last tests drive the same prompts in-process through prompt_toolkit's pipe
 input, for what a stdio server cannot set up (several models, a queue).
 """
@@ -41,6 +42,7 @@ from host_receiver.people.approval import (
 )
 from host_receiver.people.policies import stdio_identity
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, TextContent
+from tests.interop import everything_command
 from tests.receiver_harness import sampling_params
 
 
@@ -395,6 +397,45 @@ def test_open_with_no_browser_says_so_and_shows_the_url_to_copy(
     t.expect(r"\n\s+https://blog\.example\.com/oauth/authorize\?client_id=release-helper&state=")
     report = t.result()
     assert report["result"]["action"] == "accept"
+
+
+def call_needing_a_link(env: dict[str, str], terminals: list[Terminal]) -> Terminal:
+    """server-everything's ``trigger-url-elicitation`` on its error path: -32042 needs a link first
+    (https://modelcontextprotocol.io); its retry asks for the link of the call itself."""
+    env = {**env, "BROWSER": "true"}  # a browser that opens (nothing)
+    command = ["call", "--elicit", "ask", "trigger-url-elicitation", "url=https://example.com/auth"]
+    terminal = Terminal(env, *command, "errorPath=true", "--", *everything_command())
+    terminals.append(terminal)
+    return terminal
+
+
+@pytest.mark.slow
+def test_a_link_a_call_needs_is_offered_and_the_call_sent_again_after_done(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
+    t = call_needing_a_link(env, terminals)
+    t.expect(r"Link to open from Everything Reference Server")
+    t.expect(r"URL\s+https://modelcontextprotocol\.io")
+    t.answer("Open this link on modelcontextprotocol.io? [o/d/c]", "o")
+    t.expect("✓ Opening it in your browser")
+    t.answer("Done on modelcontextprotocol.io? [d/c]", "d")
+    t.expect("✓ Done; sending the request again")
+    t.answer("Open this link on example.com? [o/d/c]", "o")  # the retried call's own link
+    t.expect("User completed the URL elicitation flow")
+    assert t.wait_exit() == 0, t.screen
+
+
+@pytest.mark.slow
+def test_a_declined_link_a_call_needs_ends_the_call_naming_the_link(
+    env: dict[str, str], terminals: list[Terminal]
+) -> None:
+    t = call_needing_a_link(env, terminals)
+    t.answer("Open this link on modelcontextprotocol.io? [o/d/c]", "d")
+    t.expect("✗ Declined; nothing was opened")
+    t.expect(
+        r"needs the link https://modelcontextprotocol\.io completed before tools/call: the link was declined"
+    )
+    assert t.wait_exit() == 2
 
 
 @pytest.mark.slow

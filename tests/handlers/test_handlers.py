@@ -36,6 +36,7 @@ from host_receiver.protocol.types import (
 )
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.work import PROGRESS_INTERVAL
+from host_receiver.web import WebInbox
 from providers import (
     EchoProvider,
     ModelInfo,
@@ -338,6 +339,20 @@ async def test_a_link_no_browser_could_open_is_logged_so_and_shown_to_copy(
     assert [view.url for view in told] == [URL_PARAMS["url"]]
     [record] = [r for r in caplog.records if r.name == "host_receiver.handlers"]
     assert record.levelno == logging.WARNING and "no browser could be opened" in record.getMessage()
+
+
+async def test_the_web_inboxs_link_is_never_logged_as_opened_by_the_host(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The inbox's opener opens nothing (the person's page does): the log does not claim it."""
+    person = ScriptedFormFiller([], url_answer="accept")
+    receiver = Receiver(elicitation=ElicitationService(person, opener=WebInbox.opens_nothing))
+    with caplog.at_level(logging.INFO, logger="host_receiver.handlers"):
+        async with connect(receiver) as server:
+            assert (await server.request(ELICIT, URL_PARAMS))["action"] == "accept"
+    [record] = [r for r in caplog.records if r.name == "host_receiver.handlers"]
+    assert "the host opens nothing (their page does)" in record.getMessage()
+    assert "opened the link" not in record.getMessage()
 
 
 async def test_ready_policies() -> None:

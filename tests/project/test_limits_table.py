@@ -35,6 +35,7 @@ import pytest
 import host_receiver
 import providers
 from host_receiver.cli import build_parser
+from host_receiver.notify import Duration
 from providers import ModelInfo, SamplingLimits
 from providers.config import _config
 
@@ -47,6 +48,7 @@ _SKIPPED_MODULES = re.compile(r"\.(adapters|cli|terminal|demo)(\.|$)|\.__main__$
 
 #: Numeric settings that do not bound anything, and why (a whole class, or one argument).
 NOT_BOUNDS: dict[str, str] = {
+    "Notice": "the data of one notification (which reminder, when), not a bound",
     "GeminiReply(tokens=)": "the output tokens the backend reported, read from its reply",
     "ModelInfo(cost=)": "a model's scores describe it for model choice",
     "ModelInfo(speed=)": "a model's scores describe it for model choice",
@@ -232,11 +234,14 @@ def _subparsers(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[st
 
 
 def cli_options() -> dict[str, object]:
-    """Every option of ``host-receiver`` that takes a number (``run --max-input-rounds``): default."""
+    """Every option of ``host-receiver`` that takes a number (``run --max-input-rounds``) or a
+    duration (``--inbox-timeout 10m``, its default in seconds): default."""
     options: dict[str, object] = {}
     for path, action in _subparsers(build_parser(), ""):
         kind = getattr(action.type, "__name__", "")
-        if _is_number(action.default) or re.search(r"int|float", kind):
+        if isinstance(action.default, Duration):
+            options[f"{path} {action.option_strings[-1]}"] = action.default.seconds
+        elif _is_number(action.default) or re.search(r"int|float", kind):
             options[f"{path} {action.option_strings[-1]}"] = action.default
     return options
 

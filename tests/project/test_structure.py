@@ -25,6 +25,7 @@ import host_receiver.adapters.mcp1
 import host_receiver.adapters.mcp2
 import host_receiver.auth
 import host_receiver.errors
+import host_receiver.notify
 import host_receiver.paths
 import host_receiver.protocol.results
 import host_receiver.protocol.types
@@ -60,6 +61,7 @@ DOORS = (
     host_receiver.receiver.tasks,
     host_receiver.auth,
     host_receiver.store,
+    host_receiver.notify,
     host_receiver.testing,
     providers,
     host_receiver.adapters,

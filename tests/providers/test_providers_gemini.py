@@ -21,7 +21,7 @@ from host_receiver.errors import ProviderError, UnsupportedRequest
 from providers import GeminiProvider, ModelInfo
 from providers.backends._gemini_wire import SIGNATURE_META
 from tests.fake_gemini import FakeGemini
-from tests.fake_openai import Completion, ErrorReply, RawStream, ToolCall
+from tests.fake_openai import Completion, ErrorReply, RawBody, RawStream, ToolCall
 from tests.providers.sampling import hinted_task, params, recorder, run, user
 
 pytestmark = pytest.mark.anyio
@@ -297,6 +297,16 @@ async def test_finish_reasons(fake: FakeGemini, reason: str, expected: str, stre
     _, sink = recorder()
     out = await run(provider(fake), params(), progress=sink if streamed else None)
     assert out["stopReason"] == expected
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+async def test_a_reply_of_the_wrong_shape_is_named_as_such(fake: FakeGemini, streamed: bool) -> None:
+    part = {"functionCall": {"id": "c1", "name": "weather", "args": ["not", "an", "object"]}}
+    answer = json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
+    fake.queue(RawStream(events=(answer,)) if streamed else RawBody(body=answer.encode()))
+    _, sink = recorder()
+    with pytest.raises(ProviderError, match="the backend's reply is not what the Gemini API answers"):
+        await run(provider(fake), params(), progress=sink if streamed else None)
 
 
 async def test_a_blocked_prompt_is_a_failure_naming_the_reason(fake: FakeGemini) -> None:

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from host_receiver.notify import Duration
 from host_receiver.people.approval import Approve, Refuse, Send
 from host_receiver.protocol.elicitation_rules import parse_form_schema
 from host_receiver.protocol.types import ElicitRequestFormParams, ElicitResult, ElicitValue, TextContent
@@ -232,19 +233,60 @@ async def test_a_link_is_consented_or_declined_with_the_terminals_warnings(
         assert len(shown["warnings"]) == 3  # an IP address, a port, plain http
         await api.post(f"/api/items/{item['id']}/answer", json={"action": action})
     assert answers == [answer]
+    # answered through the API, not by the page's Open: nothing says the link was opened
     assert (await api.get("/api/items")).json()["history"][0]["outcome"] == (
-        "opened" if action == "accept" else "declined"
+        "accepted" if action == "accept" else "declined"
     )
 
 
-async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_with_the_reason() -> None:
+@pytest.mark.parametrize(("action", "outcome"), [("done", "done"), ("cancel", "given up")])
+async def test_a_link_a_request_needs_is_finished_or_given_up_on_its_own_card(
+    inbox: WebInbox, api: httpx.AsyncClient, action: str, outcome: str
+) -> None:
+    view = url_view(url="https://pay.example.com/authorize")
+    async with asking(inbox, lambda: inbox.link_done(view)) as answers:
+        [item] = await pending(api)
+        assert item["kind"] == "done" and item["request"]["url"] == "https://pay.example.com/authorize"
+        assert item["request"]["domain"] == "pay.example.com"
+        refused = await api.post(f"/api/items/{item['id']}/answer", json={"action": "accept"})
+        assert refused.status_code == 422 and refused.json()["problems"] == {
+            "action": "must be done or cancel"
+        }
+        await api.post(f"/api/items/{item['id']}/answer", json={"action": action})
+    assert answers == [action]
+    assert (await api.get("/api/items")).json()["history"][0]["outcome"] == outcome
+
+
+async def test_a_link_to_finish_nobody_answers_in_time_is_given_up() -> None:
     inbox = WebInbox(timeout=0.2)
-    assert await inbox.review_request(sampling_view()) == Refuse("no answer in the web inbox within 0.2 s")
-    assert await inbox.review_result(result_view()) == Refuse("no answer in the web inbox within 0.2 s")
+    assert await inbox.link_done(url_view()) == "cancel"
+    assert inbox.state()["history"][0]["outcome"] == "expired"
+
+
+async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_as_expired() -> None:
+    inbox = WebInbox(timeout=0.2)
+    reason = "no answer within 0.2s: expired, nobody refused"
+    assert await inbox.review_request(sampling_view()) == Refuse(reason)
+    assert await inbox.review_result(result_view()) == Refuse(reason)
     assert await inbox.fill_form(form_view()) == ElicitResult(action="cancel")
     assert await inbox.consent_url(url_view()) == "cancel"
     history = inbox.state()["history"]
-    assert [i["outcome"] for i in history] == ["no answer in the web inbox within 0.2 s"] * 4
+    assert [(i["outcome"], i["answeredBy"]) for i in history] == [("expired", "timeout")] * 4
+    assert all(i["audit"].endswith(" by=timeout outcome=expired") for i in history)
+
+
+async def test_a_duration_is_quoted_as_given_and_never_waits_until_answered() -> None:
+    inbox = WebInbox(timeout=Duration(0.2, "200ms-ish"))
+    assert await inbox.review_request(sampling_view()) == Refuse(
+        "no answer within 200ms-ish: expired, nobody refused"
+    )
+    forever = WebInbox(timeout=None)
+    async with asking(forever, lambda: forever.fill_form(form_view())) as answers:
+        await anyio.sleep(0.3)
+        [item] = forever.state()["pending"]
+        assert item["expires"] is None
+        forever.answer(item["id"], {"action": "decline"})
+    assert answers == [ElicitResult(action="decline")]
 
 
 async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeout() -> None:
@@ -264,7 +306,7 @@ async def test_a_waiting_task_says_so_and_its_status_gives_the_reason_at_a_timeo
     schema = {"type": "object", "properties": {"x": {"type": "string"}}}
     params = ElicitRequestFormParams(message="m", requested_schema=schema)
     assert await handler.accept(params, "notes")(context) == ElicitResult(action="cancel")
-    assert statuses == [WAITING, "no answer in the web inbox within 0.2 s"]
+    assert statuses == [WAITING, "no answer within 0.2s: expired, nobody refused"]
 
 
 URL_PARAMS = {
@@ -285,7 +327,7 @@ async def test_a_task_nobody_answers_completes_with_the_reason_as_its_status_mes
         assert (await server.request("tasks/result", {"taskId": task_id}))["action"] == "cancel"
         task = await server.request("tasks/get", {"taskId": task_id})
         notified = [p for m, p in server.notifications if m == "notifications/tasks/status" and p is not None]
-    reason = "no answer in the web inbox within 0.2 s"
+    reason = "no answer within 0.2s: expired, nobody refused"
     assert (task["status"], task.get("statusMessage")) == ("completed", reason)
     assert [(p["status"], p.get("statusMessage")) for p in notified] == [("completed", reason)]
 
@@ -432,3 +474,63 @@ def self_signed(directory: Path) -> tuple[str, str]:
         )
     )
     return str(certfile), str(keyfile)
+
+
+async def link_session(client: httpx.AsyncClient, link: str) -> httpx.Response:
+    """``POST api/items/ID/session`` with the token of a signed ``link``, as the page sends it."""
+    address, _, fragment = link.partition("#link=")
+    item_id = address.rsplit("/", 1)[1]
+    headers = {"Authorization": f"Link {fragment}", "Origin": ORIGIN}
+    return await client.post(f"/api/items/{item_id}/session", headers=headers)
+
+
+async def test_a_signed_link_signs_in_for_its_one_item_until_it_is_answered() -> None:
+    inbox = WebInbox(timeout=30, auth_delay=0.05, signed_links=True)
+    inbox.public_url = ORIGIN
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client,
+        asking(inbox, lambda: inbox.consent_url(url_view())) as answers,
+        asking(inbox, lambda: inbox.fill_form(form_view())),
+    ):
+        mine, other = (i["id"] for i in inbox.state()["pending"])
+        link = inbox.link(mine)
+        assert link is not None and link.startswith(f"{ORIGIN}/items/{mine}#link=")
+        assert inbox.link(mine) == link  # one token per item, whatever event sends it
+        assert (await link_session(client, link.replace(mine, other, 1))).status_code == 401
+        made = (await link_session(client, link)).json()
+        headers = {"X-Inbox-Session": made["session"], "X-CSRF-Token": made["csrf"], "Origin": ORIGIN}
+        assert (await client.get("/api/items", headers=headers)).status_code == 404
+        assert (await client.get(f"/api/items/{other}", headers=headers)).status_code == 404
+        assert (await client.get(f"/api/items/{mine}", headers=headers)).json()["id"] == mine
+        decline = {"action": "decline"}
+        assert (
+            await client.post(f"/api/items/{other}/answer", json=decline, headers=headers)
+        ).status_code == 404
+        assert (
+            await client.post(f"/api/items/{mine}/answer", json=decline, headers=headers)
+        ).status_code == 200
+        assert (await link_session(client, link)).status_code == 401  # answered: the link is spent
+        assert [i["id"] for i in inbox.state()["pending"]] == [other]
+        inbox.answer(other, {"action": "cancel"})
+    assert answers == ["decline"]
+
+
+async def test_a_signed_link_and_its_session_stop_when_the_link_ttl_is_up() -> None:
+    inbox = WebInbox(timeout=30, auth_delay=0.05, signed_links=True, link_ttl=0.3)
+    inbox.public_url = ORIGIN
+    transport = httpx.ASGITransport(app=inbox.app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url=ORIGIN) as client,
+        asking(inbox, lambda: inbox.consent_url(url_view())),
+    ):
+        [item] = inbox.state()["pending"]
+        link = inbox.link(item["id"])
+        assert link is not None
+        made = (await link_session(client, link)).json()
+        headers = {"X-Inbox-Session": made["session"]}
+        assert (await client.get(f"/api/items/{item['id']}", headers=headers)).status_code == 200
+        await anyio.sleep(0.35)
+        assert (await client.get(f"/api/items/{item['id']}", headers=headers)).status_code == 401
+        assert (await link_session(client, link)).status_code == 401
+        inbox.answer(item["id"], {"action": "cancel"})

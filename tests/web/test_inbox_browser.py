@@ -36,14 +36,14 @@ from host_receiver.cli.demo import SERVER_NAME, TOOL, find_server_script, server
 from host_receiver.client.host import Host, ServerConnection
 from host_receiver.people.approval import Approve, Refuse, SamplingRequestView, UrlView
 from host_receiver.protocol.results import CallToolResult
-from host_receiver.protocol.types import SamplingRequest
+from host_receiver.protocol.types import ElicitResult, SamplingRequest
 from host_receiver.receiver import Receiver
 from host_receiver.store import InboxItem, open_store
 from host_receiver.transports.stdio import StdioTransport
 from host_receiver.web import WebInbox, _items
 from host_receiver.web._board import StoreBoard
 from providers import Config, build_registry
-from tests.interop import PY2_SERVER, peer_python
+from tests.interop import PY2_SERVER, everything_command, peer_python
 from tests.web.conftest import asking, form_view, result_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -251,6 +251,41 @@ async def test_the_demo_server_is_answered_card_by_card_from_the_browser(
     assert report["requests"][0]["result"]["content"]["text"] == "Release 2.0.0 is out."
 
 
+async def test_a_link_a_call_needs_is_opened_then_done_from_the_page_and_the_call_sent_again(
+    browser: Browser,
+) -> None:
+    """server-everything's -32042: the "Link to open" card, then "Link to finish"; Done retries."""
+    async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
+        for site in ("https://modelcontextprotocol.io/**", "https://example.com/**"):
+            await tab.page.context.route(site, lambda route: route.fulfill(body="signed in"))
+        node, *script = everything_command()
+        server = await host.connect("everything", StdioTransport(node, script, name="everything"))
+        inbox.describe_server("everything", server.server_info.title or server.server_info.name)
+        outcome: list[CallToolResult] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                arguments = {"url": "https://example.com/auth", "errorPath": True}
+                outcome.append(await server.call_tool("trigger-url-elicitation", arguments))
+
+            group.start_soon(call)
+            for domain, finish in (("modelcontextprotocol.io", True), ("example.com", False)):
+                link = tab.card("Link to open").filter(has_text=domain)
+                await link.wait_for(timeout=WAIT_MS)
+                async with tab.page.context.expect_page() as opened:
+                    await link.get_by_role("button", name="Open").click()
+                await (await opened.value).close()
+                if finish:
+                    done = tab.card("Link to finish")
+                    await done.wait_for(timeout=WAIT_MS)
+                    assert "modelcontextprotocol.io" in await done.inner_text()
+                    await done.get_by_role("button", name="Done").click()
+        history = await tab.page.locator("#history li").all_inner_texts()
+        assert [t.split(": ", 1)[1].split("\n")[0] for t in history[:3]] == ["opened", "done", "opened"]
+        tab.assert_nothing_ran()
+    assert "User completed the URL elicitation flow" in outcome[0].text
+
+
 async def test_modern_input_rounds_come_to_the_same_cards(browser: Browser) -> None:
     python = str(peer_python("py2"))
     async with served(timeout=60) as inbox, host_with(inbox) as host, browser.tab(inbox.url) as tab:
@@ -358,18 +393,52 @@ async def test_two_people_see_one_item_live_and_the_second_answer_gets_409(brows
         first.assert_nothing_ran()
 
 
-async def test_an_item_nobody_answers_leaves_the_page_with_the_reason(browser: Browser) -> None:
+async def test_an_item_nobody_answers_leaves_the_page_as_expired(browser: Browser) -> None:
     async with served(timeout=1) as inbox, browser.tab(inbox.url) as tab:
-        assert await inbox.review_request(sampling_view()) == Refuse("no answer in the web inbox within 1 s")
+        reason = "no answer within 1s: expired, nobody refused"
+        assert await inbox.review_request(sampling_view()) == Refuse(reason)
         entry = tab.page.locator("#history li").first
-        await entry.get_by_text("no answer in the web inbox within 1 s").first.wait_for(timeout=WAIT_MS)
+        await entry.get_by_text("expired").first.wait_for(timeout=WAIT_MS)
         assert await tab.page.locator("article").count() == 0
         assert re.search(
-            r"Nobody answered the sampling request from notes \(task task-1\); at .+ it ended: "
-            r"no answer in the web inbox within 1 s\.",
+            r"Nobody answered the sampling request from notes \(task task-1\); at .+ it ended: expired\.",
             await entry.inner_text(),
         )
         tab.assert_nothing_ran()
+
+
+async def test_a_notification_link_opens_the_page_at_its_item_once_signed_in(browser: Browser) -> None:
+    async with served() as inbox:
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.fill_form(form_view()))
+            group.start_soon(_append, answers, inbox.consent_url(url_view()))
+            with anyio.fail_after(10):
+                while len(inbox.state()["pending"]) < 2:  # noqa: ASYNC110 (two hook calls starting)
+                    await anyio.sleep(0.02)
+            second = inbox.state()["pending"][1]["id"]
+            link = inbox.link(second)
+            assert link == f"{inbox.origin}/items/{second}"
+            async with browser.tab(f"{link}#token={inbox.token}") as tab:
+                linked = tab.page.locator("article.linked")
+                await linked.wait_for(timeout=WAIT_MS)
+                assert await linked.get_attribute("data-id") == second
+                assert await tab.page.evaluate("document.activeElement.dataset.id") == second
+                assert await tab.page.evaluate("location.href") == link  # the token left the address
+                assert await tab.page.locator("article").count() == 2  # the list is all there
+                await linked.get_by_role("button", name="Decline").click()
+                await linked.wait_for(state="detached", timeout=WAIT_MS)
+                tab.assert_nothing_ran()
+            inbox.answer(inbox.state()["pending"][0]["id"], {"action": "cancel"})
+        assert "decline" in answers and ElicitResult(action="cancel") in answers
+        context = await browser.browser.new_context()
+        try:
+            page = await context.new_page()
+            await page.goto(link)  # a fresh browser, no token: sign-in needed, nothing shown
+            await page.get_by_text("Not signed in").wait_for(timeout=WAIT_MS)
+            assert await page.locator("article").count() == 0
+        finally:
+            await context.close()
 
 
 #: The page's clock: an ISO time as the person's locale writes it.
@@ -876,3 +945,47 @@ async def test_on_a_phone_a_long_request_is_folded_and_answered_by_tapping_witho
         assert answers == [Approve(remember="once")]
         await card.wait_for(state="detached", timeout=WAIT_MS)
         phone.assert_nothing_ran()
+
+
+async def test_a_signed_link_opens_its_one_item_in_a_fresh_browser_and_is_spent_once_answered(
+    browser: Browser,
+) -> None:
+    async with served(signed_links=True) as inbox:
+        answers: list[Any] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_append, answers, inbox.consent_url(url_view()))
+            group.start_soon(_append, answers, inbox.fill_form(form_view()))
+            with anyio.fail_after(10):
+                while len(inbox.state()["pending"]) < 2:  # noqa: ASYNC110 (two hook calls starting)
+                    await anyio.sleep(0.02)
+            mine, other = (i["id"] for i in inbox.state()["pending"])
+            link = inbox.link(mine)
+            assert link is not None and "#link=" in link and inbox.token not in link
+            async with browser.tab(link) as tab:  # a new person: no token, no session
+                card = tab.page.locator("article.linked")
+                await card.wait_for(timeout=WAIT_MS)
+                assert await tab.page.locator("article").count() == 1  # nothing else is shown
+                assert "#" not in await tab.page.evaluate("location.href")  # the token left the address
+                listed = await tab.page.evaluate(LIST_STATUS)
+                assert listed == 404
+                await card.get_by_role("button", name="Decline").click()
+                await card.wait_for(state="detached", timeout=WAIT_MS)
+                tab.assert_nothing_ran()
+            assert [i["id"] for i in inbox.state()["pending"]] == [other]
+            context = await browser.browser.new_context()
+            try:
+                page = await context.new_page()
+                await page.goto(link)  # answered: the link signs nobody in any more
+                await page.get_by_text("This link no longer signs in").wait_for(timeout=WAIT_MS)
+                assert await page.locator("article").count() == 0
+            finally:
+                await context.close()
+            inbox.answer(other, {"action": "cancel"})
+        assert "decline" in answers
+
+
+#: The status of the list, fetched with the tab's own session (a signed link's: 404).
+LIST_STATUS = """async () => {
+  const session = Object.entries(sessionStorage).find(([k]) => k.startsWith("host_receiver_inbox:"))[1];
+  return (await fetch("/api/items", { headers: { "X-Inbox-Session": session } })).status;
+}"""

@@ -18,9 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from tests.cli.test_terminal import PEER_PYTHON, ROOT
 from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.notify.conftest import SECRET, HttpReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -134,25 +136,73 @@ def test_run_serves_a_server_through_the_inbox(env: dict[str, str]) -> None:
     assert "Published" in json.loads(out)["content"][0]["text"]
 
 
-def test_nobody_answering_in_time_refuses_with_the_reason_the_server_sees(env: dict[str, str]) -> None:
-    args = ["demo", "--approve", "web", "--elicit", "defaults", "--inbox-timeout", "1", "--llm-delay", "0"]
+@pytest.mark.parametrize("given", ["1", "1s"])
+def test_nobody_answering_in_time_expires_with_the_reason_the_server_sees(
+    env: dict[str, str], given: str
+) -> None:
+    args = ["demo", "--approve", "web", "--elicit", "defaults", "--inbox-timeout", given, "--llm-delay", "0"]
     with command(env, *args) as (process, _, _):
         out, err = process.communicate(timeout=LIMIT_S)
     assert process.returncode == 0, err
-    assert "request refused (web): no answer in the web inbox within 1 s" in out
-    assert "error -1: no answer in the web inbox within 1 s" in out
+    assert "request refused (web): no answer within 1s: expired, nobody refused" in out
+    assert "error -1: no answer within 1s: expired, nobody refused" in out
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         (["--inbox-cert", "cert.pem"], "--inbox-cert and --inbox-key go together"),
+        (["--inbox-timeout", "soon"], "'soon' is not a duration: write a number of seconds or"),
+        (["--inbox-timeout", "0s"], "'0s' is not a positive duration"),
         (["--inbox-listen", "localhost"], "--inbox-listen: 'localhost' is not HOST:PORT"),
+        (
+            ["--notify", "webhook+https://hooks.example.test/t0k3n"],
+            "--notify: webhook+https://… (channel 1): a webhook needs its signing secret in "
+            "$HOST_RECEIVER_WEBHOOK_SECRET",
+        ),
+        (
+            ["--notify", "json://127.0.0.1:9/x", "--escalate-after", "10m", "--escalate-to", "ops-team"],
+            "--escalate-to takes a channel URL (webhook+https://..., mailto://...); a person's or a "
+            "team's name needs the fleet store, which is not here yet",
+        ),
+        (["--escalate-after", "10m"], "--escalate-after and --escalate-to go together"),
+        (["--remind-every", "5m"], "--escalate-after, --notify-content and --notify-links need --notify URL"),
+        (["--notify-links", "signed"], "--notify-content and --notify-links need --notify URL"),
+        (["--notify", "json://127.0.0.1:9/x", "--notify-every", "often"], "'often' is not a duration"),
     ],
 )
 def test_wrong_inbox_options_are_usage_errors(env: dict[str, str], options: list[str], message: str) -> None:
     done = run_cli(env, "demo", "--approve", "web", *options)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_notify_sends_signed_webhooks_linking_to_each_item_never_logging_the_url(
+    env: dict[str, str],
+) -> None:
+    receiver = HttpReceiver()
+    url = f"webhook+{receiver.url}?t0k3n=1"
+    try:
+        env = {**env, "HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
+        args = ["demo", "--approve", "web", "--elicit", "defaults", "--llm-delay", "0", "--notify", url]
+        with command(env, *args) as (process, base, token):
+            assert answer_everything(process, base, token, after=0.5) == ["sampling", "result"]
+            out, err = process.communicate(timeout=LIMIT_S)
+    finally:
+        receiver.stop()
+    assert process.returncode == 0, err
+    events = [Webhook(SECRET).verify(r.body, r.headers) for r in receiver.received]
+    assert [e["type"] for e in events].count("item.waiting") == 2
+    assert all(e["data"]["link"] == f"{base}/items/{e['data']['id']}" for e in events)
+    assert "t0k3n" not in err + out
+
+
+def test_notify_without_the_web_inbox_is_a_usage_error(env: dict[str, str]) -> None:
+    done = run_cli(env, "demo", "--approve", "auto", "--notify", "json://127.0.0.1:9/t0k3n")
+    assert done.returncode == 2
+    assert (
+        "--notify and --escalate-to are for the web inbox: add --approve web or --elicit web" in done.stderr
+    )
+    assert "t0k3n" not in done.stderr
 
 
 def test_an_address_in_use_is_a_clear_error(env: dict[str, str]) -> None:

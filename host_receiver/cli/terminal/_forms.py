@@ -28,7 +28,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from host_receiver.cli.terminal import _render as render
 from host_receiver.cli.terminal._console import Console, Turn
 from host_receiver.errors import Interrupted
-from host_receiver.people.approval import FormView, UrlAnswer, UrlView
+from host_receiver.people.approval import FormView, LinkDone, UrlAnswer, UrlView
 from host_receiver.protocol.elicitation_rules import FormField
 from host_receiver.protocol.types import ElicitResult, ElicitValue
 from host_receiver.sanitize import TEXT_LIMIT, safe_text
@@ -36,6 +36,8 @@ from host_receiver.sanitize import TEXT_LIMIT, safe_text
 START_CHOICES = (("f", "fill in"), ("d", "decline"), ("c", "cancel"))
 REVIEW_CHOICES = (("y", "send"), ("e", "edit again"), ("d", "decline"), ("c", "cancel"))
 URL_CHOICES = (("o", "open in my browser"), ("d", "decline"), ("c", "cancel"))
+#: Once a link a request needs is open: done there, or give up.
+LINK_DONE_CHOICES = (("d", "done"), ("c", "cancel"))
 _DONE = {"d": "Declined", "c": "Cancelled"}
 _HINTS = {"enum": "a number or a value", "multi_enum": "numbers or values, comma-separated"}
 _YES = {"y", "yes", "true", "1"}
@@ -130,6 +132,26 @@ class TerminalElicitationUI:
                 return "accept"
             turn.show(FormattedText([("class:bad", f"✗ {_DONE[choice]}; nothing was opened")]))
             return "decline" if choice == "d" else "cancel"
+
+    async def link_done(self, view: UrlView) -> LinkDone:
+        """A request waits for the link ``view`` (opened): the person says when they are done there.
+        The prompt closes by itself when the server says the link is complete first."""
+        async with self.console.turn(view.server, view.task_id) as turn:
+            domain = render.label(view.domain)
+            turn.show(
+                FormattedText(
+                    [("", f"The request waits until you have finished on {domain}; then it is sent again.")]
+                )
+            )
+            try:
+                choice = await turn.choose(f"Done on {domain}?", LINK_DONE_CHOICES)
+            except Interrupted:
+                choice = "c"
+            if choice == "d":
+                turn.show(FormattedText([("class:good", "✓ Done; sending the request again")]))
+                return "done"
+            turn.show(FormattedText([("class:bad", "✗ Given up; the request ends")]))
+            return "cancel"
 
     async def link_not_opened(self, view: UrlView) -> None:
         """The elicitation service found no browser to open ``view``'s link: show it to copy."""

@@ -6,20 +6,25 @@
 "use strict";
 
 (() => {
-  const KIND = { sampling: "Sampling request", result: "Sampling result", form: "Form", url: "Link to open" };
+  const KIND = { sampling: "Sampling request", result: "Sampling result", form: "Form", url: "Link to open", done: "Link to finish" };
   const pendingBox = document.getElementById("pending");
   const historyBox = document.getElementById("history");
   const emptyNote = document.getElementById("empty");
   const connection = document.getElementById("connection");
   const cards = new Map();
   const historyIds = new Set();
-  const STORED = `host_receiver_inbox:${location.pathname}`;
+  // A notification's link, items/ID, opens the page at that item: the inbox's own root is above it.
+  const ITEM_PATH = location.pathname.match(/^(.*\/)items\/([A-Za-z0-9_-]+)$/);
+  const ROOT = ITEM_PATH ? ITEM_PATH[1] : location.pathname.replace(/[^/]*$/, "");
+  const FOCUS = ITEM_PATH ? ITEM_PATH[2] : null;
+  const STORED = `host_receiver_inbox:${ROOT}`;
   const SESSION_HEADER = "X-Inbox-Session";
   const RECONNECT_MS = 3000;
   const RECONNECT_MAX_MS = 60000;
   const FOLD_CHARS = 400;
   const FOLD_LINES = 8;
   let session = null;
+  let linkToken = null;
   let csrf = null;
   let closed = false;
 
@@ -99,7 +104,7 @@
     for (const node of view.problems.values()) node.hidden = true;
     let response;
     try {
-      response = await fetch(`api/items/${encodeURIComponent(item.id)}/answer`, {
+      response = await fetch(`${ROOT}api/items/${encodeURIComponent(item.id)}/answer`, {
         method: "POST",
         credentials: "omit",
         headers: { "Content-Type": "application/json", [SESSION_HEADER]: session, "X-CSRF-Token": csrf || "" },
@@ -137,7 +142,7 @@
       item.expires ? ` · answer by ${clock(item.expires)}` : "");
     const article = el("article", { className: `card ${item.kind}` }, heading, meta);
     article.dataset.id = item.id;
-    const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard }[item.kind];
+    const parts = { sampling: samplingCard, result: resultCard, form: formCard, url: urlCard, done: doneCard }[item.kind];
     if (parts) article.append(...parts(item, view));
     // in the answer bar, so that what became of an answer shows where it was given
     (article.querySelector(".buttons") || article).append(view.problems.get("*"), status);
@@ -356,6 +361,19 @@
     return [message, domain, address, warnings, note, buttons];
   }
 
+  function doneCard(item, view) {
+    const request = item.request;
+    const message = textBlock(request.message);
+    const what = el("p", {}, "The request waits until you have finished on ",
+      el("span", { className: "domain" }, request.domain || "(no host)"),
+      "; choose Done then and it is sent again (or Give up to end it).");
+    const address = textBlock(request.url);
+    const buttons = el("div", { className: "buttons" },
+      button("Done", () => answer(item, { action: "done" }, view), "primary"),
+      button("Give up", () => answer(item, { action: "cancel" }, view), "destructive"));
+    return [message, what, address, buttons];
+  }
+
   // --- the lists ------------------------------------------------------------------------
 
   function refreshEmpty() {
@@ -414,17 +432,36 @@
     for (const item of state.history) historyIds.add(item.id);
     for (const item of state.pending) added(item);
     refreshEmpty();
+    focusLinked();
+  }
+
+  // The page was opened at items/ID (a notification's link): show that item, once.
+  let focused = false;
+  function focusLinked() {
+    if (!FOCUS || focused) return;
+    focused = true;
+    const node = cards.get(FOCUS) || historyBox.querySelector(`li[data-id="${CSS.escape(FOCUS)}"]`);
+    if (!node) {
+      connection.textContent = "The item of this link is no longer here.";
+      return;
+    }
+    node.classList.add("linked");
+    node.tabIndex = -1;
+    node.scrollIntoView({ block: "start" });
+    node.focus({ preventScroll: true });
   }
 
   // --- the session and the event stream ------------------------------------------------
 
   // The token of the address (#token=..., or ?token=... for the older address), taken out of the
   // address bar and the tab's history at once.
+  // A signed link's token (#link=..., at items/ID) signs in for that one item instead.
   function takeToken() {
     const fragment = new URLSearchParams(location.hash.slice(1));
     const query = new URLSearchParams(location.search);
     const token = fragment.get("token") || query.get("token");
-    if (fragment.has("token") || query.has("token")) {
+    linkToken = FOCUS ? fragment.get("link") : null;
+    if (fragment.has("token") || query.has("token") || fragment.has("link")) {
       query.delete("token");
       const rest = query.toString();
       history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : ""));
@@ -435,8 +472,17 @@
   // A session: a new one for the address's token, else the one this tab kept; null when neither works.
   async function signIn() {
     const token = takeToken();
+    if (linkToken) {
+      const made = await fetch(`${ROOT}api/items/${encodeURIComponent(FOCUS)}/session`, {
+        method: "POST", credentials: "omit", headers: { Authorization: `Link ${linkToken}` },
+      });
+      if (!made.ok) return false;
+      ({ session, csrf } = await made.json());
+      sessionStorage.setItem(STORED, session);
+      return true;
+    }
     if (token) {
-      const made = await fetch("api/session", {
+      const made = await fetch(`${ROOT}api/session`, {
         method: "POST", credentials: "omit", headers: { Authorization: `Bearer ${token}` },
       });
       if (!made.ok) return false;
@@ -446,7 +492,7 @@
     }
     session = sessionStorage.getItem(STORED);
     if (!session) return false;
-    const known = await fetch("api/session", { credentials: "omit", headers: { [SESSION_HEADER]: session } });
+    const known = await fetch(`${ROOT}api/session`, { credentials: "omit", headers: { [SESSION_HEADER]: session } });
     if (!known.ok) {
       sessionStorage.removeItem(STORED);
       return false;
@@ -456,7 +502,9 @@
   }
 
   function signedOut() {
-    connection.textContent = "Not signed in: open the inbox's address with its token.";
+    connection.textContent = linkToken
+      ? "This link no longer signs in: its request was answered, or its time is up."
+      : "Not signed in: open the inbox's address with its token.";
   }
 
   // The host has stopped: nothing here can be answered any more, and nothing reconnects.
@@ -508,7 +556,7 @@
     for (;;) {
       let response = null;
       try {
-        response = await fetch("api/events", {
+        response = await fetch(`${ROOT}api/events`, {
           credentials: "omit", headers: { [SESSION_HEADER]: session, Accept: "text/event-stream" },
         });
       } catch (error) {

@@ -1,0 +1,1 @@
+"""Tests of notifications (host_receiver.notify): channels, the queue, reminders, escalation, expiry."""
