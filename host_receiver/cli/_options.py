@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from host_receiver.cli._auth import add_auth_options
+from host_receiver.cli._fleet import add_fleet_options
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     add_hook_options,
@@ -85,9 +86,10 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
         help="where the tasks the server creates here are kept: 'memory' (the default) for this run only "
         "(the server's own tasks that a call follows: --task-store). Also a shared store, as the "
         f"store, people, audit and inbox commands take it (default: ${STORE_ENV}): sqlite:///PATH (or a "
-        "path ending .db or .sqlite) or postgresql://...; a host checks its form but keeps nothing in "
-        "it yet (docs/fleet.md)",
+        "path ending .db or .sqlite) or postgresql://...; with --approve web or --elicit web a host keeps "
+        "its inbox's items and remembered decisions there (docs/fleet.md)",
     )
+    add_fleet_options(run)
     defaults = ReceiverConfig()
     run.add_argument(
         "--max-active-tasks",
