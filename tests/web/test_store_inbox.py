@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -16,7 +17,8 @@ from host_receiver.errors import AlreadyAnswered
 from host_receiver.people.approval import Refuse
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.store import SqlStore, open_store
-from host_receiver.web._fleet import SESSION_ENDED, StoreInbox
+from host_receiver.web._fleet import SESSION_ENDED, UNREACHABLE, StoreInbox
+from tests.postgres_cluster import PostgresCluster
 from tests.web.conftest import asking, form_view, sampling_view
 
 pytestmark = pytest.mark.anyio
@@ -102,3 +104,55 @@ async def test_a_cancelled_request_and_a_stopped_host_withdraw_their_items_sayin
         group.cancel_scope.cancel()
     stopped = await store.item(second.id)
     assert stopped is not None and (stopped.status, stopped.reason) == ("withdrawn", SESSION_ENDED)
+
+
+def cut_off(cluster: PostgresCluster, database: str) -> None:
+    """The database refuses new connections and loses its current ones (the store is unreachable)."""
+    cluster.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+    cluster.sql(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{database}'")
+
+
+def let_in(cluster: PostgresCluster, database: str) -> None:
+    cluster.sql(f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
+
+
+@pytest.mark.slow  # each refused request waits out the pool's connect timeout (10 s)
+async def test_a_store_lost_after_the_host_started_declines_forms_and_refuses_sampling_saying_so(
+    postgres_cluster: PostgresCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = postgres_cluster.new_database()
+    async with open_store(postgres_cluster.url(database)) as shared:
+        inbox = store_inbox(shared)
+        await anyio.to_thread.run_sync(cut_off, postgres_cluster, database)
+        try:
+            form = await inbox.fill_form(form_view(schema=NAME_FORM))
+            sampling = await inbox.review_request(sampling_view())
+        finally:
+            await anyio.to_thread.run_sync(let_in, postgres_cluster, database)
+        assert form == ElicitResult(action="decline")
+        assert isinstance(sampling, Refuse) and sampling.reason == UNREACHABLE
+        assert [h["outcome"] for h in inbox.state()["history"]] == [UNREACHABLE, UNREACHABLE]
+        assert "form declined from notes: the approval store is unreachable" in caplog.text
+        assert postgres_cluster.password not in caplog.text
+        assert await shared.pending_items() == []  # nothing half-written
+
+
+@pytest.mark.slow
+async def test_an_answer_given_while_the_host_could_not_reach_the_store_is_not_lost(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    database = postgres_cluster.new_database()
+    async with (
+        open_store(postgres_cluster.url(database)) as shared,
+        open_store(postgres_cluster.url(database)) as other,
+    ):
+        inbox = store_inbox(shared)
+        async with asking(inbox, lambda: inbox.fill_form(form_view(schema=NAME_FORM))) as answers:
+            (item,) = await other.pending_items()
+            await anyio.to_thread.run_sync(cut_off, postgres_cluster, database)
+            await anyio.sleep(1.5)  # the host's reads fail meanwhile
+            await anyio.to_thread.run_sync(let_in, postgres_cluster, database)
+            await other.answer(
+                item.id, {"action": "accept", "content": {"name": "Ada"}}, by="ann", address=None
+            )
+    assert answers == [ElicitResult(action="accept", content={"name": "Ada"})]
