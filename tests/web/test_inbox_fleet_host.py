@@ -38,6 +38,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
     "form": {"action": "accept", "content": {"topic": "otters"}},
     "sampling": {"action": "approve"},
     "result": {"action": "send"},
+    "url": {"action": "accept"},
 }
 
 
@@ -56,25 +57,10 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 @contextmanager
-def host(env: dict[str, str], store: str, *extra: str) -> Iterator[subprocess.Popen[str]]:
-    """``host-receiver run --call research`` on the store, answering nothing itself."""
+def command(env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
+    """``host-receiver *args`` running for the block (killed after it if it has not ended)."""
     process = subprocess.Popen(
-        [
-            *CLI,
-            "run",
-            "--approve",
-            "web",
-            "--elicit",
-            "web",
-            "--store",
-            store,
-            "--call",
-            "research",
-            *extra,
-            "--",
-            str(PEER_PYTHON),
-            str(TASK_SERVER),
-        ],
+        [*CLI, *args],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -87,6 +73,28 @@ def host(env: dict[str, str], store: str, *extra: str) -> Iterator[subprocess.Po
         if process.poll() is None:
             process.kill()
         process.communicate()
+
+
+@contextmanager
+def host(env: dict[str, str], store: str, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    """``host-receiver run --call research`` on the store, answering nothing itself."""
+    with command(
+        env,
+        "run",
+        "--approve",
+        "web",
+        "--elicit",
+        "web",
+        "--store",
+        store,
+        "--call",
+        "research",
+        *extra,
+        "--",
+        str(PEER_PYTHON),
+        str(TASK_SERVER),
+    ) as process:
+        yield process
 
 
 async def next_item(store: SqlStore, kind: str, process: subprocess.Popen[str]) -> InboxItem:
@@ -184,3 +192,32 @@ async def test_with_the_store_unreachable_the_form_is_declined_and_sampling_refu
     assert "working: summarising decline" in err, err
     assert f"failed: {UNREACHABLE}" in err, err
     assert code == 2 and out == ""
+
+
+async def test_the_demo_on_a_shared_store_is_answered_through_the_store(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    demo = ["demo", "--approve", "web", "--elicit", "web", "--llm-delay", "0", "--store", url, "--for", "ops"]
+    seen: list[str] = []
+    with command({**env, "HOST_RECEIVER_DEMO_PYTHON": str(PEER_PYTHON)}, *demo) as process:
+        async with open_store(url) as store:
+            with anyio.fail_after(LIMIT_S):
+                while process.poll() is None:
+                    for item in await store.pending_items():
+                        assert item.routed_to == ("ops",)
+                        await store.answer(item.id, demo_answer(item), by="ann", address=None)
+                        seen.append(item.kind)
+                    await anyio.sleep(0.05)
+        code, out, err = await ended(process)
+    assert code == 0, err
+    assert seen == ["sampling", "result", "form", "url"], out
+    assert "outcome: Published" in out and "inbox:" not in err
+
+
+def demo_answer(item: InboxItem) -> dict[str, Any]:
+    """What the person answers to the demo's items: a form with its defaults."""
+    if item.kind != "form":
+        return ANSWERS[item.kind]
+    fields = item.payload["fields"]
+    return {"action": "accept", "content": {f["key"]: f["value"] for f in fields if f["value"] is not None}}
