@@ -32,6 +32,7 @@ Fixed caps (docs/limits.md): ``MAX_BACKOFF``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -169,12 +170,13 @@ class StoreInbox(WebInbox):
         self._broadcast("added", self.item_json(item))
         try:
             stored = await self._await_store(item)
-            if stored is None:  # no answer in time
+            if stored is None:  # no answer in time (or none the store could say)
                 reason = self._timeout_reason()
-                if await self._close(item.id, "expired", reason):
+                if not await self._close(item.id, "expired", reason):
+                    with contextlib.suppress(StoreError):  # answered just before? its answer counts
+                        stored = await self.store.item(item.id)
+                if stored is None or stored.status == "pending":
                     return await self._end(item, on_timeout, reason, "timeout")
-                stored = await self.store.item(item.id)
-                assert stored is not None
             return await self._ending_of(item, stored)
         finally:
             self._answers.pop(item.id, None)
