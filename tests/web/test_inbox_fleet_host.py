@@ -176,6 +176,24 @@ async def test_a_killed_hosts_items_are_withdrawn_by_the_sweep_once_its_lease_ra
     assert gone is not None and (gone.status, gone.reason) == ("withdrawn", SESSION_ENDED)
 
 
+async def test_another_host_sweeps_a_killed_hosts_items_once_its_lease_ran_out(
+    env: dict[str, str], store_url: str
+) -> None:
+    async with open_store(store_url) as store:
+        with host(env, store_url, "--lease", "0.5", "--host-name", "killed") as process:
+            form = await next_item(store, "form", process)
+            process.send_signal(signal.SIGKILL)
+            await ended(process)
+        with host(env, store_url, "--lease", "0.5", "--host-name", "alive") as other:
+            with anyio.fail_after(LIMIT_S):
+                while (gone := await store.item(form.id)) is not None and gone.status == "pending":
+                    assert other.poll() is None
+                    await anyio.sleep(0.1)
+            theirs = await next_item(store, "form", other)
+            assert theirs.host == "alive" and theirs.status == "pending"
+    assert gone is not None and (gone.status, gone.reason) == ("withdrawn", SESSION_ENDED)
+
+
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
