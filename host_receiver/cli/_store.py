@@ -1,4 +1,5 @@
-"""The commands on the shared store alone: ``store migrate``, ``people``, ``audit``, ``inbox list``.
+"""The commands on the shared store alone: ``store migrate``, ``people``, ``audit``, ``inbox list``,
+``inbox serve``.
 
 Each takes ``--store URL`` (or ``$HOST_RECEIVER_STORE``): a SQLite file or a
 PostgreSQL URL (docs/fleet.md); ``memory`` is refused, since it would be gone
@@ -6,6 +7,9 @@ when the command ends. A URL is shown without its password. ``people add``
 prints the new token alone on stdout, once; everything else a person reads
 goes to stderr, and text from servers is escaped (``safe_text``). Exit 0 on
 success, 2 on a usage error, an unreachable store or a broken audit chain.
+``inbox serve`` serves the page and API of every host's items (:mod:`host_receiver.web._board`)
+until it is interrupted (Ctrl-C, SIGTERM), printing ``inbox: http://HOST:PORT/`` on stderr once it
+listens.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -131,6 +136,60 @@ def add_store_commands(commands: Any) -> None:
     inbox_list.add_argument("--json", action="store_true", help="print a JSON array of the items")
     _add_store(inbox_list)
     inbox_list.set_defaults(func=_command(_inbox_list, "inbox list"))
+    serve = inbox_actions.add_parser(
+        "serve",
+        help="serve the inbox's page and API for every host of the store (people's tokens sign in)",
+        description="Serve the page and JSON API of docs/inbox.md for every host of the store; each "
+        "person signs in with their token (bearer token, or http://HOST:PORT/?token=TOKEN) and sees "
+        "the items routed to them or their teams. Several may serve one store at once.",
+    )
+    serve.add_argument(
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where to listen (default: 127.0.0.1:0, a free port on this machine; another address "
+        "needs --cert and --key, or is warned about)",
+    )
+    serve.add_argument("--cert", metavar="FILE", help="serve over TLS with this certificate")
+    serve.add_argument("--key", metavar="FILE", help="the private key of --cert")
+    _add_store(serve)
+    serve.set_defaults(func=_serve_command)
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    """``inbox serve``: its options checked before the store is opened."""
+    if (args.cert is None) != (args.key is None):
+        print("host-receiver inbox serve: --cert and --key go together", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        from host_receiver.web._serve import parse_listen
+
+        parse_listen(args.listen)
+    except ImportError as exc:
+        print(f"host-receiver inbox serve: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except ValueError as exc:
+        print(f"host-receiver inbox serve: --listen: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return _command(_inbox_serve, "inbox serve")(args)
+
+
+async def _inbox_serve(store: SqlStore, args: argparse.Namespace) -> int:
+    from host_receiver.web._board import StoreBoard
+
+    board = StoreBoard(store)
+    try:
+        async with board.serve(args.listen, certfile=args.cert, keyfile=args.key):
+            print(f"inbox: {board.origin}/", file=sys.stderr, flush=True)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print(f"host-receiver inbox serve: cannot listen on {args.listen}: {reason}", file=sys.stderr)
+        return EXIT_FAILURE
+    print("inbox: stopped", file=sys.stderr)
+    return EXIT_OK
 
 
 def _command(

@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 750 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 910 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
@@ -14,6 +14,11 @@ Rules:
 - An answer is one conditional update (pending -> answered) in a transaction
   that also appends its audit row: a second answer, from any process, gets
   :class:`~host_receiver.errors.AlreadyAnswered`.
+- Every change of an item (added, answered, closed) is announced: an inbox
+  that serves the store (``inbox serve``) waits for the next one with
+  :meth:`Store.wait_change` and reads the pending items again (the same
+  LISTEN/NOTIFY on PostgreSQL, reading every :data:`POLL_INTERVAL` seconds on
+  SQLite).
 - The owner of an item learns of its answer through :meth:`Store.wait_answer`:
   at once for an answer given in this process; through PostgreSQL's
   LISTEN/NOTIFY from another one, reading again every
@@ -141,12 +146,16 @@ class Store(Protocol):
     async def item(self, item_id: str) -> InboxItem | None: ...
     async def call_items(self, call_id: str) -> dict[str, InboxItem]: ...
     async def pending_items(self, person: Person | None = None) -> list[InboxItem]: ...
+    async def recent_items(self, limit: int, person: Person | None = None) -> list[InboxItem]: ...
     async def answer(
         self, item_id: str, answer: dict[str, Any], *, by: str | None, address: str | None
     ) -> InboxItem: ...
     async def close_item(self, item_id: str, status: ItemStatus, reason: str) -> bool: ...
     async def withdraw_session(self, session: str, reason: str) -> list[str]: ...
+    async def renew_session(self, session: str, seconds: float) -> int: ...
+    async def withdraw_expired_sessions(self, reason: str, now: float | None = None) -> list[str]: ...
     async def wait_answer(self, item_id: str) -> InboxItem: ...
+    async def wait_change(self, seen: int) -> int: ...
 
     # people
     async def add_person(self, name: str, teams: Sequence[str] = ()) -> tuple[Person, str]: ...
@@ -196,6 +205,9 @@ class SqlStore:
         self.url = url
         self._engine = engine
         self._waiters: dict[str, set[anyio.Event]] = {}
+        #: How many changes were announced to this process, and the event the next one sets.
+        self._changes = 0
+        self._changed = anyio.Event()
         self._poll = NOTIFY_FALLBACK_POLL if engine.dialect.name == "postgresql" else POLL_INTERVAL
 
     async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -286,14 +298,19 @@ class SqlStore:
             item.call_id,
             _json(item.call_key),  # the server's key: any text
         )
-        await self._engine.run(
-            lambda tx: tx.execute(
+
+        def step(tx: Tx) -> None:
+            tx.execute(
                 "INSERT INTO inbox_items (id, host, server_name, server_title, server_identity, kind, "
                 "payload, routed_to, status, created, expires, session, lease_expires, call_id, call_key) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 row,
             )
-        )
+            if tx.dialect.notify:
+                tx.rows(tx.dialect.notify, (item.id,))
+
+        await self._engine.run(step)
+        self._wake(item.id)
         return item
 
     async def item(self, item_id: str) -> InboxItem | None:
@@ -320,6 +337,17 @@ class SqlStore:
             f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status = ? ORDER BY created, id", ("pending",)
         )
         return [item for item in map(_item, rows) if item.visible_to(person)]
+
+    async def recent_items(self, limit: int, person: Person | None = None) -> list[InboxItem]:
+        """The ``limit`` newest items that are not pending any more, newest first; with ``person``,
+        those routed to them or their teams among the ``10 * limit`` newest (routing is JSON text,
+        filtered here as :meth:`pending_items` filters it)."""
+        rows = await self._read(
+            f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status <> ? ORDER BY created DESC, id DESC "
+            "LIMIT ?",
+            ("pending", limit if person is None else limit * 10),
+        )
+        return [item for item in map(_item, rows) if item.visible_to(person)][:limit]
 
     async def answer(
         self, item_id: str, answer: dict[str, Any], *, by: str | None, address: str | None
@@ -393,6 +421,52 @@ class SqlStore:
             self._wake(item_id)
         return ids
 
+    async def renew_session(self, session: str, seconds: float) -> int:
+        """Extend the claim of ``session`` on its pending leased items to ``seconds`` from now (its
+        host is alive); how many items it holds."""
+        until = time.time() + seconds
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "UPDATE inbox_items SET lease_expires = ? "
+                    "WHERE session = ? AND status = ? AND lease_expires IS NOT NULL",
+                    (until, session, "pending"),
+                )
+            )
+        )
+
+    async def withdraw_expired_sessions(self, reason: str, now: float | None = None) -> list[str]:
+        """Withdraw with ``reason`` every pending item whose session's claim ran out before ``now``
+        (its host was killed: nobody renews it); the ids withdrawn. Items without a lease (a
+        continuable call's) are left. Any host or inbox may call it; each item is withdrawn once."""
+        moment = time.time() if now is None else now
+
+        def step(tx: Tx) -> list[str]:
+            ids = [
+                str(r[0])
+                for r in tx.rows(
+                    "SELECT id FROM inbox_items WHERE status = ? AND lease_expires IS NOT NULL "
+                    "AND lease_expires < ?",
+                    ("pending", moment),
+                )
+            ]
+            withdrawn = []
+            for item_id in ids:
+                if tx.execute(
+                    "UPDATE inbox_items SET status = ?, reason = ? WHERE id = ? AND status = ? "
+                    "AND lease_expires < ?",
+                    ("withdrawn", reason, item_id, "pending", moment),
+                ):
+                    withdrawn.append(item_id)
+                    if tx.dialect.notify:
+                        tx.rows(tx.dialect.notify, (item_id,))
+            return withdrawn
+
+        ids = await self._engine.run(step)
+        for item_id in ids:
+            self._wake(item_id)
+        return ids
+
     async def wait_answer(self, item_id: str) -> InboxItem:
         """Wait until ``item_id`` is no longer pending (answered, or closed); the item then.
         Bound it with ``anyio.fail_after``; :class:`~host_receiver.errors.UnknownItem` if there is none."""
@@ -413,8 +487,21 @@ class SqlStore:
                 if not waiters:
                     self._waiters.pop(item_id, None)
 
+    async def wait_change(self, seen: int) -> int:
+        """The change feed: wait until a change of any item is announced after ``seen`` (what this
+        returned last; 0 at first), or for the poll interval (a change from another process on
+        SQLite, a lost notification); the count of changes now. Returns at once when one came
+        meanwhile, so that a reader of the items between two calls misses nothing."""
+        if self._changes == seen:
+            with anyio.move_on_after(self._poll):
+                await self._changed.wait()
+        return self._changes
+
     def _wake(self, item_id: str | None) -> None:
-        """Wake the waiters of ``item_id`` (None: every waiter, to read again)."""
+        """Wake the waiters of ``item_id`` (None: every waiter, to read again), and the change feed."""
+        self._changes += 1
+        self._changed.set()
+        self._changed = anyio.Event()
         for key in list(self._waiters) if item_id is None else [item_id]:
             for event in self._waiters.get(key, ()):
                 event.set()

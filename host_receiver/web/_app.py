@@ -1,5 +1,10 @@
 """The page and the JSON API as one Starlette app, and what guards them.
 
+The app serves a :class:`~host_receiver.web._board_protocol.Board`: one host's own
+:class:`~host_receiver.web._inbox.Inbox` (through :class:`~host_receiver.web._board_protocol.InboxBoard`,
+its one token) or the store-backed board of
+``host-receiver inbox serve`` (:mod:`._board`: people's tokens, every host's items).
+
 Rules (docs/inbox.md has the API):
 
 - Host: when the inbox serves itself, a request whose ``Host`` header is not
@@ -23,7 +28,8 @@ Rules (docs/inbox.md has the API):
   exchanged the same way (``POST api/items/ID/session`` with
   ``Authorization: Link TOKEN``) for a session that sees that item alone (the
   list and every other item are 404) until the link's time is up; the token
-  works only while its item is pending. A wrong or missing
+  works only while its item is pending (a host's own inbox only). A session
+  is that of whoever signed in (on a store-backed board, a person). A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
   ``X-CSRF-Token`` too; with the bearer token there is nothing more to check.
@@ -34,6 +40,8 @@ Rules (docs/inbox.md has the API):
 - Every answer has a Content-Security-Policy allowing only the app's own
   script and style (media as ``data:``), no framing, no referrer, no caching.
   No answer contains the token.
+- A store that fails meanwhile (:class:`~host_receiver.errors.StoreError`)
+  gets 503 with the reason; the app keeps serving.
 
 Fixed caps (docs/limits.md): ``KEEP_ALIVE``, ``MAX_SESSIONS``, ``MAX_ANSWER``.
 """
@@ -54,7 +62,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from host_receiver.errors import AlreadyAnswered, InvalidAnswer, UnknownItem
+from host_receiver.errors import AlreadyAnswered, InvalidAnswer, StoreError, UnknownItem
+from host_receiver.web._board_protocol import Board, InboxBoard, Reader
 from host_receiver.web._inbox import Inbox
 from host_receiver.web._items import body
 
@@ -86,8 +95,9 @@ class Session:
     """Who is asking: the page (a session, with its CSRF token) or an API client (the bearer token);
     ``item``: the one item a session made from a signed link may see (None: every item)."""
 
-    def __init__(self, csrf: str | None, item: str | None = None) -> None:
+    def __init__(self, csrf: str | None, reader: Reader, item: str | None = None) -> None:
         self.csrf = csrf
+        self.reader = reader
         self.item = item
 
     def sees(self, item_id: str) -> bool:
@@ -101,16 +111,16 @@ class Session:
 class Guard:
     """The checks of the module rules, shared by every route of one app."""
 
-    def __init__(self, inbox: Inbox) -> None:
-        self.inbox = inbox
-        #: Session id (``X-Inbox-Session``) -> its CSRF token.
-        self.sessions: dict[str, str] = {}
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        #: Session id (``X-Inbox-Session``) -> its CSRF token and who made it.
+        self.sessions: dict[str, tuple[str, Reader]] = {}
         #: Session id -> the one item it was made for by a signed link, and until when.
         self.scopes: dict[str, tuple[str, float]] = {}
         self._failures = anyio.Lock()
 
     def wrong_host(self, request: Request) -> Response | None:
-        allowed = self.inbox.allowed_hosts
+        allowed = self.board.allowed_hosts
         if allowed is None or request.headers.get("host", "").lower() in allowed:
             return None
         return _secure(JSONResponse({"error": "this inbox is not served under that host name"}, 400))
@@ -122,34 +132,39 @@ class Guard:
             return None
         return _secure(JSONResponse({"error": "cross-origin requests are refused"}, 403))
 
-    def session(self, request: Request) -> Session | None:
+    async def session(self, request: Request) -> Session | None:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(credential.encode(), self.inbox.token.encode()):
-            return Session(None)
+        if scheme.lower() == "bearer" and credential:
+            reader = await self.board.sign_in(credential)
+            if reader is not None:
+                return Session(None, reader)
         sid = request.headers.get(SESSION_HEADER)
-        csrf = self.sessions.get(sid) if sid is not None else None
-        if sid is None or csrf is None:
+        kept = self.sessions.get(sid) if sid is not None else None
+        if sid is None or kept is None:
             return None
         scope = self.scopes.get(sid)
-        if scope is None:
-            return Session(csrf)
-        if time.time() >= scope[1]:
+        if scope is not None and time.time() >= scope[1]:
             self.sessions.pop(sid, None)
             self.scopes.pop(sid, None)
             return None
-        return Session(csrf, scope[0])
+        reader = await self.board.recheck(kept[1])
+        if reader is None:  # removed meanwhile: the session ends
+            self.sessions.pop(sid, None)
+            self.scopes.pop(sid, None)
+            return None
+        return Session(kept[0], reader, scope[0] if scope is not None else None)
 
     async def refuse(self) -> Response:
         """401, after a pause (one failure at a time): no fast guessing."""
         async with self._failures:
-            await anyio.sleep(self.inbox.auth_delay)
+            await anyio.sleep(self.board.auth_delay)
         return _secure(JSONResponse({"error": "open the inbox's address with its token"}, 401))
 
-    def new_session(self, item: tuple[str, float] | None = None) -> str:
-        """A new session's id (for one ``item`` until a time, from a signed link); the oldest goes
-        beyond :data:`MAX_SESSIONS`."""
+    def new_session(self, reader: Reader, item: tuple[str, float] | None = None) -> str:
+        """A new session's id, for ``reader`` (for one ``item`` until a time, from a signed link);
+        the oldest goes beyond :data:`MAX_SESSIONS`."""
         sid = secrets.token_urlsafe(32)
-        self.sessions[sid] = secrets.token_urlsafe(32)
+        self.sessions[sid] = (secrets.token_urlsafe(32), reader)
         if item is not None:
             self.scopes[sid] = item
         if len(self.sessions) > MAX_SESSIONS:
@@ -175,14 +190,17 @@ class Guard:
             refused = self.wrong_host(request) or (self.wrong_origin(request) if changes_state else None)
             if refused is not None:
                 return refused
-            session = self.session(request)
-            if session is None:
-                return await self.refuse()
-            if changes_state and session.csrf is not None:
-                sent = request.headers.get(CSRF_HEADER, "")
-                if request.headers.get("origin") is None or not hmac.compare_digest(sent, session.csrf):
-                    return _secure(JSONResponse({"error": "missing or wrong CSRF token"}, 403))
-            return _secure(await endpoint(request, session))
+            try:
+                session = await self.session(request)
+                if session is None:
+                    return await self.refuse()
+                if changes_state and session.csrf is not None:
+                    sent = request.headers.get(CSRF_HEADER, "")
+                    if request.headers.get("origin") is None or not hmac.compare_digest(sent, session.csrf):
+                        return _secure(JSONResponse({"error": "missing or wrong CSRF token"}, 403))
+                return _secure(await endpoint(request, session))
+            except StoreError as exc:
+                return _secure(JSONResponse({"error": str(exc)}, 503))
 
         return guarded
 
@@ -192,14 +210,20 @@ def _secure(response: Response) -> Response:
     return response
 
 
-def build_app(inbox: Inbox) -> Starlette:
-    """The inbox's page, static files and JSON API (module rules)."""
-    guard = Guard(inbox)
+def build_app(served: Inbox | Board) -> Starlette:
+    """The page, static files and JSON API of a host's inbox or of a board (module rules)."""
+    board: Board = InboxBoard(served) if isinstance(served, Inbox) else served
+    guard = Guard(board)
 
     async def index(request: Request) -> Response:
-        token = request.query_params.get("token")  # the older address, /?token=TOKEN
-        if token is not None and not hmac.compare_digest(token.encode(), inbox.token.encode()):
-            return await guard.refuse()
+        token = request.query_params.get("token")  # the sign-in link, /?token=TOKEN
+        if token is not None:
+            try:
+                reader = await board.sign_in(token)
+            except StoreError as exc:
+                return JSONResponse({"error": str(exc)}, 503)
+            if reader is None:
+                return await guard.refuse()
         return await _page(request)
 
     async def session_info(request: Request, session: Session) -> Response:
@@ -208,8 +232,8 @@ def build_app(inbox: Inbox) -> Starlette:
     async def new_session(request: Request, session: Session) -> Response:
         if session.csrf is not None:
             return JSONResponse({"error": "only the inbox's token makes a session"}, 403)
-        sid = guard.new_session()
-        return JSONResponse({"session": sid, "csrf": guard.sessions[sid]})
+        sid = guard.new_session(session.reader)
+        return JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]})
 
     async def link_session(request: Request) -> Response:
         """A page session for one item, made with its signed link's token (``Authorization: Link``)."""
@@ -217,22 +241,24 @@ def build_app(inbox: Inbox) -> Starlette:
         if refused is not None:
             return refused
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        until = inbox.redeem_link(request.path_params["id"], token) if scheme.lower() == "link" else None
+        until = (
+            await board.redeem_link(request.path_params["id"], token) if scheme.lower() == "link" else None
+        )
         if until is None:
             return await guard.refuse()
-        sid = guard.new_session((request.path_params["id"], until))
-        return _secure(JSONResponse({"session": sid, "csrf": guard.sessions[sid]}))
+        sid = guard.new_session(Reader(None), (request.path_params["id"], until))
+        return _secure(JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]}))
 
     async def items(request: Request, session: Session) -> Response:
         if session.item is not None:
             return _not_found()
-        return JSONResponse(inbox.state())
+        return JSONResponse(await board.state(session.reader))
 
     async def item(request: Request, session: Session) -> Response:
         if not session.sees(request.path_params["id"]):
             return _not_found()
         try:
-            return JSONResponse(inbox.item_json(inbox.get(request.path_params["id"])))
+            return JSONResponse(await board.get(session.reader, request.path_params["id"]))
         except UnknownItem:
             return JSONResponse({"error": "no such item"}, 404)
 
@@ -251,19 +277,23 @@ def build_app(inbox: Inbox) -> Starlette:
             return JSONResponse({"error": "the answer must be a JSON object"}, 400)
         if not session.sees(request.path_params["id"]):
             return _not_found()
+        reader, address = session.reader, request.client.host if request.client else None
         try:
-            done = inbox.answer(request.path_params["id"], payload, by=session.by)
+            done = await board.answer(
+                reader, request.path_params["id"], payload, by=session.by, address=address
+            )
         except UnknownItem:
             return JSONResponse({"error": "no such item"}, 404)
         except AlreadyAnswered as exc:
-            answered = inbox.item_json(inbox.get(exc.item_id))
+            answered = await board.get(reader, exc.item_id)
             return JSONResponse({"error": "already answered", "item": answered}, 409)
         except InvalidAnswer as exc:
             return JSONResponse({"problems": {k: body(v) for k, v in exc.problems.items()}}, 422)
-        return JSONResponse({"item": inbox.item_json(done)})
+        return JSONResponse({"item": done})
 
     async def events(request: Request, session: Session) -> Response:
-        return StreamingResponse(_event_stream(inbox, session.item), media_type="text/event-stream")
+        stream = _event_stream(board, session.reader, session.item)
+        return StreamingResponse(stream, media_type="text/event-stream")
 
     routes = [
         Route("/", guard.public(index)),
@@ -311,18 +341,19 @@ def _read(name: str) -> bytes:
     return files("host_receiver.web").joinpath("static", name).read_bytes()
 
 
-async def _event_stream(inbox: Inbox, only: str | None = None) -> AsyncIterator[str]:
+async def _event_stream(board: Board, reader: Reader, only: str | None = None) -> AsyncIterator[str]:
     """Server-sent events: ``snapshot``, ``added``, ``resolved`` (JSON data), keep-alive comments,
-    and ``closed`` last when the host stops (the page then stops reconnecting); of item ``only``
-    alone when given (a signed link's session)."""
-    async with inbox.events() as events:
+    and ``closed`` last when the host (or the board) stops (the page then stops reconnecting); of
+    item ``only`` alone when given (a signed link's session)."""
+    async with board.events(reader) as events:
         while True:
             with anyio.move_on_after(KEEP_ALIVE) as idle:
                 try:
                     name, data = await events.receive()
                 except anyio.EndOfStream:
-                    if inbox.closed:
-                        yield 'event: closed\ndata: {"reason": "the host has stopped"}\n\n'
+                    if board.stopped is not None:
+                        reason = json.dumps({"reason": board.stopped})
+                        yield f"event: closed\ndata: {reason}\n\n"
                     return
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"

@@ -24,7 +24,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -37,9 +37,17 @@ from host_receiver.sanitize import safe_logger
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from host_receiver.web._inbox import Inbox
 
-_I = TypeVar("_I", bound="Inbox")
+class Served(Protocol):
+    """What is served (a host's inbox, a store-backed board): told where it listens, closed at the end."""
+
+    origin: str | None
+    allowed_hosts: set[str] | None
+
+    def close(self) -> None: ...
+
+
+_I = TypeVar("_I", bound=Served)
 
 logger = safe_logger("host_receiver.web")
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -85,7 +93,7 @@ def _shown(host: str) -> str:
 async def serve(
     inbox: _I, app: Starlette, listen: str, *, certfile: str | None = None, keyfile: str | None = None
 ) -> AsyncIterator[_I]:
-    """Serve ``app``, the page of ``inbox``, on ``listen`` for the duration of the block (module rules)."""
+    """Serve ``app``, the page of ``inbox`` (or of a board), on ``listen`` for the block (module rules)."""
     if (certfile is None) != (keyfile is None):
         raise ValueError("TLS needs both a certificate and its key")
     host, port = parse_listen(listen)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,59 @@ async def test_the_owner_waiting_on_an_item_wakes_when_another_process_answers_i
             assert got.answered_by == "ann" and got.answered_from == "10.0.0.7"
             # PostgreSQL wakes it by NOTIFY (the fallback read is a second away); SQLite reads every 50 ms.
             assert at - answered < 0.5
+
+
+async def woken_in(board: SqlStore, since: int, change: Callable[[], Awaitable[Any]]) -> float:
+    """Seconds from ``change()`` (made while ``board`` waits for a change after ``since``) to its waking."""
+    woke, done = [0.0], anyio.Event()
+
+    async def wait() -> None:
+        await board.wait_change(since)
+        woke[0] = time.monotonic()
+        done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait)
+        await anyio.sleep(0.2)
+        changed = time.monotonic()
+        await change()
+        with anyio.fail_after(5):
+            await done.wait()
+    return woke[0] - changed
+
+
+async def test_the_change_feed_wakes_on_an_item_added_or_answered_by_another_process(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 60.0)  # PostgreSQL: only NOTIFY in time
+    async with (
+        open_store(store_url) as board,
+        open_store(store_url) if store_url != "memory" else _same(board) as host,
+    ):
+        added: list[InboxItem] = []
+
+        async def add() -> None:
+            added.append(await new_item(host))
+
+        async def answer() -> None:
+            await host.answer(added[0].id, {"action": "cancel"}, by="ann", address=None)
+
+        assert await woken_in(board, await board.wait_change(-1), add) < 0.5
+        assert await woken_in(board, await board.wait_change(-1), answer) < 0.5
+
+
+async def test_recent_items_are_the_ended_ones_newest_first_as_routed(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        ops = await new_item(store, routed_to=["ops"])
+        everyone = await new_item(store)
+        await new_item(store)  # still pending
+        await store.answer(ops.id, {"action": "decline"}, by="ann", address=None)
+        await store.close_item(everyone.id, "withdrawn", "the server's session ended")
+        ann, bob = Person("ann", ("ops",)), Person("bob", ("sales",))
+        assert [i.id for i in await store.recent_items(10)] == [everyone.id, ops.id]
+        assert [i.id for i in await store.recent_items(10, ann)] == [everyone.id, ops.id]
+        assert [i.id for i in await store.recent_items(10, bob)] == [everyone.id]
+        assert [i.id for i in await store.recent_items(1)] == [everyone.id]
 
 
 async def test_waiting_on_an_item_the_store_does_not_have_is_an_error(store_url: str) -> None:
@@ -266,6 +320,26 @@ async def test_ending_a_session_withdraws_its_pending_items_with_the_reason(stor
         with pytest.raises(AlreadyAnswered):
             await store.answer(mine.id, {"action": "accept"}, by="ann", address=None)
         assert (await store.wait_answer(mine.id)).status == "withdrawn"
+
+
+async def test_a_session_whose_lease_is_not_renewed_has_its_items_withdrawn_by_the_sweep(
+    store_url: str,
+) -> None:
+    async with open_store(store_url) as store:
+        dead = await new_item(store, lease_seconds=0.3)
+        alive = await new_item(store, session="session-2", lease_seconds=0.3)
+        unleased = await new_item(store, session="session-3")
+        assert await store.withdraw_expired_sessions("the server's session ended") == []
+        await anyio.sleep(0.2)
+        assert await store.renew_session("session-2", 10) == 1
+        await anyio.sleep(0.2)
+        reason = "the server's session ended"
+        assert await store.withdraw_expired_sessions(reason) == [dead.id]
+        assert await store.withdraw_expired_sessions(reason) == []  # once
+        gone = await store.item(dead.id)
+        assert gone is not None and gone.status == "withdrawn" and gone.reason == reason
+        assert [i.id for i in await store.pending_items()] == [alive.id, unleased.id]
+        assert await store.renew_session("session-1", 10) == 0  # nothing left to claim
 
 
 async def test_decisions_are_kept_per_server_identity_and_person_or_team(store_url: str) -> None:

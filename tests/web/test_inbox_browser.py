@@ -38,8 +38,10 @@ from host_receiver.people.approval import Approve, Refuse, SamplingRequestView, 
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult, SamplingRequest
 from host_receiver.receiver import Receiver
+from host_receiver.store import InboxItem, open_store
 from host_receiver.transports.stdio import StdioTransport
-from host_receiver.web import WebInbox
+from host_receiver.web import WebInbox, _items
+from host_receiver.web._board import StoreBoard
 from providers import Config, build_registry
 from tests.interop import PY2_SERVER, everything_command, peer_python
 from tests.web.conftest import asking, form_view, result_view, sampling_view, url_view
@@ -563,6 +565,50 @@ async def test_a_wrong_token_gets_401_and_a_cross_origin_post_gets_403(browser: 
             )
         assert (await answered.value).status == 403
         await context.close()
+
+
+async def test_a_person_signs_in_with_the_link_of_their_token_and_answers_a_card_of_the_fleet(
+    browser: Browser, tmp_path: Path
+) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 'fleet.db'}") as store:
+        _, ann = await store.add_person("ann", ["ops"])
+        await store.add_person("bob", ["sales"])
+
+        async def link(host: str, team: str) -> InboxItem:
+            return await store.add_item(
+                host=host,
+                server_name="notes",
+                server_title="Notes",
+                server_identity="stdio:notes",
+                kind="url",
+                payload=_items.url(url_view()),
+                session="s",
+                routed_to=[team],
+            )
+
+        mine = await link("worker-1", "ops")
+        await link("worker-2", "sales")
+        board = StoreBoard(store, auth_delay=0.2)
+        async with board.serve("127.0.0.1:0"), browser.tab(f"{board.origin}/?token={ann}") as tab:
+            assert tab.page.url == f"{board.origin}/"  # the token is taken out of the address bar
+            card = tab.card("Notes (notes) on worker-1 · Link to open")
+            await card.wait_for(timeout=WAIT_MS)
+            assert await tab.page.locator("article").count() == 1  # bob's team's item does not exist here
+            await card.get_by_role("button", name="Decline").click()
+            await card.wait_for(state="detached", timeout=WAIT_MS)
+            entry = tab.page.locator("#history li").first
+            await entry.get_by_text(re.compile(r"ann answered the link to open from Notes")).wait_for(
+                timeout=WAIT_MS
+            )
+            tab.assert_nothing_ran()
+        answered = await store.item(mine.id)
+        assert answered is not None
+        assert (answered.status, answered.answer, answered.answered_by, answered.answered_from) == (
+            "answered",
+            {"action": "decline"},
+            "ann",
+            "127.0.0.1",
+        )
 
 
 #: The second person's page answers too late, with its own session (and CSRF token).

@@ -39,9 +39,10 @@
     return node;
   }
 
+  // The server's name (and title); on a fleet's inbox, the host that received the request too.
   function serverName(item) {
-    if (!item.serverTitle || item.serverTitle === item.server) return item.server;
-    return `${item.serverTitle} (${item.server})`;
+    const name = !item.serverTitle || item.serverTitle === item.server ? item.server : `${item.serverTitle} (${item.server})`;
+    return item.host ? `${name} on ${item.host}` : name;
   }
 
   function headingText(item) {
@@ -391,7 +392,7 @@
   function auditSentence(item) {
     const what = `the ${(KIND[item.kind] || item.kind).toLowerCase()} from ${serverName(item)} (${taskLabel(item)})`;
     const when = clock(item.answered);
-    const who = { page: "Someone on the inbox page", api: "A program with the inbox's token" }[item.answeredBy];
+    const who = item.person || { page: "Someone on the inbox page", api: "A program with the inbox's token" }[item.answeredBy];
     let sentence;
     if (who) sentence = `${who} answered ${what} at ${when}: ${item.outcome}.`;
     else if (item.answeredBy === "timeout") sentence = `Nobody answered ${what}; at ${when} it ended: ${item.outcome}.`;

@@ -1,0 +1,267 @@
+"""The store-backed board: every host's items of a shared store, for ``host-receiver inbox serve``.
+
+:class:`StoreBoard` is the :class:`~host_receiver.web._app.Board` the app serves
+for a fleet (docs/fleet.md): several processes may serve one store at once.
+
+Rules:
+
+- Only people's tokens sign in (:meth:`Store.authenticate`), as the bearer
+  token or through the sign-in link; a page session is checked against the
+  store at each request (a person removed is signed out, a changed team
+  applies at once). A person sees and answers only the items
+  routed to them or their teams (empty routing: everyone). For anyone else an
+  item does not exist: 404 on get and answer, absent from lists and events.
+- An answer is checked against the item's stored request JSON
+  (:func:`~host_receiver.web._checks.check_answer`: 422 naming what is wrong,
+  nothing written), then written by :meth:`Store.answer` (one conditional
+  update and its audit row, with the person and the client's address): a
+  second answer, from whichever process, is AlreadyAnswered (409).
+- Events come from the store's change feed (:meth:`Store.wait_change`): one
+  task per process reads the pending items again after each change and tells
+  each listener what was added and resolved among the items it may see. A
+  listener gets its snapshot before any change read after it came. A store
+  that fails meanwhile is read again after a pause that doubles up to
+  :data:`RETRY_MOST` seconds; nothing is lost (the next read finds it).
+- Text a server or host wrote is kept as sent in the store; what is shown is
+  escaped (the request JSON was escaped by the host that made it).
+
+Fixed caps (docs/limits.md): ``RETRY_MOST``; ``HISTORY`` and ``BUFFER`` as :mod:`._inbox`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.applications import Starlette
+
+from host_receiver.errors import AlreadyAnswered, StoreError, UnknownItem
+from host_receiver.sanitize import safe_id, safe_logger
+from host_receiver.store import InboxItem, Store
+from host_receiver.web import _serve
+from host_receiver.web._app import build_app
+from host_receiver.web._board_protocol import Reader
+from host_receiver.web._checks import check_answer
+from host_receiver.web._inbox import BUFFER, HISTORY, Event, _iso
+from host_receiver.web._items import body, label
+
+logger = safe_logger("host_receiver.web")
+
+#: The longest pause before the change feed reads a failing store again (seconds).
+RETRY_MOST = 5.0
+_SCOPES = {"once": "approved once", "session": "approved for this session", "always": "always approved"}
+
+
+@dataclass(eq=False)
+class _Listener:
+    reader: Reader
+    send: MemoryObjectSendStream[Event]
+    #: Events held until the listener's snapshot is sent (then ``None``: sent as they come).
+    held: list[Event] | None = field(default_factory=list)
+
+
+class StoreBoard:
+    """The items of every host of ``store``, to people signed in with their tokens (module rules).
+
+    ``auth_delay``: the pause before a 401.
+    """
+
+    def __init__(self, store: Store, *, auth_delay: float = 1.0) -> None:
+        self.store = store
+        self.auth_delay = auth_delay
+        #: Set when served: where it listens (``http(s)://host:port``) and the ``Host`` headers taken.
+        self.origin: str | None = None
+        self.allowed_hosts: set[str] | None = None
+        self._listeners: list[_Listener] = []
+        #: Pending items a snapshot showed since the feed's last read (their end is told too).
+        self._shown: set[str] = set()
+        self._stopped: str | None = None
+
+    @functools.cached_property
+    def app(self) -> Starlette:
+        """The ASGI app: the inbox's page and JSON API over the store."""
+        return build_app(self)
+
+    @asynccontextmanager
+    async def serve(
+        self, listen: str = "127.0.0.1:0", *, certfile: str | None = None, keyfile: str | None = None
+    ) -> AsyncIterator[StoreBoard]:
+        """Serve the page on ``listen`` (``HOST:PORT``, port 0: a free one; TLS with ``certfile`` and
+        ``keyfile``) with the change feed running, for the block. OSError when it cannot listen."""
+        seen = await self.store.wait_change(-1)  # the feed's first read, before anyone is served
+        known = {item.id for item in await self.store.pending_items()}
+        async with (
+            _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile),
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(self._feed, seen, known)
+            try:
+                yield self
+            finally:
+                group.cancel_scope.cancel()
+
+    # --- the Board ---------------------------------------------------------------
+
+    @property
+    def stopped(self) -> str | None:
+        return self._stopped
+
+    def close(self) -> None:
+        """End every listener's stream for good (the board stops)."""
+        self._stopped = "the inbox has stopped"
+        for listener in self._listeners:
+            listener.send.close()
+        self._listeners.clear()
+
+    async def sign_in(self, token: str) -> Reader | None:
+        person = await self.store.authenticate(token)
+        return Reader(person) if person is not None else None
+
+    async def recheck(self, reader: Reader) -> Reader | None:
+        """The session's person as the store has them now; None once removed (``people remove``)."""
+        name = reader.person.name if reader.person is not None else None
+        person = next((p for p in await self.store.people() if p.name == name), None)
+        return Reader(person) if person is not None else None
+
+    async def redeem_link(self, item_id: str, token: str) -> float | None:
+        """None: the fleet's inbox has no signed links (a host's own inbox has)."""
+        return None
+
+    async def state(self, reader: Reader) -> dict[str, Any]:
+        pending = await self.store.pending_items(reader.person)
+        history = await self.store.recent_items(HISTORY, reader.person)
+        return {"pending": [item_json(i) for i in pending], "history": [item_json(i) for i in history]}
+
+    async def _visible(self, reader: Reader, item_id: str) -> InboxItem:
+        item = await self.store.item(item_id)
+        if item is None or not item.visible_to(reader.person):
+            raise UnknownItem(f"no item {safe_id(item_id)}")
+        return item
+
+    async def get(self, reader: Reader, item_id: str) -> dict[str, Any]:
+        return item_json(await self._visible(reader, item_id))
+
+    async def answer(
+        self, reader: Reader, item_id: str, answer: dict[str, Any], *, by: str, address: str | None
+    ) -> dict[str, Any]:
+        item = await self._visible(reader, item_id)
+        if item.status != "pending":
+            raise AlreadyAnswered(item_id)
+        check_answer(item.kind, item.payload, answer)
+        person = reader.person.name if reader.person is not None else None
+        return item_json(await self.store.answer(item_id, answer, by=person, address=address))
+
+    @asynccontextmanager
+    async def events(self, reader: Reader) -> AsyncIterator[MemoryObjectReceiveStream[Event]]:
+        """A listener's stream: its snapshot, then the items added and resolved that it may see."""
+        send, receive = anyio.create_memory_object_stream[Event](BUFFER)
+        listener = _Listener(reader, send)
+        try:
+            async with receive:
+                if self._stopped is not None:
+                    send.close()
+                else:
+                    self._listeners.append(listener)  # before the snapshot is read: nothing is missed
+                    snapshot = await self.state(reader)
+                    self._shown.update(item["id"] for item in snapshot["pending"])
+                    send.send_nowait(("snapshot", snapshot))
+                    for event in listener.held or ():
+                        self._send(listener, event)
+                    listener.held = None
+                yield receive
+        finally:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+            send.close()
+
+    # --- the change feed -----------------------------------------------------------
+
+    async def _feed(self, seen: int, known: set[str]) -> None:
+        """Read the pending items after each change the store announces after ``seen`` (``known``:
+        those of the read before); tell the listeners what was added, and what ended of the items
+        the last read or a snapshot since showed pending."""
+        pause = 0.1
+        while True:
+            seen = await self.store.wait_change(seen)
+            try:
+                shown, self._shown = self._shown, set()
+                pending = {item.id: item for item in await self.store.pending_items()}
+                for item_id, item in pending.items():
+                    if item_id not in known:
+                        self._broadcast("added", item)
+                for item_id in sorted((known | shown) - pending.keys()):
+                    ended = await self.store.item(item_id)
+                    if ended is not None:
+                        self._broadcast("resolved", ended)
+            except StoreError as exc:
+                self._shown |= shown
+                logger.warning("inbox: cannot read the store (%s); again in %.1f s", exc, pause)
+                await anyio.sleep(pause)
+                pause = min(pause * 2, RETRY_MOST)
+                continue
+            known, pause = set(pending), 0.1
+
+    def _broadcast(self, name: str, item: InboxItem) -> None:
+        shown = item_json(item)
+        for listener in list(self._listeners):
+            if item.visible_to(listener.reader.person):
+                self._send(listener, (name, shown))
+
+    def _send(self, listener: _Listener, event: Event) -> None:
+        if listener.held is not None:
+            listener.held.append(event)
+            return
+        try:
+            listener.send.send_nowait(event)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if listener in self._listeners:  # fallen behind: its stream ends, the page reconnects
+                self._listeners.remove(listener)
+            listener.send.close()
+
+
+def item_json(item: InboxItem) -> dict[str, Any]:
+    """A stored item as the API shows it: :meth:`Inbox.item_json`'s fields, with its host and the
+    person who answered (``person``)."""
+    title = item.server_title
+    by = {"withdrawn": "server", "expired": "timeout"}.get(item.status, item.answered_by)
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "host": label(item.host),
+        "server": label(item.server_name),
+        "serverTitle": label(title) if title else None,
+        "taskId": None,
+        "created": _iso(item.created),
+        "expires": _iso(item.expires) if item.expires is not None else None,
+        "status": "pending" if item.status == "pending" else "resolved",
+        "outcome": outcome(item),
+        "answered": _iso(item.answered_at) if item.answered_at is not None else None,
+        "audit": None,
+        "answeredBy": by,
+        "person": label(item.answered_by) if item.answered_by else None,
+        "request": item.payload,
+    }
+
+
+def outcome(item: InboxItem) -> str | None:
+    """The history's word for how ``item`` ended (None while pending)."""
+    if item.status == "pending":
+        return None
+    if item.status != "answered":
+        return f"{item.status}: {body(item.reason)}" if item.reason else item.status
+    answer = item.answer or {}
+    action = answer.get("action")
+    if action == "approve":
+        return _SCOPES.get(str(answer.get("remember", "once")), "approved")
+    if action == "never":
+        return "refused from now on"
+    if action == "send":
+        return "sent, edited" if answer.get("text") is not None else "sent"
+    words = {"refuse": "refused", "accept": "opened" if item.kind == "url" else "accepted"}
+    words |= {"decline": "declined", "cancel": "cancelled"}
+    return words.get(str(action), "answered")
