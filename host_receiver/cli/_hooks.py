@@ -37,7 +37,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from host_receiver.cli._notify import add_notify_options, build_notifier, notify_problem
-from host_receiver.errors import RpcError, StoreError
+from host_receiver.errors import RpcError, StoreError, UnsafeFile
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.notify import Duration, parse_timeout
 from host_receiver.people.approval import (
@@ -250,7 +250,7 @@ async def open_inbox(
 
             try:
                 inbox: WebInbox = await stack.enter_async_context(open_fleet_inbox(args, url, identity))
-            except StoreError as exc:
+            except (StoreError, UnsafeFile) as exc:
                 raise InboxUnavailable(str(exc)) from None
             if args.inbox_listen is None:
                 yield inbox

@@ -173,7 +173,15 @@ def test_the_store_commands_refuse_memory_and_a_store_of_no_known_form(env: dict
 
 
 @pytest.mark.parametrize(
-    "command", [["calls"], ["calls", "resume", "0123456789ab"], ["people", "list"], ["inbox", "list"]]
+    "command",
+    [
+        ["calls"],
+        ["calls", "resume", "0123456789ab"],
+        ["people", "list"],
+        ["inbox", "list"],
+        ["inbox", "serve"],
+        ["tools", "--elicit", "web", "--", "true"],  # a host whose inbox is on the store
+    ],
 )
 def test_a_sqlite_store_others_may_write_is_refused_by_every_command_with_the_chmod_to_run(
     env: dict[str, str], tmp_path: Path, command: list[str]
@@ -181,8 +189,9 @@ def test_a_sqlite_store_others_may_write_is_refused_by_every_command_with_the_ch
     path = tmp_path / "fleet.db"
     assert run_cli(env, "store", "migrate", "--store", str(path)).returncode == 0
     path.chmod(0o666)
+    end = command.index("--") if "--" in command else len(command)
 
-    refused = run_cli(env, *command, "--store", str(path))
+    refused = run_cli(env, *command[:end], "--store", str(path), *command[end:])
 
     assert refused.returncode == 2 and refused.stdout == ""
     assert f"refusing to use the store {path}" in refused.stderr and "-rw-rw-rw-" in refused.stderr
