@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from host_receiver.cli._hooks import positive_seconds
-from host_receiver.cli._store import DEFAULT_LEASE
 from host_receiver.people.policies import ModelAllowList, RememberDecisions
 from host_receiver.sanitize import safe_text
+from host_receiver.store._leases import DEFAULT_LEASE
 
 if TYPE_CHECKING:
     from host_receiver.store import StoreUrl
@@ -56,13 +55,20 @@ def add_fleet_options(parser: argparse.ArgumentParser) -> None:
     )
     fleet.add_argument(
         "--lease",
-        type=positive_seconds,
+        type=_seconds,
         default=DEFAULT_LEASE,
         metavar="SECONDS",
         help="with a shared --store: how often this host renews its claim on its items and on the calls "
         f"it keeps there (default: {DEFAULT_LEASE:g}); a host that stopped renewing for three periods has "
         "its items withdrawn, and its calls may be taken over",
     )
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
 
 
 def fleet_problem(args: argparse.Namespace) -> str | None:

@@ -1,5 +1,8 @@
 """What ``run`` and ``demo`` share: the ``--approve``/``--elicit`` hooks, exit codes, error words.
 
+(About 420 lines, one idea: who answers a server's requests, said by options and built into
+hooks: the terminal, the web inbox, fixed answers, and the words of their errors.)
+
 Rules:
 
 - ``ask`` puts a person in the loop at the terminal (prompts on stderr); it is

@@ -60,9 +60,11 @@ async def test_past_its_timeout_the_item_expires_in_the_store_and_sampling_is_re
 ) -> None:
     inbox = store_inbox(store, timeout=0.3)
     decision = await inbox.review_request(sampling_view())
-    assert isinstance(decision, Refuse) and decision.reason == "no answer in the web inbox within 0.3 s"
+    assert (
+        isinstance(decision, Refuse) and decision.reason == "no answer within 0.3s: expired, nobody refused"
+    )
     (item,) = [i for i in [await store.item(inbox.state()["history"][0]["id"])] if i is not None]
-    assert (item.status, item.reason) == ("expired", "no answer in the web inbox within 0.3 s")
+    assert (item.status, item.reason) == ("expired", "no answer within 0.3s: expired, nobody refused")
 
 
 async def test_an_answer_on_the_hosts_own_page_is_the_stores_first_answer(store: SqlStore) -> None:
