@@ -61,7 +61,7 @@ from host_receiver.cli._store import call_keeping
 from host_receiver.cli._target import Target, json_object, prepare
 from host_receiver.client.host import Host, ServerConnection
 from host_receiver.client.options import DEFAULT_DISCOVER_TIMEOUT, ConnectionOptions
-from host_receiver.errors import ProviderError, StoreError, UnsafeFile
+from host_receiver.errors import ProviderError, StoreError, StoreUnreachable, UnsafeFile
 from host_receiver.receiver import Receiver, ReceiverConfig
 from host_receiver.receiver.tasks.store import MemoryTaskStore, TaskStore
 from host_receiver.sanitize import safe_logger
@@ -148,6 +148,9 @@ async def serve(
             return EXIT_FAILURE
         try:
             keeping = await call_keeping(args, stack)
+        except StoreUnreachable as exc:  # the host serves on; what needs a person is refused
+            print(f"host-receiver: {exc}; calls waiting in an input round are not kept", file=sys.stderr)
+            keeping = None
         except (StoreError, UnsafeFile) as exc:
             print(f"host-receiver: {exc}", file=sys.stderr)
             return EXIT_FAILURE

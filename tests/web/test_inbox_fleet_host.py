@@ -123,7 +123,7 @@ async def test_the_items_wait_in_the_store_and_an_answer_given_there_reaches_the
             form = await next_item(store, "form", process)
             assert (form.host, form.server_name, form.server_title) == (
                 "worker-7",
-                "py_task_server.py",
+                "py-task-peer",
                 "py-task-peer",
             )
             assert form.server_identity == stdio_identity([str(PEER_PYTHON), str(TASK_SERVER)])

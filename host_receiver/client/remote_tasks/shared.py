@@ -4,18 +4,23 @@ The same records and rules as :class:`~host_receiver.client.remote_tasks.store.R
 (``--task-store PATH``, whose SQLite table has the same columns), kept in the ``remote_tasks``
 table of a shared store (SQLite or PostgreSQL; docs/fleet.md), so that any host of the fleet
 can list, resume or cancel a task another one followed. The store is the one given (open), or
-the URL's, opened for each operation (the ``tasks`` commands).
+the URL's, opened for each operation (the ``tasks`` commands). With the store unreachable, a
+task a call follows is followed in memory only (one warning), so the call goes on.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from host_receiver.client.remote_tasks.store import DamagedTask, RemoteTaskStore, StoredTask
+from host_receiver.errors import StoreUnreachable
 from host_receiver.store import Store, StoredRemoteTask, StoreUrl, open_store
 
 __all__ = ["SharedRemoteTaskStore"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -47,11 +52,17 @@ class SharedRemoteTaskStore(RemoteTaskStore):
             ttl_ms=task.ttl_ms,
             created=task.created,
         )
-        await self._with(lambda store: store.keep_remote_task(record))
+        try:
+            await self._with(lambda store: store.keep_remote_task(record))
+        except StoreUnreachable as exc:
+            logger.warning("the server's task %s is followed in memory only: %s", task.id, exc)
 
     async def remove(self, task_id: str) -> None:
         """Forget the task whose short id is ``task_id`` (nothing if none)."""
-        await self._with(lambda store: store.forget_remote_task(task_id))
+        try:
+            await self._with(lambda store: store.forget_remote_task(task_id))
+        except StoreUnreachable as exc:
+            logger.warning("the server's task %s stays listed in the store: %s", task_id, exc)
 
     async def read(self) -> tuple[list[StoredTask], list[DamagedTask]]:
         """Every kept task, oldest first (the store keeps only rows it wrote: none is damaged)."""
