@@ -101,9 +101,31 @@ def add_store_commands(commands: Any) -> None:
     add.add_argument(
         "--team", action="append", default=[], metavar="TEAM", help="a team of theirs (repeatable)"
     )
+    add.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a channel that tells them when an item waits for them (repeatable): webhook+https://... "
+        "or any Apprise URL (docs/notify.md); it holds secrets: never shown",
+    )
     _add_store(add)
     add.set_defaults(func=_command(_people_add, "people add"))
-    listing = people_actions.add_parser("list", help="list the people and their teams (never a token)")
+    notify = people_actions.add_parser(
+        "notify",
+        help="add a notification channel to a person, or remove theirs (--clear)",
+        description="Add a channel (a webhook+https:// or Apprise URL, docs/notify.md) that `inbox serve` "
+        "tells the person through when an item waits for them; --clear removes every channel of theirs "
+        "first (alone: just removes them). A channel URL holds secrets: it is never shown.",
+    )
+    notify.add_argument("name", metavar="NAME")
+    notify.add_argument("url", nargs="?", metavar="URL", help="the channel to add")
+    notify.add_argument("--clear", action="store_true", help="remove the person's channels first")
+    _add_store(notify)
+    notify.set_defaults(func=_command(_people_notify, "people notify"))
+    listing = people_actions.add_parser(
+        "list", help="list the people, their teams and channels (redacted; never a token)"
+    )
     _add_store(listing)
     listing.set_defaults(func=_command(_people_list, "people list"))
     remove = people_actions.add_parser("remove", help="remove a person: their token stops working")
@@ -228,23 +250,49 @@ async def _migrate(store: SqlStore, args: argparse.Namespace) -> int:
 
 
 async def _people_add(store: SqlStore, args: argparse.Namespace) -> int:
-    person, token = await store.add_person(args.name, args.team)
+    person, token = await store.add_person(args.name, args.team, channels=args.notify)
     print(token, flush=True)
     teams = f" in {', '.join(person.teams)}" if person.teams else ""
+    channels = f", {len(args.notify)} channel(s)" if args.notify else ""
     print(
-        f"added {person.name}{teams}: the token above is shown once; it signs in as the bearer token or "
-        "as http://HOST:PORT/?token=TOKEN",
+        f"added {person.name}{teams}{channels}: the token above is shown once; it signs in as the bearer "
+        "token or as http://HOST:PORT/?token=TOKEN",
         file=sys.stderr,
     )
     return EXIT_OK
 
 
+async def _people_notify(store: SqlStore, args: argparse.Namespace) -> int:
+    if args.url is None and not args.clear:
+        print("host-receiver people notify: give a channel URL to add, or --clear", file=sys.stderr)
+        return EXIT_FAILURE
+    name = safe_text(args.name, 80)
+    if not any(person.name == args.name for person in await store.people()):
+        print(f"host-receiver people notify: nobody named {name} (see 'people list')", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.clear:
+        removed = await store.clear_channels(args.name)
+        print(f"removed {removed} channel(s) of {name}", file=sys.stderr)
+    if args.url is not None:
+        await store.add_channel(args.name, args.url)
+        count = len(await store.channels(args.name))
+        print(f"{name} now has {count} channel(s): see 'people list' (redacted)", file=sys.stderr)
+    return EXIT_OK
+
+
 async def _people_list(store: SqlStore, args: argparse.Namespace) -> int:
+    from host_receiver.notify import redact
+
     people = await store.people()
+    channels: dict[str, list[str]] = {}
+    for channel in await store.channels():
+        theirs = channels.setdefault(channel.person, [])
+        theirs.append(redact(channel.url, len(theirs) + 1))
     if not people:
         print(f"nobody in the store {store.url.shown}", file=sys.stderr)
     for person in people:
-        print(f"{person.name}\t{','.join(person.teams) or '-'}")
+        shown = ", ".join(channels.get(person.name, ())) or "-"
+        print(f"{person.name}\t{','.join(person.teams) or '-'}\t{shown}")
     return EXIT_OK
 
 
