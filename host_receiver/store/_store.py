@@ -177,7 +177,7 @@ class Store(Protocol):
     ) -> list[QueuedNotice]: ...
     async def finish_notices(self, channel: str, keys: Sequence[str], owner: str) -> int: ...
     async def release_notices(self, owner: str) -> int: ...
-    async def queued_channels(self) -> list[str]: ...
+    async def queued_channels(self, owner: str | None = None) -> list[str]: ...
 
     # decisions
     async def remember(
@@ -668,11 +668,20 @@ class SqlStore:
             )
         )
 
-    async def queued_channels(self) -> list[str]:
-        """The channels that have notices not sent yet (claimed or not)."""
-        rows = await self._read(
-            "SELECT DISTINCT channel FROM notifications WHERE sent IS NULL ORDER BY channel"
-        )
+    async def queued_channels(self, owner: str | None = None) -> list[str]:
+        """The channels that have notices not sent yet (claimed or not); with ``owner``, only those
+        with notices that ``owner`` may claim now."""
+        if owner is None:
+            rows = await self._read(
+                "SELECT DISTINCT channel FROM notifications WHERE sent IS NULL ORDER BY channel"
+            )
+        else:
+            now = time.time()
+            rows = await self._read(
+                "SELECT DISTINCT channel FROM notifications WHERE sent IS NULL AND next_attempt <= ? "
+                "AND (owner IS NULL OR owner = ? OR claimed_until < ?) ORDER BY channel",
+                (now, owner, now),
+            )
         return [str(r[0]) for r in rows]
 
     # --- decisions ------------------------------------------------------------

@@ -9,9 +9,13 @@ Rules:
   it, it is queued once; a process sends it after claiming it by one
   conditional update (:meth:`Store.claim_notices`) for :func:`claim_seconds`
   (the notifier's pacing, attempts and backoff); it is marked sent when
-  delivered or given up. A process that stops gives its claims back; one that
-  dies holds them until they run out. A notice is never lost with a process
-  (at least once).
+  delivered or given up. Each channel is sent by one process at a time: its
+  lease in the store (:meth:`Store.claim`, renewed at each take, lasting as
+  long as a claim), so that a person's pacing (one message per ``every``)
+  holds across processes. A process that stops gives its claims and leases
+  back; one that dies holds them until they run out. A notice is never lost
+  with a process (at least once). Each process reads which channels have
+  notices it may claim every :data:`QUEUE_POLL` seconds.
 - :class:`FleetNotifier` reads the store's change feed: each pending item it
   has not queued yet (the pending ones at start too: nothing added while no
   process served is missed) is queued as ``item.waiting`` for the ``--notify``
@@ -55,8 +59,10 @@ __all__ = ["QUEUE_POLL", "FleetNotifier", "StoreQueue", "claim_seconds", "serve_
 
 logger = safe_logger("host_receiver.notify")
 
-#: How often a channel's worker looks in the store for notices another process queued (seconds).
+#: How often a process looks in the store for notices it may claim (another process stopped; seconds).
 QUEUE_POLL = 0.5
+#: The kind of a channel's lease in the store's leases table.
+LEASE_KIND = "notify"
 
 
 def claim_seconds(notifier: Notifier) -> float:
@@ -85,6 +91,8 @@ class StoreQueue:
         self._dirty = anyio.Event()
         self._arrived: dict[str, anyio.Event] = {}
         self._lock = anyio.Lock()
+        #: The channels whose lease this process took (it sends their notices, paced, until it stops).
+        self._leased: set[str] = set()
 
     def put(self, channel: str, notice: Notice) -> None:
         self._unsaved.append((channel, notice.key, notice.fields()))
@@ -101,7 +109,10 @@ class StoreQueue:
             arrived = self._arrived.setdefault(channel, anyio.Event())
             try:
                 await self.flush()
-                claimed = await self.store.claim_notices(channel, self.owner, self.claim)
+                claimed = []
+                if await self.store.claim(LEASE_KIND, channel, self.owner, self.claim):
+                    self._leased.add(channel)
+                    claimed = await self.store.claim_notices(channel, self.owner, self.claim)
             except StoreError as exc:
                 logger.warning("notifications: cannot read the store (%s); again in %.1f s", exc, pause)
                 await anyio.sleep(pause)
@@ -116,8 +127,7 @@ class StoreQueue:
                     self._sent.setdefault(channel, []).append(queued.key)
             if notices:
                 return notices
-            with anyio.move_on_after(self.poll):
-                await arrived.wait()
+            await arrived.wait()  # something queued here, or found by the poll (:meth:`run`)
 
     def done(self, channel: str, notices: Sequence[Notice]) -> None:
         self._sent.setdefault(channel, []).extend(notice.key for notice in notices)
@@ -145,7 +155,24 @@ class StoreQueue:
                     self._sent.setdefault(channel, [])[:0] = keys
 
     async def run(self) -> None:
-        """Write to the store as soon as something was queued or sent (until cancelled)."""
+        """Write to the store as soon as something was queued or sent, and wake the channels with
+        notices this process may claim every ``poll`` seconds (until cancelled)."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._poll)
+            await self._write()
+
+    async def _poll(self) -> None:
+        while True:
+            await anyio.sleep(self.poll)
+            try:
+                due = await self.store.queued_channels(self.owner)
+            except StoreError:
+                continue  # said by the writer and the takers; the next poll reads again
+            for channel in due:
+                if channel in self._arrived:  # a worker waits for it
+                    self.wake(channel)
+
+    async def _write(self) -> None:
         pause = 0.1
         while True:
             await self._dirty.wait()
@@ -165,6 +192,8 @@ class StoreQueue:
             try:
                 await self.flush()
                 await self.store.release_notices(self.owner)
+                for channel in sorted(self._leased):
+                    await self.store.release(LEASE_KIND, channel, self.owner)
             except StoreError as exc:
                 logger.warning("notifications: cannot give the claims back (%s); they run out", exc)
 
@@ -196,10 +225,10 @@ class FleetNotifier:
             store, owner=secrets.token_hex(8), claim=claim_seconds(self.notifier), poll=poll
         )
         self.notifier.queue = self.queue
-        self._own = [
-            (serve_channel_name(url), channel_for(url, number, environ=self.environ))
+        self._own = {
+            serve_channel_name(url): channel_for(url, number, environ=self.environ)
             for number, url in enumerate(urls, 1)
-        ]
+        }  # a URL given twice is one channel
         self._refused: set[str] = set()
         self.origin: str | None = None
 
@@ -209,7 +238,7 @@ class FleetNotifier:
         self.origin = origin
         try:
             async with self.notifier, anyio.create_task_group() as group:
-                for name, channel in self._own:
+                for name, channel in self._own.items():
                     self.notifier.add(channel, name)
                 group.start_soon(self.queue.run)
                 group.start_soon(self._feed)
@@ -260,7 +289,7 @@ class FleetNotifier:
         entries: list[tuple[str, str, dict[str, object]]] = []
         for item in items:
             notice = self.notice(item)
-            names = [name for name, _ in self._own]
+            names = list(self._own)
             if item.routed_to:
                 for person in people:
                     if item.visible_to(person):

@@ -23,7 +23,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from host_receiver.store import InboxItem, SqlStore, open_store
-from tests.cli_command import CLI
+from tests.cli_command import CLI, run_cli
 from tests.notify.conftest import SECRET, HttpReceiver, Received
 
 pytestmark = pytest.mark.slow
@@ -207,3 +207,24 @@ def test_escalation_to_a_team_widens_routing_and_tells_its_people(
         return kept.routed_to
 
     assert in_store(store_url, routed) == ("ops", "sales")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--notify", "webhook+https://hooks.example.com/x?key=secret-1"], "needs its signing secret"),
+        (["--notify", "secret-2-not-a-url"], "--notify: ?://… (channel 1): not a URL"),
+        (["--escalate-after", "1m"], "--escalate-after and --escalate-to go together"),
+        (["--escalate-to", "ops"], "--escalate-after and --escalate-to go together"),
+        (["--escalate-after", "1m", "--escalate-to", "no one"], "--escalate-to: a person's or team's name"),
+        (["--notify-every", "soon"], "argument --notify-every"),
+    ],
+)
+def test_wrong_notification_options_are_clear_errors_without_a_secret(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "HOST_RECEIVER_WEBHOOK_SECRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = run_cli(env, "inbox", "serve", "--store", f"sqlite:///{tmp_path / 'fleet.db'}", *options)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "secret-" not in done.stdout + done.stderr and not (tmp_path / "fleet.db").exists()
