@@ -83,7 +83,8 @@ class PersonChannel:
     id: str
     person: str
     url: str = field(repr=False)
-    added: float = 0.0
+    #: When it was added (seconds since the epoch).
+    added: float
 
     @property
     def queue_name(self) -> str:

@@ -25,7 +25,7 @@ Rules:
   :data:`NOTIFY_FALLBACK_POLL` seconds in case a notification was lost; by
   reading every :data:`POLL_INTERVAL` seconds on SQLite.
 
-Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``.
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``MAX_CHANNEL_URL``.
 """
 
 from __future__ import annotations
