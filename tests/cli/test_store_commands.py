@@ -91,6 +91,9 @@ def test_a_persons_channels_are_kept_added_and_cleared_and_never_shown(env: dict
     replaced = run_cli(env, "people", "notify", "bob", mail, "--clear", "--store", url)
     assert replaced.returncode == 0 and "bob now has 1 channel(s)" in replaced.stderr
     assert anyio.run(kept) == {"bob": [mail]}
+    misplaced = run_cli(env, "people", "notify", "bob", "--clear", push, "--store", url)
+    assert misplaced.returncode == 2 and "unrecognized arguments: ntfys://…" in misplaced.stderr
+    assert "topic-secret-3" not in misplaced.stderr
     nobody = run_cli(env, "people", "notify", "carol", push, "--store", url)
     assert nobody.returncode == 2 and "nobody named carol" in nobody.stderr
     neither = run_cli(env, "people", "notify", "bob", "--store", url)
