@@ -183,7 +183,7 @@ def test_escalation_to_a_team_widens_routing_and_tells_its_people(
     store_url: str, receivers: dict[str, HttpReceiver]
 ) -> None:
     tokens = people(store_url, receivers)
-    options = ("--escalate-after", "1s", "--escalate-to", "sales")
+    options = ("--escalate-after", "3s", "--escalate-to", "sales")
     with inbox_serve(store_url, *options) as (_, first), inbox_serve(store_url, *options):
         bob = httpx.Client(
             base_url=first, headers={"Authorization": f"Bearer {tokens['bob']}"}, timeout=WAIT_S
