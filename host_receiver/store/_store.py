@@ -177,6 +177,7 @@ class Store(Protocol):
     ) -> list[QueuedNotice]: ...
     async def finish_notices(self, channel: str, keys: Sequence[str], owner: str) -> int: ...
     async def release_notices(self, owner: str) -> int: ...
+    async def prune_notices(self, before: float) -> int: ...
     async def queued_channels(self, owner: str | None = None) -> list[str]: ...
 
     # decisions
@@ -664,6 +665,20 @@ class SqlStore:
                     "UPDATE notifications SET owner = NULL, claimed_until = NULL "
                     "WHERE owner = ? AND sent IS NULL",
                     (owner,),
+                )
+            )
+        )
+
+    async def prune_notices(self, before: float) -> int:
+        """Forget the notices sent before ``before`` whose item is no longer pending (those of a
+        pending item stay: they keep it from being queued again); how many."""
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "DELETE FROM notifications WHERE sent IS NOT NULL AND sent < ? AND NOT EXISTS ("
+                    "SELECT 1 FROM inbox_items i WHERE i.status = ? "
+                    "AND substr(notifications.notice_key, 1, length(i.id) + 1) = i.id || '.')",
+                    (before, "pending"),
                 )
             )
         )

@@ -33,7 +33,11 @@ Rules:
   :data:`RETRY_MOST` seconds; a person's channel URL that is not valid is
   logged once, redacted, and its notices are left queued.
 
-Fixed caps (docs/limits.md): ``QUEUE_POLL``.
+- A sent notice is kept while its item is pending (so that it is not queued
+  again), then :data:`KEEP_SENT` seconds; each process prunes them every
+  :data:`PRUNE_EVERY` seconds (:meth:`Store.prune_notices`).
+
+Fixed caps (docs/limits.md): ``KEEP_SENT``, ``PRUNE_EVERY``.
 """
 
 from __future__ import annotations
@@ -55,7 +59,15 @@ from host_receiver.store import InboxItem, Person, PersonChannel, Store
 from host_receiver.web._board import RETRY_MOST
 from host_receiver.web._items import label
 
-__all__ = ["QUEUE_POLL", "FleetNotifier", "StoreQueue", "claim_seconds", "serve_channel_name"]
+__all__ = [
+    "KEEP_SENT",
+    "PRUNE_EVERY",
+    "QUEUE_POLL",
+    "FleetNotifier",
+    "StoreQueue",
+    "claim_seconds",
+    "serve_channel_name",
+]
 
 logger = safe_logger("host_receiver.notify")
 
@@ -63,6 +75,9 @@ logger = safe_logger("host_receiver.notify")
 QUEUE_POLL = 0.5
 #: The kind of a channel's lease in the store's leases table.
 LEASE_KIND = "notify"
+#: How long a sent notice of an item that ended is kept, and how often they are pruned (seconds).
+KEEP_SENT = 86_400.0
+PRUNE_EVERY = 3_600.0
 
 
 def claim_seconds(notifier: Notifier) -> float:
@@ -260,7 +275,7 @@ class FleetNotifier:
         )  # fmt: skip
 
     async def _feed(self) -> None:
-        seen, queued, pause, first = -1, set[str](), 0.1, True
+        seen, queued, pause, first, pruned = -1, set[str](), 0.1, True, -PRUNE_EVERY
         while True:
             try:
                 pending = await self.store.pending_items()
@@ -272,6 +287,9 @@ class FleetNotifier:
                 queued, pause, first = {item.id for item in pending}, 0.1, False
                 if self.escalate_after is not None:
                     await self._escalate(pending, time.time() - self.escalate_after)
+                if anyio.current_time() >= pruned + PRUNE_EVERY:
+                    await self.store.prune_notices(time.time() - KEEP_SENT)
+                    pruned = anyio.current_time()
             except StoreError as exc:
                 logger.warning("notifications: cannot read the store (%s); again in %.1f s", exc, pause)
                 await anyio.sleep(pause)

@@ -471,3 +471,21 @@ async def test_widening_an_items_routing_lets_the_other_team_see_it(store_url: s
         assert everyone is not None and everyone.routed_to == ()  # routed to everyone: stays so
         await store.close_item(item.id, "expired", "no answer")
         assert await store.widen_routing(item.id, ["ops"]) is None
+
+
+async def test_sent_notices_are_pruned_once_their_item_ended_never_before(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        waiting, ended = await new_item(store), await new_item(store)
+        await store.answer(ended.id, {"action": "decline"}, by="ann", address=None)
+        entries: list[tuple[str, str, dict[str, Any]]] = [
+            ("c", f"{item.id}.item.waiting", {}) for item in (waiting, ended)
+        ]
+        entries.append(("c", f"{ended.id}x.item.waiting", {}))  # another item's, never sent
+        await store.queue_notices(entries)
+        claimed = await store.claim_notices("c", "me", 60)
+        await store.finish_notices("c", [n.key for n in claimed if "x" not in n.key], "me")
+        assert await store.prune_notices(time.time() - 60) == 0  # sent too recently
+        assert await store.prune_notices(time.time() + 1) == 1  # the ended item's only
+        assert await store.queue_notices(entries[:1]) == 0  # a pending item's: still not queued again
+        rows = await raw(store, "SELECT notice_key FROM notifications ORDER BY notice_key")
+        assert sorted(r[0] for r in rows) == sorted([entries[0][1], entries[2][1]])
