@@ -105,10 +105,13 @@ def _version() -> str:
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse ``argv``; what follows the first ``--`` is the server command, whatever the options."""
     argv = list(argv)
-    if "--" not in argv:
-        return parser.parse_args(argv)
-    cut = argv.index("--")
-    args = parser.parse_args(argv[:cut])
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, unknown = parser.parse_known_args(argv[:cut])
+    if unknown:  # as parse_args says it, a URL's secrets left out (a channel URL out of its place)
+        shown = [f"{a.split('://', 1)[0][:20]}://…" if "://" in a else a for a in unknown]
+        parser.error(f"unrecognized arguments: {' '.join(shown)}")
+    if cut == len(argv):
+        return args
     if "server_command" not in args:
         parser.error(f"unrecognized arguments: {' '.join(argv[cut:])}")
     args.server_command = argv[cut + 1 :]

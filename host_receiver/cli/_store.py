@@ -1,6 +1,9 @@
 """The commands on the shared store alone: ``store migrate``, ``people``, ``audit``, ``inbox list``,
 ``inbox serve``.
 
+(About 430 lines, one idea: every command that needs only the store, each a short function over
+one store method.)
+
 Each takes ``--store URL`` (or ``$HOST_RECEIVER_STORE``): a SQLite file or a
 PostgreSQL URL (docs/fleet.md); ``memory`` is refused, since it would be gone
 when the command ends. A URL is shown without its password. ``people add``
@@ -27,10 +30,12 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
-from host_receiver.errors import InvalidStoreUrl, StoreError, UnsafeFile
+from host_receiver.errors import ChannelError, InvalidStoreUrl, StoreError, UnsafeFile
+from host_receiver.notify import Duration, channel_for, parse_duration
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
 from host_receiver.store._leases import DEFAULT_LEASE
+from host_receiver.store._store import check_name
 
 __all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "store_option"]
 
@@ -47,6 +52,13 @@ async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallK
         return None
     store = await stack.enter_async_context(open_store(url))
     return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE))
+
+
+def _duration(text: str) -> Duration:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def store_option(value: str) -> StoreUrl:
@@ -101,9 +113,31 @@ def add_store_commands(commands: Any) -> None:
     add.add_argument(
         "--team", action="append", default=[], metavar="TEAM", help="a team of theirs (repeatable)"
     )
+    add.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a channel that tells them when an item waits for them (repeatable): webhook+https://... "
+        "or any Apprise URL (docs/notify.md); it holds secrets: never shown",
+    )
     _add_store(add)
     add.set_defaults(func=_command(_people_add, "people add"))
-    listing = people_actions.add_parser("list", help="list the people and their teams (never a token)")
+    notify = people_actions.add_parser(
+        "notify",
+        help="add a notification channel to a person, or remove theirs (--clear)",
+        description="Add a channel (a webhook+https:// or Apprise URL, docs/notify.md) that `inbox serve` "
+        "tells the person through when an item waits for them; --clear removes every channel of theirs "
+        "first (alone: just removes them). A channel URL holds secrets: it is never shown.",
+    )
+    notify.add_argument("name", metavar="NAME")
+    notify.add_argument("url", nargs="?", metavar="URL", help="the channel to add")
+    notify.add_argument("--clear", action="store_true", help="remove the person's channels first")
+    _add_store(notify)
+    notify.set_defaults(func=_command(_people_notify, "people notify"))
+    listing = people_actions.add_parser(
+        "list", help="list the people, their teams and channels (redacted; never a token)"
+    )
     _add_store(listing)
     listing.set_defaults(func=_command(_people_list, "people list"))
     remove = people_actions.add_parser("remove", help="remove a person: their token stops working")
@@ -152,6 +186,39 @@ def add_store_commands(commands: Any) -> None:
     )
     serve.add_argument("--cert", metavar="FILE", help="serve over TLS with this certificate")
     serve.add_argument("--key", metavar="FILE", help="the private key of --cert")
+    serve.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="tell this channel of every item that waits (repeatable): webhook+https://... (signed with "
+        "$HOST_RECEIVER_WEBHOOK_SECRET) or any Apprise URL; the people an item is routed to are told "
+        "through their own channels (people notify) whether or not this is given; once across every "
+        "process serving the store (docs/notify.md)",
+    )
+    serve.add_argument(
+        "--notify-every",
+        type=_duration,
+        default=Duration(30.0, "30s"),
+        metavar="DURATION",
+        help="at most one message per person's channel this often; what comes meanwhile is summed up "
+        "in one (default: 30s)",
+    )
+    serve.add_argument(
+        "--escalate-after",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="with --escalate-to: once an item has waited this long, route it to them as well and tell "
+        "them through their channels",
+    )
+    serve.add_argument(
+        "--escalate-to",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a person or team of the store an item is escalated to (repeatable)",
+    )
     _add_store(serve)
     serve.set_defaults(func=_serve_command)
 
@@ -171,19 +238,45 @@ def _serve_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"host-receiver inbox serve: --listen: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    try:
+        for number, url in enumerate(args.notify, 1):
+            channel_for(url, number, environ=dict(os.environ))
+    except ChannelError as exc:
+        print(f"host-receiver inbox serve: --notify: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if (args.escalate_after is None) != (not args.escalate_to):
+        print("host-receiver inbox serve: --escalate-after and --escalate-to go together", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        for name in args.escalate_to:
+            check_name(name, "--escalate-to: a person's or team's")
+    except StoreError as exc:
+        print(f"host-receiver inbox serve: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     return _command(_inbox_serve, "inbox serve")(args)
 
 
 async def _inbox_serve(store: SqlStore, args: argparse.Namespace) -> int:
     from host_receiver.web._board import StoreBoard
+    from host_receiver.web._fleet_notify import FleetNotifier
 
     board = StoreBoard(store)
+    notifier = FleetNotifier(
+        store,
+        args.notify,
+        environ=os.environ,
+        every=args.notify_every.seconds,
+        escalate_after=args.escalate_after.seconds if args.escalate_after is not None else None,
+        escalate_to=args.escalate_to,
+    )
     try:
         async with board.serve(args.listen, certfile=args.cert, keyfile=args.key):
-            print(f"inbox: {board.origin}/", file=sys.stderr, flush=True)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    break
+            assert board.origin is not None
+            async with notifier.running(board.origin):
+                print(f"inbox: {board.origin}/", file=sys.stderr, flush=True)
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        break
     except OSError as exc:
         reason = exc.strerror or str(exc)
         print(f"host-receiver inbox serve: cannot listen on {args.listen}: {reason}", file=sys.stderr)
@@ -228,23 +321,49 @@ async def _migrate(store: SqlStore, args: argparse.Namespace) -> int:
 
 
 async def _people_add(store: SqlStore, args: argparse.Namespace) -> int:
-    person, token = await store.add_person(args.name, args.team)
+    person, token = await store.add_person(args.name, args.team, channels=args.notify)
     print(token, flush=True)
     teams = f" in {', '.join(person.teams)}" if person.teams else ""
+    channels = f", {len(args.notify)} channel(s)" if args.notify else ""
     print(
-        f"added {person.name}{teams}: the token above is shown once; it signs in as the bearer token or "
-        "as http://HOST:PORT/?token=TOKEN",
+        f"added {person.name}{teams}{channels}: the token above is shown once; it signs in as the bearer "
+        "token or as http://HOST:PORT/?token=TOKEN",
         file=sys.stderr,
     )
     return EXIT_OK
 
 
+async def _people_notify(store: SqlStore, args: argparse.Namespace) -> int:
+    if args.url is None and not args.clear:
+        print("host-receiver people notify: give a channel URL to add, or --clear", file=sys.stderr)
+        return EXIT_FAILURE
+    name = safe_text(args.name, 80)
+    if not any(person.name == args.name for person in await store.people()):
+        print(f"host-receiver people notify: nobody named {name} (see 'people list')", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.clear:
+        removed = await store.clear_channels(args.name)
+        print(f"removed {removed} channel(s) of {name}", file=sys.stderr)
+    if args.url is not None:
+        await store.add_channel(args.name, args.url)
+        count = len(await store.channels(args.name))
+        print(f"{name} now has {count} channel(s): see 'people list' (redacted)", file=sys.stderr)
+    return EXIT_OK
+
+
 async def _people_list(store: SqlStore, args: argparse.Namespace) -> int:
+    from host_receiver.notify import redact
+
     people = await store.people()
+    channels: dict[str, list[str]] = {}
+    for channel in await store.channels():
+        theirs = channels.setdefault(channel.person, [])
+        theirs.append(redact(channel.url, len(theirs) + 1))
     if not people:
         print(f"nobody in the store {store.url.shown}", file=sys.stderr)
     for person in people:
-        print(f"{person.name}\t{','.join(person.teams) or '-'}")
+        shown = ", ".join(channels.get(person.name, ())) or "-"
+        print(f"{person.name}\t{','.join(person.teams) or '-'}\t{shown}")
     return EXIT_OK
 
 

@@ -17,7 +17,7 @@ Fixed caps (docs/limits.md): ``MAX_LISTED``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -76,6 +76,20 @@ class Notice:
         """One line without the request's content: who asks for what, and what happened."""
         line = f"{self.server} sent {_WHAT.get(self.kind, 'a request')}; it {_HEADLINE[self.event]}"
         return f"{line}: {self.content}" if self.content else line
+
+    def fields(self) -> dict[str, Any]:
+        """The notice as JSON fields (what a store-backed queue keeps); :meth:`from_fields` reads them."""
+        return asdict(self)
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> Notice:
+        """The notice :meth:`fields` gave; ValueError when ``fields`` are not one."""
+        if fields.get("event") not in EVENTS:
+            raise ValueError("not a notice: no known event")
+        try:
+            return cls(**fields)
+        except TypeError as exc:
+            raise ValueError(f"not a notice: {exc}") from None
 
     def payload(self) -> dict[str, Any]:
         """The webhook body: ``{"type", "timestamp", "data": {...}}`` (docs/notify.md)."""

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Protocol
 
 import anyio
+import anyio.abc
 
 from host_receiver._concurrency import background_task_group
 from host_receiver.errors import DeliveryFailed
@@ -139,6 +140,10 @@ class Notifier:
         self._pacing: set[anyio.CancelScope] = set()
         self.queue: NotificationQueue = queue if queue is not None else MemoryQueue()
         self._stack: AsyncExitStack | None = None
+        #: Each channel's name in the queue (by ``id``): its place among those given, or as added.
+        self._names = {id(c): f"{n}" for n, c in enumerate([*self.channels, *self.escalation], 1)}
+        self._added: list[Channel] = []
+        self._group: anyio.abc.TaskGroup | None = None
 
     def notify(self, notice: Notice, *, escalate: bool = False) -> None:
         """Queue ``notice`` for every channel (the escalation channels when ``escalate``); never waits."""
@@ -146,9 +151,27 @@ class Notifier:
             self.queue.put(self._key(channel), notice)
 
     def _key(self, channel: Channel) -> str:
-        """The channel's name in the queue: its place among the notifier's channels (labels may repeat)."""
-        every = [*self.channels, *self.escalation]
-        return f"{every.index(channel) + 1}"
+        """The channel's name in the queue: its place among the notifier's channels (labels may repeat),
+        or the name it was added with."""
+        return self._names[id(channel)]
+
+    def _every(self) -> list[Channel]:
+        return [*self.channels, *self.escalation, *self._added]
+
+    def add(self, channel: Channel, name: str) -> None:
+        """Serve one more channel, whose notices the queue holds under ``name`` (a person's channel
+        found in a store, or a channel whose name several processes share); inside the block only."""
+        if self._group is None:
+            raise RuntimeError("Notifier.add is for a notifier in use (async with)")
+        if name in self._names.values():
+            raise ValueError(f"a channel named {name!r} is served already")
+        self._names[id(channel)] = name
+        self._added.append(channel)
+        self._group.start_soon(self._work, channel, name=f"notify {channel.label}")
+
+    def serves(self, name: str) -> bool:
+        """Whether a channel of this notifier has ``name`` in the queue."""
+        return name in self._names.values()
 
     async def __aenter__(self) -> Notifier:
         async with AsyncExitStack() as stack:
@@ -156,6 +179,7 @@ class Notifier:
             group = await stack.enter_async_context(background_task_group())
             for channel in [*self.channels, *self.escalation]:
                 group.start_soon(self._work, channel, name=f"notify {channel.label}")
+            self._group = group
             self._stack = stack.pop_all()
         return self
 
@@ -164,6 +188,7 @@ class Notifier:
     ) -> bool | None:
         stack, self._stack = self._stack, None
         assert stack is not None
+        self._group = None
         if kind is None:
             await self._deliver_what_waits()
         return await stack.__aexit__(kind, error, trace)
@@ -174,12 +199,12 @@ class Notifier:
         for pace in self._pacing:
             pace.cancel()
         with anyio.move_on_after(self.drain):
-            for channel in [*self.channels, *self.escalation]:
+            for channel in self._every():
                 await self.queue.drained(self._key(channel))
 
     async def _close_channels(self) -> None:
         with anyio.CancelScope(shield=True):
-            for channel in [*self.channels, *self.escalation]:
+            for channel in self._every():
                 await channel.aclose()
 
     async def _work(self, channel: Channel) -> None:

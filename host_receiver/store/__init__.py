@@ -6,9 +6,10 @@ process), a SQLite file (``sqlite:///PATH`` or a path ending ``.db`` or
 ``.sqlite``: WAL and a busy timeout, for several processes of one machine) or
 PostgreSQL (``postgresql://...``, the ``[postgres]`` extra: psycopg 3 and
 psycopg_pool). It holds the inbox items and their answers, people (a hash of
-each token), remembered decisions, the hash-chained audit log, continuable
-calls, durable remote tasks and leases; its schema is the migrations in
-``_schema.py``, applied on first use.
+each token, their notification channels), the queue of notifications,
+remembered decisions, the hash-chained audit log, continuable calls, durable
+remote tasks and leases; its schema is the migrations in ``_schema.py``,
+applied on first use.
 
 Every driver is synchronous and runs in a worker thread
 (``anyio.to_thread.run_sync``), so the store serves asyncio and trio alike;
@@ -31,6 +32,8 @@ from host_receiver.store._records import (
     InboxItem,
     ItemStatus,
     Person,
+    PersonChannel,
+    QueuedNotice,
     StoredRemoteTask,
     Verdict,
 )
@@ -57,6 +60,8 @@ __all__ = [
     "InboxItem",
     "ItemStatus",
     "Person",
+    "PersonChannel",
+    "QueuedNotice",
     "SqlStore",
     "Store",
     "StoreUrl",

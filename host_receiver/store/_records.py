@@ -13,6 +13,8 @@ __all__ = [
     "InboxItem",
     "ItemStatus",
     "Person",
+    "PersonChannel",
+    "QueuedNotice",
     "StoredRemoteTask",
     "Verdict",
 ]
@@ -71,6 +73,34 @@ class Person:
     name: str
     teams: tuple[str, ...] = ()
     created: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PersonChannel:
+    """One of a person's notification channels. ``url`` holds secrets: never log or show it."""
+
+    #: Random and never reused: the channel's name in the notification queue (``person:NAME:ID``).
+    id: str
+    person: str
+    url: str = field(repr=False)
+    #: When it was added (seconds since the epoch).
+    added: float
+
+    @property
+    def queue_name(self) -> str:
+        """The channel's name in the store's notification queue."""
+        return f"person:{self.person}:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedNotice:
+    """A notification in the store's queue, claimed for sending: the channel, the idempotency key
+    (item id and event), the notice as JSON fields, and the attempts made at it so far."""
+
+    channel: str
+    key: str
+    notice: dict[str, Any]
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,29 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE inbox_items ADD COLUMN call_key TEXT",
         "CREATE INDEX inbox_items_call ON inbox_items (call_id)",
     ],
+    # 3: a person's notification channels (URLs: secrets), and the queue of notifications to send.
+    [
+        """CREATE TABLE person_channels (
+            id TEXT PRIMARY KEY,
+            person TEXT NOT NULL,
+            url TEXT NOT NULL,
+            added DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX person_channels_person ON person_channels (person, added)",
+        """CREATE TABLE notifications (
+            channel TEXT NOT NULL,
+            notice_key TEXT NOT NULL,
+            notice TEXT NOT NULL,
+            attempts BIGINT NOT NULL,
+            next_attempt DOUBLE PRECISION NOT NULL,
+            owner TEXT,
+            claimed_until DOUBLE PRECISION,
+            sent DOUBLE PRECISION,
+            created DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (channel, notice_key)
+        )""",
+        "CREATE INDEX notifications_due ON notifications (sent, channel, next_attempt)",
+    ],
 ]
 
 

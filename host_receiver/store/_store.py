@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 910 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 1060 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
@@ -25,7 +25,7 @@ Rules:
   :data:`NOTIFY_FALLBACK_POLL` seconds in case a notification was lost; by
   reading every :data:`POLL_INTERVAL` seconds on SQLite.
 
-Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``.
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``MAX_CHANNEL_URL``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Protocol, cast
 
 import anyio
@@ -55,6 +55,8 @@ from host_receiver.store._records import (
     InboxItem,
     ItemStatus,
     Person,
+    PersonChannel,
+    QueuedNotice,
     StoredRemoteTask,
     Verdict,
 )
@@ -157,11 +159,28 @@ class Store(Protocol):
     async def wait_answer(self, item_id: str) -> InboxItem: ...
     async def wait_change(self, seen: int) -> int: ...
 
+    async def widen_routing(self, item_id: str, names: Sequence[str]) -> InboxItem | None: ...
+
     # people
-    async def add_person(self, name: str, teams: Sequence[str] = ()) -> tuple[Person, str]: ...
+    async def add_person(
+        self, name: str, teams: Sequence[str] = (), *, channels: Sequence[str] = ()
+    ) -> tuple[Person, str]: ...
     async def people(self) -> list[Person]: ...
     async def remove_person(self, name: str) -> bool: ...
     async def authenticate(self, token: str) -> Person | None: ...
+    async def add_channel(self, name: str, url: str) -> PersonChannel: ...
+    async def clear_channels(self, name: str) -> int: ...
+    async def channels(self, name: str | None = None) -> list[PersonChannel]: ...
+
+    # the notification queue
+    async def queue_notices(self, entries: Sequence[tuple[str, str, dict[str, Any]]]) -> int: ...
+    async def claim_notices(
+        self, channel: str, owner: str, seconds: float, limit: int = 100
+    ) -> list[QueuedNotice]: ...
+    async def finish_notices(self, channel: str, keys: Sequence[str], owner: str) -> int: ...
+    async def release_notices(self, owner: str) -> int: ...
+    async def prune_notices(self, before: float) -> int: ...
+    async def queued_channels(self, owner: str | None = None) -> list[str]: ...
 
     # decisions
     async def remember(
@@ -397,6 +416,38 @@ class SqlStore:
         self._wake(item_id)
         return closed
 
+    async def widen_routing(self, item_id: str, names: Sequence[str]) -> InboxItem | None:
+        """Route a pending item to ``names`` (people or teams) as well (an escalation): one conditional
+        update, announced as a change; the item then, or None when it is not pending (or unknown).
+        An item routed to everyone (empty routing) stays so."""
+        for name in names:
+            check_name(name, "a person's or team's")
+
+        def step(tx: Tx) -> InboxItem | None:
+            rows = tx.rows(
+                f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE id = ? AND status = ?", (item_id, "pending")
+            )
+            if not rows:
+                return None
+            item = _item(rows[0])
+            if not item.routed_to:
+                return item
+            routed = tuple(dict.fromkeys([*item.routed_to, *names]))
+            changed = tx.execute(
+                "UPDATE inbox_items SET routed_to = ? WHERE id = ? AND status = ? AND routed_to = ?",
+                (_json(list(routed)), item_id, "pending", rows[0][7]),
+            )
+            if not changed:
+                return None
+            if tx.dialect.notify:
+                tx.rows(tx.dialect.notify, (item_id,))
+            return replace(item, routed_to=routed)
+
+        item = await self._engine.run(step)
+        if item is not None:
+            self._wake(item_id)
+        return item
+
     async def withdraw_session(self, session: str, reason: str) -> list[str]:
         """Withdraw every pending item of ``session`` with ``reason``; the ids withdrawn."""
 
@@ -508,11 +559,15 @@ class SqlStore:
 
     # --- people -------------------------------------------------------------
 
-    async def add_person(self, name: str, teams: Sequence[str] = ()) -> tuple[Person, str]:
-        """Add ``name`` in ``teams``; the person and their new token (shown once: only its hash is kept)."""
+    async def add_person(
+        self, name: str, teams: Sequence[str] = (), *, channels: Sequence[str] = ()
+    ) -> tuple[Person, str]:
+        """Add ``name`` in ``teams`` with their notification ``channels`` (URLs); the person and their
+        new token (shown once: only its hash is kept)."""
         check_name(name, "a person's")
         for team in teams:
             check_name(team, "a team's")
+        kept = [_channel(name, url, n) for n, url in enumerate(channels, 1)]
         token = secrets.token_urlsafe(32)
         person = Person(name=name, teams=tuple(dict.fromkeys(teams)), created=time.time())
 
@@ -525,9 +580,42 @@ class SqlStore:
                 "INSERT INTO people (name, token_hash, teams, created) VALUES (?,?,?,?)",
                 (name, token_hash(token), _json(list(person.teams)), person.created),
             )
+            for channel in kept:
+                _insert_channel(tx, channel)
 
         await self._engine.run(step)
         return person, token
+
+    async def add_channel(self, name: str, url: str) -> PersonChannel:
+        """Add a notification channel (``url``, which holds secrets) to the person ``name``;
+        :class:`StoreError` when there is nobody of that name."""
+        channel = _channel(name, url, 1)
+
+        def step(tx: Tx) -> None:
+            if not tx.rows("SELECT 1 FROM people WHERE name = ?", (name,)):
+                raise StoreError(f"nobody named {json.dumps(name[:80])} in the store (see 'people list')")
+            _insert_channel(tx, channel)
+
+        await self._engine.run(step)
+        return channel
+
+    async def clear_channels(self, name: str) -> int:
+        """Remove every notification channel of ``name``; how many there were."""
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute("DELETE FROM person_channels WHERE person = ?", (name,))
+            )
+        )
+
+    async def channels(self, name: str | None = None) -> list[PersonChannel]:
+        """The notification channels of ``name`` (None: everyone's), by person, oldest first."""
+        sql = "SELECT id, person, url, added FROM person_channels"
+        rows = await (
+            self._read(f"{sql} WHERE person = ? ORDER BY added, id", (name,))
+            if name is not None
+            else self._read(f"{sql} ORDER BY person, added, id")
+        )
+        return [PersonChannel(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
 
     async def people(self) -> list[Person]:
         """Everyone in the store, by name (never a token)."""
@@ -536,9 +624,12 @@ class SqlStore:
 
     async def remove_person(self, name: str) -> bool:
         """Remove ``name`` (their token stops working); False when there was nobody of that name."""
-        return bool(
-            await self._engine.run(lambda tx: tx.execute("DELETE FROM people WHERE name = ?", (name,)))
-        )
+
+        def step(tx: Tx) -> bool:
+            tx.execute("DELETE FROM person_channels WHERE person = ?", (name,))
+            return bool(tx.execute("DELETE FROM people WHERE name = ?", (name,)))
+
+        return await self._engine.run(step)
 
     async def authenticate(self, token: str) -> Person | None:
         """The person whose token is ``token``, or None."""
@@ -550,6 +641,111 @@ class SqlStore:
             if hmac.compare_digest(str(kept), wanted):
                 return Person(name=str(name), teams=tuple(_unjson(teams)), created=float(created))
         return None
+
+    # --- the notification queue ------------------------------------------------
+
+    async def queue_notices(self, entries: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+        """Queue notices: ``(channel, key, notice fields)`` each, once per channel and key (the
+        idempotency key: a notice queued, claimed or sent before is not queued again); how many were new."""
+        now = time.time()
+
+        def step(tx: Tx) -> int:
+            return sum(
+                tx.execute(
+                    "INSERT INTO notifications (channel, notice_key, notice, attempts, next_attempt, "
+                    "created) VALUES (?,?,?,?,?,?) ON CONFLICT (channel, notice_key) DO NOTHING",
+                    (channel, key, _json(notice), 0, now, now),
+                )
+                for channel, key, notice in entries
+            )
+
+        return await self._engine.run(step) if entries else 0
+
+    async def claim_notices(
+        self, channel: str, owner: str, seconds: float, limit: int = 100
+    ) -> list[QueuedNotice]:
+        """Claim the notices of ``channel`` due now for ``seconds``, oldest first: each by a
+        conditional update (unsent, and unclaimed, claimed by ``owner``, or its claim run out), so
+        that of several processes one sends it; what ``owner`` holds now, its attempts counted."""
+        now = time.time()
+
+        def step(tx: Tx) -> list[QueuedNotice]:
+            due = "sent IS NULL AND next_attempt <= ? AND (owner IS NULL OR owner = ? OR claimed_until < ?)"
+            rows = tx.rows(
+                f"SELECT notice_key, notice, attempts FROM notifications WHERE channel = ? AND {due} "
+                "ORDER BY created, notice_key LIMIT ?",
+                (channel, now, owner, now, limit),
+            )
+            claimed = []
+            for key, notice, attempts in rows:
+                if tx.execute(
+                    "UPDATE notifications SET owner = ?, claimed_until = ?, attempts = attempts + 1 "
+                    f"WHERE channel = ? AND notice_key = ? AND {due}",
+                    (owner, now + seconds, channel, key, now, owner, now),
+                ):
+                    claimed.append(QueuedNotice(channel, str(key), _unjson(notice), int(attempts) + 1))
+            return claimed
+
+        return await self._engine.run(step)
+
+    async def finish_notices(self, channel: str, keys: Sequence[str], owner: str) -> int:
+        """Mark ``owner``'s claimed notices of ``channel`` sent (delivered or given up): they are
+        not sent again, nor queued again; how many were ``owner``'s."""
+        now = time.time()
+
+        def step(tx: Tx) -> int:
+            return sum(
+                tx.execute(
+                    "UPDATE notifications SET sent = ?, owner = NULL, claimed_until = NULL "
+                    "WHERE channel = ? AND notice_key = ? AND owner = ? AND sent IS NULL",
+                    (now, channel, key, owner),
+                )
+                for key in keys
+            )
+
+        return await self._engine.run(step) if keys else 0
+
+    async def release_notices(self, owner: str) -> int:
+        """Give up ``owner``'s claims on unsent notices (a process stopping): another may send them now."""
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "UPDATE notifications SET owner = NULL, claimed_until = NULL "
+                    "WHERE owner = ? AND sent IS NULL",
+                    (owner,),
+                )
+            )
+        )
+
+    async def prune_notices(self, before: float) -> int:
+        """Forget the notices sent before ``before`` whose item is no longer pending (those of a
+        pending item stay: they keep it from being queued again); how many."""
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "DELETE FROM notifications WHERE sent IS NOT NULL AND sent < ? AND NOT EXISTS ("
+                    "SELECT 1 FROM inbox_items i WHERE i.status = ? "
+                    "AND substr(notifications.notice_key, 1, length(i.id) + 1) = i.id || '.')",
+                    (before, "pending"),
+                )
+            )
+        )
+
+    async def queued_channels(self, owner: str | None = None) -> list[str]:
+        """The channels that have notices not sent yet (claimed or not); with ``owner``, only those
+        with notices that ``owner`` may claim now."""
+        if owner is None:
+            rows = await self._read(
+                "SELECT DISTINCT channel FROM notifications WHERE sent IS NULL ORDER BY channel"
+            )
+        else:
+            now = time.time()
+            rows = await self._read(
+                "SELECT DISTINCT channel FROM notifications WHERE sent IS NULL AND next_attempt <= ? "
+                "AND (owner IS NULL OR owner = ? OR claimed_until < ?) ORDER BY channel",
+                (now, owner, now),
+            )
+        return [str(r[0]) for r in rows]
 
     # --- decisions ------------------------------------------------------------
 
@@ -833,6 +1029,28 @@ class SqlStore:
                 )
             )
         )
+
+
+#: The longest channel URL kept (characters).
+MAX_CHANNEL_URL = 2000
+
+
+def _channel(person: str, url: str, number: int) -> PersonChannel:
+    """A new channel of ``person``; :class:`StoreError` naming it by ``number``, never its URL."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or not rest or len(url) > MAX_CHANNEL_URL or not url.isprintable():
+        raise StoreError(
+            f"channel {number} is not a URL (webhook+https://..., or an Apprise URL like mailto://...; "
+            f"printable, at most {MAX_CHANNEL_URL} characters)"
+        )
+    return PersonChannel(id=secrets.token_hex(6), person=person, url=url, added=time.time())
+
+
+def _insert_channel(tx: Tx, channel: PersonChannel) -> None:
+    tx.execute(
+        "INSERT INTO person_channels (id, person, url, added) VALUES (?,?,?,?)",
+        (channel.id, channel.person, channel.url, channel.added),
+    )
 
 
 def _item(r: Sequence[Any]) -> InboxItem:

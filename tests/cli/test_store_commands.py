@@ -47,7 +47,7 @@ def test_people_add_prints_the_token_alone_once_and_the_store_keeps_only_its_has
     assert kept == [("ann", hashlib.sha256(token.encode()).hexdigest(), '["ops","security"]')]
     env["HOST_RECEIVER_STORE"] = f"sqlite:///{path}"  # the environment names the store from here on
     listed = run_cli(env, "people", "list")
-    assert listed.returncode == 0 and listed.stdout == "ann\tops,security\n" and token not in listed.stderr
+    assert listed.returncode == 0 and listed.stdout == "ann\tops,security\t-\n" and token not in listed.stderr
     again = run_cli(env, "people", "add", "ann")
     assert again.returncode == 2 and again.stdout == "" and "ann is already in the store" in again.stderr
     bad = run_cli(env, "people", "add", HOSTILE)
@@ -55,6 +55,54 @@ def test_people_add_prints_the_token_alone_once_and_the_store_keeps_only_its_has
     assert run_cli(env, "people", "remove", "ann").returncode == 0
     gone = run_cli(env, "people", "remove", "ann")
     assert gone.returncode == 2 and "nobody named ann" in gone.stderr
+
+
+def test_a_persons_channels_are_kept_added_and_cleared_and_never_shown(env: dict[str, str], url: str) -> None:
+    mail = "mailtos://alerts:mail-secret-1@example.com?to=ann@example.com"
+    hook = "webhook+https://hooks.example.com/ann?key=hook-secret-2"
+    push = "ntfys://ntfy.sh/topic-secret-3"
+    added = run_cli(
+        env, "people", "add", "ann", "--team", "ops", "--notify", mail, "--notify", hook, "--store", url
+    )
+    assert added.returncode == 0, added.stderr
+    assert "2 channel(s)" in added.stderr
+    assert run_cli(env, "people", "add", "bob", "--store", url).returncode == 0
+    more = run_cli(env, "people", "notify", "bob", push, "--store", url)
+    assert more.returncode == 0 and "bob now has 1 channel(s)" in more.stderr
+    listed = run_cli(env, "people", "list", "--store", url)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == (
+        "ann\tops\tmailtos://… (channel 1), webhook+https://… (channel 2)\nbob\t-\tntfys://… (channel 1)\n"
+    )
+    outputs = added.stdout + added.stderr + more.stdout + more.stderr + listed.stdout + listed.stderr
+    for secret in ("mail-secret-1", "hook-secret-2", "topic-secret-3", "example.com", "ntfy.sh"):
+        assert secret not in outputs
+
+    async def kept() -> dict[str, list[str]]:
+        async with open_store(url) as store:
+            found: dict[str, list[str]] = {}
+            for channel in await store.channels():
+                found.setdefault(channel.person, []).append(channel.url)
+            return found
+
+    assert anyio.run(kept) == {"ann": [mail, hook], "bob": [push]}
+    cleared = run_cli(env, "people", "notify", "ann", "--clear", "--store", url)
+    assert cleared.returncode == 0 and "removed 2 channel(s) of ann" in cleared.stderr
+    replaced = run_cli(env, "people", "notify", "bob", mail, "--clear", "--store", url)
+    assert replaced.returncode == 0 and "bob now has 1 channel(s)" in replaced.stderr
+    assert anyio.run(kept) == {"bob": [mail]}
+    misplaced = run_cli(env, "people", "notify", "bob", "--clear", push, "--store", url)
+    assert misplaced.returncode == 2 and "unrecognized arguments: ntfys://…" in misplaced.stderr
+    assert "topic-secret-3" not in misplaced.stderr
+    nobody = run_cli(env, "people", "notify", "carol", push, "--store", url)
+    assert nobody.returncode == 2 and "nobody named carol" in nobody.stderr
+    neither = run_cli(env, "people", "notify", "bob", "--store", url)
+    assert neither.returncode == 2 and "give a channel URL to add, or --clear" in neither.stderr
+    wrong = run_cli(env, "people", "notify", "bob", "not-a-url-secret-4", "--store", url)
+    assert wrong.returncode == 2 and "channel 1 is not a URL" in wrong.stderr
+    assert "secret-4" not in wrong.stderr
+    assert run_cli(env, "people", "remove", "bob", "--store", url).returncode == 0
+    assert anyio.run(kept) == {}
 
 
 def test_store_migrate_brings_a_fresh_store_up_and_never_prints_the_password(

@@ -464,3 +464,66 @@ async def test_the_items_answering_a_calls_input_requests_are_found_by_the_call_
         assert found["name"].answer == {"action": "accept", "content": {"name": "Ann"}}
         assert (found["name"].call_id, found["name"].call_key) == ("call-1", "name")
         assert await store.call_items("call-3") == {}
+
+
+async def test_a_queued_notice_is_queued_once_and_claimed_by_one_of_two_connections(store_url: str) -> None:
+    async with open_store(store_url) as first:
+        second_url = store_url if store_url != "memory" else None
+        async with open_store(second_url) if second_url else _same(first) as second:
+            entry = ("person:ann:1", "item-1.item.waiting", {"id": "item-1", "event": "item.waiting"})
+            assert await first.queue_notices([entry]) == 1
+            assert await second.queue_notices([entry]) == 0  # the idempotency key: queued once
+            assert await first.queued_channels() == ["person:ann:1"]
+            claims: dict[str, list[Any]] = {}
+
+            async def claim(store: SqlStore, owner: str) -> None:
+                claims[owner] = await store.claim_notices("person:ann:1", owner, 60)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(claim, first, "one")
+                group.start_soon(claim, second, "two")
+            assert sorted(len(c) for c in claims.values()) == [0, 1], claims
+            owner, other = ("one", "two") if claims["one"] else ("two", "one")
+            (held,) = claims[owner]
+            assert held.key == "item-1.item.waiting" and held.notice["id"] == "item-1" and held.attempts == 1
+            assert await second.claim_notices("person:ann:1", other, 60) == []
+            assert await first.release_notices(owner) == 1  # its process stopped: another takes it
+            (again,) = await second.claim_notices("person:ann:1", other, 60)
+            assert again.attempts == 2
+            assert await first.finish_notices("person:ann:1", [again.key], owner) == 0  # not its claim
+            assert await second.finish_notices("person:ann:1", [again.key], other) == 1
+            assert await first.claim_notices("person:ann:1", owner, 60) == []
+            assert await first.queue_notices([entry]) == 0  # sent: never queued again
+            assert await first.queued_channels() == []
+
+
+async def test_widening_an_items_routing_lets_the_other_team_see_it(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        item = await new_item(store, routed_to=("ops",))
+        sales = Person("bob", ("sales",))
+        assert await store.pending_items(sales) == []
+        widened = await store.widen_routing(item.id, ["sales"])
+        assert widened is not None and widened.routed_to == ("ops", "sales")
+        assert [i.id for i in await store.pending_items(sales)] == [item.id]
+        everyone = await store.widen_routing((await new_item(store)).id, ["sales"])
+        assert everyone is not None and everyone.routed_to == ()  # routed to everyone: stays so
+        await store.close_item(item.id, "expired", "no answer")
+        assert await store.widen_routing(item.id, ["ops"]) is None
+
+
+async def test_sent_notices_are_pruned_once_their_item_ended_never_before(store_url: str) -> None:
+    async with open_store(store_url) as store:
+        waiting, ended = await new_item(store), await new_item(store)
+        await store.answer(ended.id, {"action": "decline"}, by="ann", address=None)
+        entries: list[tuple[str, str, dict[str, Any]]] = [
+            ("c", f"{item.id}.item.waiting", {}) for item in (waiting, ended)
+        ]
+        entries.append(("c", f"{ended.id}x.item.waiting", {}))  # another item's, never sent
+        await store.queue_notices(entries)
+        claimed = await store.claim_notices("c", "me", 60)
+        await store.finish_notices("c", [n.key for n in claimed if "x" not in n.key], "me")
+        assert await store.prune_notices(time.time() - 60) == 0  # sent too recently
+        assert await store.prune_notices(time.time() + 1) == 1  # the ended item's only
+        assert await store.queue_notices(entries[:1]) == 0  # a pending item's: still not queued again
+        rows = await raw(store, "SELECT notice_key FROM notifications ORDER BY notice_key")
+        assert sorted(r[0] for r in rows) == sorted([entries[0][1], entries[2][1]])
