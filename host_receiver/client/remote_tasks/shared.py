@@ -10,17 +10,17 @@ task a call follows is followed in memory only (one warning), so the call goes o
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from host_receiver.client.remote_tasks.store import DamagedTask, RemoteTaskStore, StoredTask
 from host_receiver.errors import StoreUnreachable
+from host_receiver.sanitize import safe_logger
 from host_receiver.store import Store, StoredRemoteTask, StoreUrl, open_store
 
 __all__ = ["SharedRemoteTaskStore"]
 
-logger = logging.getLogger(__name__)
+logger = safe_logger(__name__)
 
 T = TypeVar("T")
 
