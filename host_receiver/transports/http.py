@@ -161,16 +161,17 @@ class HttpTransport(Transport):
     async def connect(self) -> AsyncIterator[MessageStream]:
         async with AsyncExitStack() as stack:
             client = self.client
+            direct: httpx.AsyncBaseTransport | None = None
             if client is None:
+                lean = lean_transport_for(self.url)
                 client = httpx.AsyncClient(
-                    transport=lean_transport_for(self.url),
-                    timeout=self.timeout,
-                    auth=self.auth,
-                    follow_redirects=True,
+                    transport=lean, timeout=self.timeout, auth=self.auth, follow_redirects=True
                 )
                 await stack.enter_async_context(client)
+                if self.auth is None:
+                    direct = lean  # requests skip the client while nothing needs it (Exchange)
             async with background_task_group() as tasks:
-                stream = _HttpStream(self, client, tasks)
+                stream = _HttpStream(self, client, tasks, direct)
                 try:
                     yield stream
                 finally:
@@ -181,10 +182,16 @@ class HttpTransport(Transport):
 class _HttpStream(MessageStream):
     """Posting: every message its own POST; a request's answer delivered, or resumed."""
 
-    def __init__(self, config: HttpTransport, client: httpx.AsyncClient, tasks: TaskGroup) -> None:
+    def __init__(
+        self,
+        config: HttpTransport,
+        client: httpx.AsyncClient,
+        tasks: TaskGroup,
+        direct: httpx.AsyncBaseTransport | None,
+    ) -> None:
         self._config = config
         self._tasks = tasks
-        self._exchange = Exchange(config, client)
+        self._exchange = Exchange(config, client, direct=direct)
         self._binding = _HttpBinding(self._exchange, tasks)
         # A free slot is taken without yielding: the post's task has just been scheduled.
         self._posts = anyio.Semaphore(_CONCURRENT_POSTS, fast_acquire=True)
@@ -239,12 +246,14 @@ class _HttpStream(MessageStream):
 
         A short body of known length (the 202's, usually empty) is read to its
         end, so that the connection goes back to the pool for the next post;
-        any other is left unread and its connection closed.
+        any other is left unread and its connection closed. An empty one is not
+        read on the lean pool, which gave the connection back with the head.
         """
+        exchange = self._exchange
         try:
-            async with self._exchange.open("POST", body=body) as response:
-                await self._exchange.check(response)
-                if _short_body(response):
+            async with exchange.open("POST", body=body) as response:
+                await exchange.check(response)
+                if _short_body(response, empty_read=not exchange.lean):
                     await response.aread()
         except httpx.HTTPError as exc:
             raise post_failed(self._config.url, exc) from exc
@@ -361,9 +370,10 @@ class _HttpBinding(Binding):
         return True
 
 
-def _short_body(response: httpx.Response) -> bool:
+def _short_body(response: httpx.Response, *, empty_read: bool) -> bool:
+    """Whether to read the body before closing: short, of known length (empty only if ``empty_read``)."""
     length = response.headers.get("content-length", "")
-    return length.isdigit() and int(length) <= MAX_ERROR_BODY
+    return length.isdigit() and (0 if empty_read else 1) <= int(length) <= MAX_ERROR_BODY
 
 
 def post_failed(url: str, exc: httpx.HTTPError) -> TransportError:
