@@ -87,9 +87,6 @@ class Exchange:
         self.config = config
         self._client = client
         self._direct = direct
-        #: Whether a response of known empty length may be closed unread: its connection is
-        #: free already (the lean pool gives it back with the head).
-        self.lean = direct is not None
         self._extensions = {"timeout": client.timeout.as_dict()}
         self._shapes: dict[tuple[str, bool, str | None, str | None], httpx.Headers] = {}
         self.session_id: str | None = None

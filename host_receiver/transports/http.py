@@ -62,7 +62,12 @@ Rules:
   its own ``httpx.AsyncClient`` (left open on exit). The client made here
   sends through the lean pool of :mod:`host_receiver._net.pool` when the URL
   is ``http`` or ``https`` with no proxy in front (certificates checked as
-  httpx checks them), through httpx's own otherwise.
+  httpx checks them), through httpx's own otherwise. With the lean pool and
+  no ``auth``, requests go to the pool's ``handle_async_request`` directly,
+  with the client's headers merged once per session shape and no cookie jar,
+  until a response sets a cookie or redirects: from then on every request
+  goes through the client (its jar, its redirects; the redirected request is
+  sent again through it).
 - Every body is read inflated in bounded pieces (:mod:`host_receiver._net.body`):
   the size limits hold per byte of a compressed answer.
 
@@ -246,14 +251,13 @@ class _HttpStream(MessageStream):
 
         A short body of known length (the 202's, usually empty) is read to its
         end, so that the connection goes back to the pool for the next post;
-        any other is left unread and its connection closed. An empty one is not
-        read on the lean pool, which gave the connection back with the head.
+        any other is left unread and its connection closed.
         """
         exchange = self._exchange
         try:
             async with exchange.open("POST", body=body) as response:
                 await exchange.check(response)
-                if _short_body(response, empty_read=not exchange.lean):
+                if _short_body(response):
                     await response.aread()
         except httpx.HTTPError as exc:
             raise post_failed(self._config.url, exc) from exc
@@ -370,10 +374,9 @@ class _HttpBinding(Binding):
         return True
 
 
-def _short_body(response: httpx.Response, *, empty_read: bool) -> bool:
-    """Whether to read the body before closing: short, of known length (empty only if ``empty_read``)."""
+def _short_body(response: httpx.Response) -> bool:
     length = response.headers.get("content-length", "")
-    return length.isdigit() and (0 if empty_read else 1) <= int(length) <= MAX_ERROR_BODY
+    return length.isdigit() and int(length) <= MAX_ERROR_BODY
 
 
 def post_failed(url: str, exc: httpx.HTTPError) -> TransportError:
