@@ -122,7 +122,10 @@ class Exchange:
         key = (method, has_body, self.session_id, self.protocol_version)
         headers = self._shapes.get(key)
         if headers is None:
-            headers = self._client.headers.copy() if self._direct is not None else httpx.Headers()
+            headers = httpx.Headers()
+            if self._direct is not None:  # what httpx's client and request would add
+                headers["host"] = self._endpoint.netloc.decode("ascii")
+                headers.update(self._client.headers)
             headers.update(self.config.headers)
             headers["accept"] = SSE if method == "GET" else POST_ACCEPT
             if has_body:
@@ -140,8 +143,14 @@ class Exchange:
     ) -> AsyncIterator[httpx.Response]:
         """One request straight to the pool; through the client once a cookie or redirect needs it."""
         request = httpx.Request(
-            method, self._endpoint, content=body, headers=headers, extensions=self._extensions
+            method,
+            self._endpoint,
+            headers=headers,
+            stream=httpx.ByteStream(body or b""),
+            extensions=self._extensions,
         )
+        if body is not None:
+            request.headers["content-length"] = str(len(body))
         response = await transport.handle_async_request(request)
         response.request = request
         try:
