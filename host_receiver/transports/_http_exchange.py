@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
@@ -67,11 +67,28 @@ class Cursor:
 
 
 class Exchange:
-    """One connection's client, MCP session and queue of messages in, and how it fails."""
+    """One connection's client, MCP session and queue of messages in, and how it fails.
 
-    def __init__(self, config: HttpSettings, client: httpx.AsyncClient) -> None:
+    ``direct``: the lean pool of a client made by the transport with no auth. Requests then go
+    straight to it (``handle_async_request``), with the client's headers and timeouts merged
+    once per session shape: what ``AsyncClient`` does per request (merging, its cookie jar on
+    every response, its response wrapping) is skipped. A response that sets a cookie or
+    redirects hands the connection to the client for good (a redirected request is sent again
+    through it, as httpx sends a 307's body again), so cookies and redirects work as before.
+    """
+
+    def __init__(
+        self,
+        config: HttpSettings,
+        client: httpx.AsyncClient,
+        *,
+        direct: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.config = config
         self._client = client
+        self._direct = direct
+        self._extensions = {"timeout": client.timeout.as_dict()}
+        self._shapes: dict[tuple[str, bool, str | None, str | None], httpx.Headers] = {}
         self.session_id: str | None = None
         self.protocol_version: str | None = None  # a legacy agreement's: sent on every request
         self.failure: TransportError | None = None
@@ -89,18 +106,75 @@ class Exchange:
         extra: dict[str, str] | None = None,
     ) -> AbstractAsyncContextManager[httpx.Response]:
         """Send one HTTP request with the connection's headers (and ``extra``), streaming its answer."""
-        headers = {**self.config.headers, "accept": SSE if method == "GET" else POST_ACCEPT}
+        headers = self._headers(method, body is not None)
+        if last_event_id or extra:
+            headers = headers.copy()
+            if last_event_id:
+                headers["last-event-id"] = last_event_id
+            if extra:
+                headers.update(extra)
+        if self._direct is None:
+            return self._client.stream(method, self._endpoint, content=body, headers=headers)
+        return self._send_direct(self._direct, method, body, headers)
+
+    def _headers(self, method: str, has_body: bool) -> httpx.Headers:
+        """The client's headers and the connection's for one shape of request, merged once."""
+        key = (method, has_body, self.session_id, self.protocol_version)
+        headers = self._shapes.get(key)
+        if headers is None:
+            headers = httpx.Headers()
+            if self._direct is not None:  # what httpx's client and request would add
+                headers["host"] = self._endpoint.netloc.decode("ascii")
+                headers.update(self._client.headers)
+            headers.update(self.config.headers)
+            headers["accept"] = SSE if method == "GET" else POST_ACCEPT
+            if has_body:
+                headers["content-type"] = "application/json"
+            if self.session_id is not None:
+                headers["mcp-session-id"] = self.session_id
+            if self.protocol_version is not None:
+                headers["mcp-protocol-version"] = self.protocol_version
+            self._shapes[key] = headers
+        return headers
+
+    @asynccontextmanager
+    async def _send_direct(
+        self, transport: httpx.AsyncBaseTransport, method: str, body: bytes | None, headers: httpx.Headers
+    ) -> AsyncIterator[httpx.Response]:
+        """One request straight to the pool; through the client once a cookie or redirect needs it."""
+        request = httpx.Request(
+            method,
+            self._endpoint,
+            headers=headers,
+            stream=httpx.ByteStream(body or b""),
+            extensions=self._extensions,
+        )
         if body is not None:
-            headers["content-type"] = "application/json"
-        if self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
-        if self.protocol_version is not None:
-            headers["mcp-protocol-version"] = self.protocol_version
-        if last_event_id:
-            headers["last-event-id"] = last_event_id
-        if extra:
-            headers.update(extra)
-        return self._client.stream(method, self._endpoint, content=body, headers=headers)
+            request.headers["content-length"] = str(len(body))
+        response = await transport.handle_async_request(request)
+        response.request = request
+        try:
+            if "set-cookie" in response.headers:
+                self._client.cookies.extract_cookies(response)
+                self._to_client()
+            redirected = response.has_redirect_location
+            if redirected:
+                self._to_client()
+                await response.aclose()
+            else:
+                yield response
+        finally:
+            await response.aclose()
+        if redirected:
+            async with self._client.stream(method, self._endpoint, content=body, headers=headers) as again:
+                yield again
+
+    def _to_client(self) -> None:
+        """Send every later request through the client (its cookie jar, its redirects)."""
+        if self._direct is not None:
+            logger.debug("%s set a cookie or redirected: requests go through httpx's client", self.config.url)
+            self._direct = None
+            self._shapes.clear()
 
     @cached_property
     def _endpoint(self) -> httpx.URL:

@@ -62,7 +62,12 @@ Rules:
   its own ``httpx.AsyncClient`` (left open on exit). The client made here
   sends through the lean pool of :mod:`host_receiver._net.pool` when the URL
   is ``http`` or ``https`` with no proxy in front (certificates checked as
-  httpx checks them), through httpx's own otherwise.
+  httpx checks them), through httpx's own otherwise. With the lean pool and
+  no ``auth``, requests go to the pool's ``handle_async_request`` directly,
+  with the client's headers merged once per session shape and no cookie jar,
+  until a response sets a cookie or redirects: from then on every request
+  goes through the client (its jar, its redirects; the redirected request is
+  sent again through it).
 - Every body is read inflated in bounded pieces (:mod:`host_receiver._net.body`):
   the size limits hold per byte of a compressed answer.
 
@@ -161,16 +166,17 @@ class HttpTransport(Transport):
     async def connect(self) -> AsyncIterator[MessageStream]:
         async with AsyncExitStack() as stack:
             client = self.client
+            direct: httpx.AsyncBaseTransport | None = None
             if client is None:
+                lean = lean_transport_for(self.url)
                 client = httpx.AsyncClient(
-                    transport=lean_transport_for(self.url),
-                    timeout=self.timeout,
-                    auth=self.auth,
-                    follow_redirects=True,
+                    transport=lean, timeout=self.timeout, auth=self.auth, follow_redirects=True
                 )
                 await stack.enter_async_context(client)
+                if self.auth is None:
+                    direct = lean  # requests skip the client while nothing needs it (Exchange)
             async with background_task_group() as tasks:
-                stream = _HttpStream(self, client, tasks)
+                stream = _HttpStream(self, client, tasks, direct)
                 try:
                     yield stream
                 finally:
@@ -181,10 +187,16 @@ class HttpTransport(Transport):
 class _HttpStream(MessageStream):
     """Posting: every message its own POST; a request's answer delivered, or resumed."""
 
-    def __init__(self, config: HttpTransport, client: httpx.AsyncClient, tasks: TaskGroup) -> None:
+    def __init__(
+        self,
+        config: HttpTransport,
+        client: httpx.AsyncClient,
+        tasks: TaskGroup,
+        direct: httpx.AsyncBaseTransport | None,
+    ) -> None:
         self._config = config
         self._tasks = tasks
-        self._exchange = Exchange(config, client)
+        self._exchange = Exchange(config, client, direct=direct)
         self._binding = _HttpBinding(self._exchange, tasks)
         # A free slot is taken without yielding: the post's task has just been scheduled.
         self._posts = anyio.Semaphore(_CONCURRENT_POSTS, fast_acquire=True)
@@ -241,9 +253,10 @@ class _HttpStream(MessageStream):
         end, so that the connection goes back to the pool for the next post;
         any other is left unread and its connection closed.
         """
+        exchange = self._exchange
         try:
-            async with self._exchange.open("POST", body=body) as response:
-                await self._exchange.check(response)
+            async with exchange.open("POST", body=body) as response:
+                await exchange.check(response)
                 if _short_body(response):
                     await response.aread()
         except httpx.HTTPError as exc:

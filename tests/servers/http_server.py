@@ -28,6 +28,8 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
   and queues messages the client misses, and a GET with ``Last-Event-ID``
   replays them.
 - DELETE -> 200, the session is gone.
+- ``cookie``: the initialize answer sets it (``Set-Cookie``), as a load
+  balancer's sticky session does.
 - POST to ``/moved`` -> 307 to ``/mcp`` (method and body kept).
 - POST ``server/discover`` (the dual-era probe): 400 without a session, as
   a legacy server answers; with ``discover_error``, 400 whose body is that
@@ -102,8 +104,10 @@ class StreamableHttpServer:
         discover_error: dict[str, Any] | None = None,
         discover_silent: bool = False,
         tls: ssl.SSLContext | None = None,
+        cookie: str | None = None,
     ) -> None:
         self.get_stream = get_stream
+        self.cookie = cookie
         self.discover_error = discover_error
         self.discover_silent = discover_silent
         self.stopping = False
@@ -460,6 +464,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if session_id:
             self.send_header("Mcp-Session-Id", session_id)
+            if self.app.cookie is not None:
+                self.send_header("Set-Cookie", self.app.cookie)
         self.end_headers()
         self.wfile.write(data)
 

@@ -450,6 +450,18 @@ async def test_an_endpoint_that_redirects_with_307_gets_the_same_post_again(
         assert (await conn.call_tool("json")).text == "json"
 
 
+async def test_a_cookie_the_server_sets_comes_back_on_every_later_request(tls: ssl.SSLContext | None) -> None:
+    """A load balancer's sticky session: set on the initialize answer, sent on every request after it."""
+    with StreamableHttpServer(tls=tls, cookie="lb=node-1; Path=/") as server:
+        async with connect(server.url) as conn:
+            assert (await conn.call_tool("json")).text == "json"
+            await conn.ping()
+    methods = [r.rpc_method for r in server.requests]
+    later = server.requests[methods.index("initialize") + 1 :]
+    assert {r.verb for r in later} == {"POST", "GET", "DELETE"}
+    assert [r.headers.get("cookie") for r in later] == ["lb=node-1"] * len(later)
+
+
 async def test_connections_of_a_burst_stay_open_for_the_next_one(
     server: StreamableHttpServer, pool: str
 ) -> None:
