@@ -1,5 +1,8 @@
 """What ``run`` and ``demo`` share: the ``--approve``/``--elicit`` hooks, exit codes, error words.
 
+(About 420 lines, one idea: who answers a server's requests, said by options and built into
+hooks: the terminal, the web inbox, fixed answers, and the words of their errors.)
+
 Rules:
 
 - ``ask`` puts a person in the loop at the terminal (prompts on stderr); it is
@@ -37,7 +40,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from host_receiver.cli._notify import add_notify_options, build_notifier, notify_problem
-from host_receiver.errors import RpcError
+from host_receiver.errors import RpcError, StoreError
 from host_receiver.handlers import ElicitationService, SamplingService
 from host_receiver.notify import Duration, parse_timeout
 from host_receiver.people.approval import (
@@ -62,6 +65,7 @@ from providers import ProviderRegistry
 if TYPE_CHECKING:
     from host_receiver.cli.terminal import Console
     from host_receiver.client.host import ServerConnection
+    from host_receiver.store import StoreUrl
     from host_receiver.web import WebInbox
 
 EXIT_OK = 0
@@ -108,10 +112,11 @@ def add_hook_options(
     inbox = parser.add_argument_group("web inbox (with --approve web or --elicit web)")
     inbox.add_argument(
         "--inbox-listen",
-        default="127.0.0.1:0",
+        default=None,
         metavar="HOST:PORT",
         help="where the inbox listens (default: 127.0.0.1:0, a free port on this machine; another "
-        "address is reachable from the network: give a certificate too)",
+        "address is reachable from the network: give a certificate too). With a shared --store the "
+        "host serves no page of its own unless this is given: 'host-receiver inbox serve' does",
     )
     inbox.add_argument(
         "--inbox-timeout",
@@ -191,10 +196,21 @@ def _inbox_problem(args: argparse.Namespace) -> str | None:
     from host_receiver.web._serve import parse_listen
 
     try:
-        parse_listen(args.inbox_listen)
+        parse_listen(args.inbox_listen or DEFAULT_LISTEN)
     except ValueError as exc:
         return f"--inbox-listen: {exc}"
+    from host_receiver.store._store import NAME
+
+    for name in args.route_to:
+        if not NAME.fullmatch(name):
+            return (
+                f"--for {safe_text(name, 80)}: use 1 to 64 letters, digits and . _ @ + - (a person or team)"
+            )
     return None
+
+
+#: Where the inbox listens when --inbox-listen is not given (and no shared store takes its place).
+DEFAULT_LISTEN = "127.0.0.1:0"
 
 
 def uses_terminal(args: argparse.Namespace) -> bool:
@@ -209,33 +225,56 @@ class InboxUnavailable(Exception):
     """The web inbox could not listen where it was told to."""
 
 
+def shared_store(args: argparse.Namespace) -> StoreUrl | None:
+    """The shared store ``--store`` names (SQLite, PostgreSQL), or None (memory, or no ``--store``)."""
+    url: StoreUrl | None = getattr(args, "store", None)
+    return url if url is not None and url.shared else None
+
+
 @asynccontextmanager
-async def open_inbox(args: argparse.Namespace) -> AsyncIterator[WebInbox | None]:
-    """The web inbox, served (its address printed on stderr), when 'web' is chosen; else None."""
+async def open_inbox(
+    args: argparse.Namespace, *, identity: str | None = None
+) -> AsyncIterator[WebInbox | None]:
+    """The web inbox when 'web' is chosen (else None): served, its address printed on stderr; with
+    a shared store, its items kept there and a page only with ``--inbox-listen``
+    (:func:`open_fleet_inbox`). ``identity``: the one server's identity (None: its name)."""
     if not uses_inbox(args):
         yield None
         return
     from host_receiver.web import WebInbox
 
     notifier = build_notifier(args)
-    inbox = WebInbox(
-        timeout=args.inbox_timeout,
-        notifier=notifier,
-        notify_content=args.notify_content,
-        remind_every=args.remind_every.seconds if args.remind_every else None,
-        escalate_after=args.escalate_after.seconds if args.escalate_after else None,
-        signed_links=args.notify_links == "signed",
-        link_ttl=args.link_ttl.seconds,
-    )
     async with AsyncExitStack() as stack:
         if notifier is not None:
             await stack.enter_async_context(notifier)
+        url = shared_store(args)
+        if url is not None:
+            from host_receiver.cli._fleet import open_fleet_inbox
+
+            try:
+                inbox: WebInbox = await stack.enter_async_context(open_fleet_inbox(args, url, identity))
+            except StoreError as exc:
+                raise InboxUnavailable(str(exc)) from None
+            if args.inbox_listen is None:
+                yield inbox
+                return
+        else:
+            inbox = WebInbox(
+                timeout=args.inbox_timeout,
+                notifier=notifier,
+                notify_content=args.notify_content,
+                remind_every=args.remind_every.seconds if args.remind_every else None,
+                escalate_after=args.escalate_after.seconds if args.escalate_after else None,
+                signed_links=args.notify_links == "signed",
+                link_ttl=args.link_ttl.seconds,
+            )
+        listen = args.inbox_listen or DEFAULT_LISTEN
         try:
             await stack.enter_async_context(
-                inbox.serve(args.inbox_listen, certfile=args.inbox_cert, keyfile=args.inbox_key)
+                inbox.serve(listen, certfile=args.inbox_cert, keyfile=args.inbox_key)
             )
         except OSError as exc:
-            raise InboxUnavailable(f"the web inbox cannot listen on {args.inbox_listen}: {exc}") from None
+            raise InboxUnavailable(f"the web inbox cannot listen on {listen}: {exc}") from None
         print(f"inbox: {inbox.url}", file=sys.stderr, flush=True)
         yield inbox
 
@@ -273,9 +312,9 @@ def build_hooks(
         chain = approver(remember)
         sampling = terminal_sampling(registry, chain, console.activity)
     elif args.approve == "web" and inbox is not None:
-        remember = RememberDecisions(
-            ModelAllowList(inbox), identify=identify, remembered_per_minute=per_minute
-        )
+        from host_receiver.cli._fleet import web_decisions
+
+        remember = web_decisions(inbox, identify, per_minute)
         sampling = inbox.watch(SamplingService(registry, approver(remember)))
     elif getattr(args, "refused_for_want_of_a_terminal", False):
         sampling = SamplingService(registry, approver(NobodyToAsk(NO_TERMINAL)))

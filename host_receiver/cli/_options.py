@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from host_receiver.cli._auth import add_auth_options
+from host_receiver.cli._fleet import add_fleet_options
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     add_hook_options,
@@ -21,7 +22,7 @@ from host_receiver.cli._hooks import (
 from host_receiver.cli._servers import (
     add_servers_options,
 )
-from host_receiver.cli._store import DEFAULT_LEASE, STORE_ENV, store_option
+from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.client.options import (
     AUTO,
     DEFAULT_DISCOVER_TIMEOUT,
@@ -85,17 +86,11 @@ def add_connection_options(run: argparse.ArgumentParser) -> None:
         help="where the tasks the server creates here are kept: 'memory' (the default) for this run only "
         "(the server's own tasks that a call follows: --task-store). Also a shared store, as the "
         f"store, people, audit and inbox commands take it (default: ${STORE_ENV}): sqlite:///PATH (or a "
-        "path ending .db or .sqlite) or postgresql://...; a host keeps there its 2026-07-28 calls "
-        "whose input rounds wait, for 'calls resume' (docs/fleet.md)",
+        "path ending .db or .sqlite) or postgresql://...; with --approve web or --elicit web a host keeps "
+        "its inbox's items and remembered decisions there; with either, its 2026-07-28 calls whose input "
+        "rounds wait, for 'calls resume' (docs/fleet.md)",
     )
-    run.add_argument(
-        "--lease",
-        type=positive_seconds,
-        default=DEFAULT_LEASE,
-        metavar="SECONDS",
-        help="with a shared --store: how often the host renews its claim on the calls it keeps there; "
-        f"a killed host's claim runs out after three periods (default: {DEFAULT_LEASE:g})",
-    )
+    add_fleet_options(run)
     defaults = ReceiverConfig()
     run.add_argument(
         "--max-active-tasks",

@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+from host_receiver.cli._fleet import end_inbox_session
 from host_receiver.cli._hooks import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -141,7 +142,7 @@ async def serve(
         if progress is not None and console is not None:
             progress.use(console.activity)
         try:
-            inbox = await stack.enter_async_context(open_inbox(args))
+            inbox = await stack.enter_async_context(open_inbox(args, identity=target.identity))
         except InboxUnavailable as exc:
             print(f"host-receiver: {exc}", file=sys.stderr)
             return EXIT_FAILURE
@@ -174,8 +175,9 @@ async def serve(
             )
         )
         describe = partial(describe_server, where=target.where, inbox=inbox, console=console, name=args.name)
+        end_session = partial(end_inbox_session, inbox)
         if body is None:
-            return await _serve_until_closed(host, target, describe)
+            return await _serve_until_closed(host, target, describe, end_session)
         server = await _connect(host, target, describe)
         if server is None:
             return EXIT_FAILURE
@@ -185,6 +187,7 @@ async def serve(
                 print_stderr_tail(server.name, target.transport)
             return code
         finally:
+            await end_session()
             await server.close()
 
 
@@ -230,7 +233,9 @@ def call_by_own_name(server: ServerConnection, transport: Transport) -> None:
         transport.name = own
 
 
-async def _serve_until_closed(host: Host, target: Target, describe: Describe) -> int:
+async def _serve_until_closed(
+    host: Host, target: Target, describe: Describe, end_session: Callable[[], Awaitable[None]]
+) -> int:
     # Listen for signals before connecting, so that one arriving just after the
     # handshake is not lost (it would kill the process with the default action).
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -241,6 +246,7 @@ async def _serve_until_closed(host: Host, target: Target, describe: Describe) ->
                 async for _ in signals:
                     named = connected[0].name if connected else target.name
                     logger.info("interrupted: closing the connection to %s", named)
+                    await end_session()
                     for server in connected:
                         await server.close()
                     group.cancel_scope.cancel()
@@ -257,5 +263,6 @@ async def _serve_until_closed(host: Host, target: Target, describe: Describe) ->
                 file=sys.stderr,
             )
             await server.wait_closed()
+            await end_session()
             group.cancel_scope.cancel()
     return EXIT_OK

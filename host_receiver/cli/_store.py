@@ -30,13 +30,13 @@ from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
 from host_receiver.errors import InvalidStoreUrl, StoreError
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
+from host_receiver.store._leases import DEFAULT_LEASE
 
 __all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "store_option"]
 
 #: The environment variable ``--store`` defaults to.
 STORE_ENV = "HOST_RECEIVER_STORE"
 #: ``--lease``: how often a host renews its claims (seconds).
-DEFAULT_LEASE = 10.0
 
 
 async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallKeeping | None:

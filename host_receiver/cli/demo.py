@@ -1,5 +1,7 @@
 """``host-receiver demo``: the whole flow against a bundled example server, offline.
 
+(About 430 lines, one idea: the demo command and the transcript of what its server saw.)
+
 It starts ``examples/demo_server.py`` (on the MCP Python SDK 1.x) over stdio
 and calls its ``announce_release`` tool, which asks this host, each as a task,
 for an LLM call (the announcement), a form (approve publishing) and a URL
@@ -42,6 +44,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 
 import host_receiver.cli._hooks as hooks
+from host_receiver._identity import stdio_identity
+from host_receiver.cli._fleet import add_fleet_options, end_inbox_session
+from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.client.host import Host
 from host_receiver.errors import ProviderError, RpcError
 from host_receiver.people.approval import (
@@ -102,6 +107,16 @@ def add_demo_command(commands: Any) -> None:
     )
     demo.add_argument("--release", default="2.0.0", help="the release to announce (default: 2.0.0)")
     hooks.add_hook_options(demo, approve="auto", elicit="defaults")
+    demo.add_argument(
+        "--store",
+        type=store_option,
+        default=os.environ.get(STORE_ENV) or "memory",
+        metavar="URL",
+        help="with --approve web or --elicit web, a shared store (sqlite:///PATH or postgresql://...) "
+        f"that keeps the inbox's items and remembered decisions (default: ${STORE_ENV}, else memory: "
+        "the demo's own page; docs/fleet.md)",
+    )
+    add_fleet_options(demo)
     demo.set_defaults(func=demo_command)
 
 
@@ -195,7 +210,8 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(hooks.open_console()) if hooks.uses_terminal(args) else None
         try:
-            inbox = await stack.enter_async_context(hooks.open_inbox(args))
+            identity = stdio_identity([python, str(server)])
+            inbox = await stack.enter_async_context(hooks.open_inbox(args, identity=identity))
         except hooks.InboxUnavailable as exc:
             return _fail(str(exc))
         say = console.say if console is not None else _print
@@ -224,6 +240,7 @@ async def _demo(args: argparse.Namespace, python: str, version: str, server: Pat
         except Exception as exc:
             return _fail(f"{TOOL} failed: {hooks.describe_error(exc)}")
         finally:
+            await end_inbox_session(inbox)
             await connection.close()
         await say(f"← {TOOL} returned. What the server saw:")
         for line in server_report(result):

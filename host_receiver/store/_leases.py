@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 from host_receiver.store._store import Store
 
-__all__ = ["LEASE_PERIODS", "CallKeeping"]
+__all__ = ["DEFAULT_LEASE", "LEASE_PERIODS", "CallKeeping"]
 
+#: Seconds between a host's renewals of its claims (``--lease``): its inbox items, its kept calls.
+DEFAULT_LEASE = 10.0
 #: How many renewal periods a lease lasts: a killed process's lease runs out after this many.
 LEASE_PERIODS = 3
 

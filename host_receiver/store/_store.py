@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 840 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 910 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
@@ -152,6 +152,8 @@ class Store(Protocol):
     ) -> InboxItem: ...
     async def close_item(self, item_id: str, status: ItemStatus, reason: str) -> bool: ...
     async def withdraw_session(self, session: str, reason: str) -> list[str]: ...
+    async def renew_session(self, session: str, seconds: float) -> int: ...
+    async def withdraw_expired_sessions(self, reason: str, now: float | None = None) -> list[str]: ...
     async def wait_answer(self, item_id: str) -> InboxItem: ...
     async def wait_change(self, seen: int) -> int: ...
 
@@ -413,6 +415,52 @@ class SqlStore:
                 if tx.dialect.notify:
                     tx.rows(tx.dialect.notify, (item_id,))
             return ids
+
+        ids = await self._engine.run(step)
+        for item_id in ids:
+            self._wake(item_id)
+        return ids
+
+    async def renew_session(self, session: str, seconds: float) -> int:
+        """Extend the claim of ``session`` on its pending leased items to ``seconds`` from now (its
+        host is alive); how many items it holds."""
+        until = time.time() + seconds
+        return int(
+            await self._engine.run(
+                lambda tx: tx.execute(
+                    "UPDATE inbox_items SET lease_expires = ? "
+                    "WHERE session = ? AND status = ? AND lease_expires IS NOT NULL",
+                    (until, session, "pending"),
+                )
+            )
+        )
+
+    async def withdraw_expired_sessions(self, reason: str, now: float | None = None) -> list[str]:
+        """Withdraw with ``reason`` every pending item whose session's claim ran out before ``now``
+        (its host was killed: nobody renews it); the ids withdrawn. Items without a lease (a
+        continuable call's) are left. Any host or inbox may call it; each item is withdrawn once."""
+        moment = time.time() if now is None else now
+
+        def step(tx: Tx) -> list[str]:
+            ids = [
+                str(r[0])
+                for r in tx.rows(
+                    "SELECT id FROM inbox_items WHERE status = ? AND lease_expires IS NOT NULL "
+                    "AND lease_expires < ?",
+                    ("pending", moment),
+                )
+            ]
+            withdrawn = []
+            for item_id in ids:
+                if tx.execute(
+                    "UPDATE inbox_items SET status = ?, reason = ? WHERE id = ? AND status = ? "
+                    "AND lease_expires < ?",
+                    ("withdrawn", reason, item_id, "pending", moment),
+                ):
+                    withdrawn.append(item_id)
+                    if tx.dialect.notify:
+                        tx.rows(tx.dialect.notify, (item_id,))
+            return withdrawn
 
         ids = await self._engine.run(step)
         for item_id in ids:

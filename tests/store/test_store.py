@@ -304,6 +304,26 @@ async def test_ending_a_session_withdraws_its_pending_items_with_the_reason(stor
         assert (await store.wait_answer(mine.id)).status == "withdrawn"
 
 
+async def test_a_session_whose_lease_is_not_renewed_has_its_items_withdrawn_by_the_sweep(
+    store_url: str,
+) -> None:
+    async with open_store(store_url) as store:
+        dead = await new_item(store, lease_seconds=0.3)
+        alive = await new_item(store, session="session-2", lease_seconds=0.3)
+        unleased = await new_item(store, session="session-3")
+        assert await store.withdraw_expired_sessions("the server's session ended") == []
+        await anyio.sleep(0.2)
+        assert await store.renew_session("session-2", 10) == 1
+        await anyio.sleep(0.2)
+        reason = "the server's session ended"
+        assert await store.withdraw_expired_sessions(reason) == [dead.id]
+        assert await store.withdraw_expired_sessions(reason) == []  # once
+        gone = await store.item(dead.id)
+        assert gone is not None and gone.status == "withdrawn" and gone.reason == reason
+        assert [i.id for i in await store.pending_items()] == [alive.id, unleased.id]
+        assert await store.renew_session("session-1", 10) == 0  # nothing left to claim
+
+
 async def test_decisions_are_kept_per_server_identity_and_person_or_team(store_url: str) -> None:
     async with open_store(store_url) as store:
         await store.remember("stdio:notes", "team:ops", "always")
