@@ -6,7 +6,7 @@ with polling only (``poll``), each on a fresh database:
 
 - ``host-receiver store migrate`` and ``people add ann`` (her token);
 - two ``host-receiver inbox serve`` processes;
-- three host processes (:mod:`benchmarks.fleet_host`, processes and not tasks: each
+- three host processes (:mod:`benchmarks.fleet_host`: a host's ``StoreInbox``; processes, not tasks: each
   host of a fleet has its own connections, its own LISTEN and its own event loop),
   each adding :data:`SIZES` items with ``Store.add_item`` and waiting for each with
   ``Store.wait_answer`` (in ``poll`` the hosts open the store without its LISTEN relay);
