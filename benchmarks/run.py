@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 
 from benchmarks.compare import run_compare
+from benchmarks.fleet import run_fleet, store_cost, summary
 from benchmarks.mrtr import TRANSPORTS as MRTR_TRANSPORTS
 from benchmarks.mrtr import run_mrtr
 from benchmarks.processes import stop
@@ -76,6 +77,10 @@ SLOW_BACKENDS = ("httpx", *VENDORS)
 CLI_NO_OTEL = "cli-no-otel"
 CLI_OTEL_SDK = "cli+otel-sdk"
 OTEL_RUNS = (CLI_NO_OTEL, CLI_OTEL_SDK)
+#: The CLI with a shared store (a SQLite file): the latency scenario runs it beside ``cli``, whose
+#: default ``--store memory`` opens no store at all (the same as none), for the fleet's
+#: "in-memory path unchanged" figure (docs/fleet.md, "Figures").
+CLI_SQLITE_STORE = "cli+sqlite-store"
 WITHOUT_OTEL = (
     "import sys; sys.modules['opentelemetry'] = None; from host_receiver.cli import main; main(sys.argv[1:])"
 )
@@ -124,6 +129,8 @@ def scenarios(smoke: bool) -> list[Scenario]:
         # Multi-round-trip input against the mcp 2.3.0 and TypeScript SDK v2 Clients: its own
         # servers and clients (benchmarks/mrtr.py), not the requestor.
         Scenario("mrtr", repeated=True),
+        # Three hosts, two inbox serve and a person on PostgreSQL (benchmarks/fleet.py).
+        Scenario("fleet"),
     ]
 
 
@@ -271,7 +278,7 @@ def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path
     """The receiver's command line; ``target`` points it at the requestor (``-- COMMAND`` or ``--url``)."""
     delay = str(ctx.scenario.delay)
     provider = ["--provider", ctx.provider]
-    if receiver in ("cli", *OTEL_RUNS):
+    if receiver in ("cli", *OTEL_RUNS, CLI_SQLITE_STORE):
         host = [str(ROOT / ".venv" / "bin" / "host-receiver")]
         if receiver == CLI_NO_OTEL:
             host = [str(VENV_PYTHON), "-c", WITHOUT_OTEL]
@@ -279,6 +286,8 @@ def receiver_command(receiver: str, ctx: Context, target: list[str], probe: Path
             stats = ctx.profile_dir / f"{ctx.scenario.name}-cli-{ctx.provider}.prof"
             host = [str(VENV_PYTHON), "-c", PROFILED.format(stats=str(stats))]
         limits = ["--max-active-tasks", "5000", "--max-stored-tasks", "250000"]  # as embedded.py
+        if receiver == CLI_SQLITE_STORE:
+            limits += ["--store", f"sqlite:///{ctx.workdir / 'store.db'}"]
         return [
             *host,
             "run",
@@ -518,6 +527,9 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 )
                 results["mrtr"] = medians(rounds)
                 continue
+            if scenario.name == "fleet":
+                results["fleet"] = await run_fleet("smoke" if args.smoke else "full", workdir)
+                continue
             fake, fake_url = None, ""
             config, provider = empty, "echo"
             if scenario.delay and {"cli", "embedded"} & set(args.receivers):
@@ -527,7 +539,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             ctx.profile_dir = args.profile
             jobs = [(r, False) for r in args.receivers]
             if scenario.name == "latency" and "cli" in args.receivers:
-                jobs += [(run, False) for run in OTEL_RUNS]  # interleaved with the others' rounds
+                jobs += [(run, False) for run in (*OTEL_RUNS, CLI_SQLITE_STORE)]  # interleaved
             if scenario.traced and "embedded" in args.receivers:
                 jobs.append(("embedded", True))
             try:
@@ -687,13 +699,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = anyio.run(run_all, args)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    fleet = results.pop("fleet", None)  # its own lines (below), not the receivers' table
     print(render(results))
     if CLI_NO_OTEL in results.get("latency", {}):
         print(f"\n{otel_cost(results['latency'], CLI_NO_OTEL, CLI_OTEL_SDK)}")
+    if CLI_SQLITE_STORE in results.get("latency", {}):
+        print(f"\n{store_cost(results['latency'], CLI_SQLITE_STORE)}")
+    if fleet is not None:
+        print(f"\n{summary(fleet)}")
+        results["fleet"] = fleet
     if "latency" in results:
         print("\nOne create taken apart (python -m benchmarks.create_layers):\n")
         print(create_layers(args.smoke))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
-    failed = [f"{s}/{r}" for s, runs in results.items() for r, res in runs.items() if res.get("failure")]
+    failed = [
+        f"{s}/{r}"
+        for s, runs in results.items()
+        for r, res in runs.items()
+        if isinstance(res, dict) and res.get("failure")  # (a skipped fleet has text)
+    ]
     if failed:
         sys.exit(f"benchmarks: runs failed: {', '.join(failed)}")
