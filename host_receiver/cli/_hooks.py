@@ -191,6 +191,12 @@ def _inbox_problem(args: argparse.Namespace) -> str | None:
     problem = notify_problem(args)
     if problem is not None:
         return problem
+    if shared_store(args) is not None and (args.notify or args.escalate_to):
+        return (
+            "--notify and --escalate-to are not for a host on a shared --store: its items are told by "
+            "'host-receiver inbox serve --notify URL' and people's own channels (docs/notify.md, "
+            "'In a fleet')"
+        )
     if (args.inbox_cert is None) != (args.inbox_key is None):
         return "--inbox-cert and --inbox-key go together"
     from host_receiver.web._serve import parse_listen

@@ -99,7 +99,7 @@ def notify_problem(args: argparse.Namespace) -> str | None:
         if "://" not in value:
             return (
                 "--escalate-to takes a channel URL (webhook+https://..., mailto://...); a person's or a "
-                "team's name needs the fleet store, which is not here yet"
+                "team's name is for 'inbox serve --escalate-to' on a shared store"
             )
     if (
         (args.remind_every or args.escalate_after or args.notify_content or args.notify_links == "signed")

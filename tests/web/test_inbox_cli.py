@@ -163,9 +163,14 @@ def test_nobody_answering_in_time_expires_with_the_reason_the_server_sees(
         (
             ["--notify", "json://127.0.0.1:9/x", "--escalate-after", "10m", "--escalate-to", "ops-team"],
             "--escalate-to takes a channel URL (webhook+https://..., mailto://...); a person's or a "
-            "team's name needs the fleet store, which is not here yet",
+            "team's name is for 'inbox serve --escalate-to' on a shared store",
         ),
         (["--escalate-after", "10m"], "--escalate-after and --escalate-to go together"),
+        (
+            ["--notify", "json://127.0.0.1:9/x", "--store", "sqlite:////nowhere/fleet.db"],
+            "--notify and --escalate-to are not for a host on a shared --store: its items are told by "
+            "'host-receiver inbox serve --notify URL'",
+        ),
         (["--remind-every", "5m"], "--escalate-after, --notify-content and --notify-links need --notify URL"),
         (["--notify-links", "signed"], "--notify-content and --notify-links need --notify URL"),
         (["--notify", "json://127.0.0.1:9/x", "--notify-every", "often"], "'often' is not a duration"),
