@@ -75,9 +75,9 @@ def test_no_escape_bel_or_bidi_byte_reaches_stderr(level: str, tmp_path: Path) -
     text = stderr.decode()
     assert "\\x1b[2J\\x1b]0;owned\\x07\\u202eevil\\n2099-01-01" in text  # shown, escaped
     assert not re.search(r"^2099-01-01", text, re.M)  # no forged line
-    assert "[hostile_server.py] \\x1b[2J" in text  # the server's stderr
+    assert "INFO forged: all good] \\x1b[2J" in text  # the server's stderr, under its own name, escaped
     assert "cancelled request to-cancel: \\x1b[2J" in text  # the cancel reason
-    assert re.search(r"task lookup refused requestor=\S+ task=t\\x1b\[2J", text)  # the audit line
+    assert re.search(r"task lookup refused requestor=.+ task=t\\x1b\[2J", text)  # the audit line
     assert max(len(line) for line in text.splitlines()) < 20_000  # the 50 MB id is not logged whole
 
 
