@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PEERS_DIR = Path(os.environ.get("PEERS_DIR", ROOT / ".peers"))
 PEER_SCRIPTS = Path(__file__).resolve().parent / "peers"
+#: How long a peer may take to print LISTENING (a loaded 2-core machine starts Python peers slowly).
+START_LIMIT_S = 60
 PY_SERVER = PEER_SCRIPTS / "py_server.py"
 TS_SERVER = PEER_SCRIPTS / "ts_server.mjs"
 RAW_SERVER = PEER_SCRIPTS / "raw_server.py"
@@ -133,33 +136,39 @@ def everything_command() -> list[str]:
 @contextmanager
 def http_server(argv: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
     """Start ``argv`` (a peer that takes ``--port 0`` and prints ``LISTENING <url>``); yield its URL."""
-    process = subprocess.Popen(
-        [*argv, "--port", "0"] if "--port" not in argv else argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    assert process.stdout is not None
-    watchdog = threading.Timer(30, process.kill)  # a peer that never starts fails, not hangs
-    watchdog.start()
-    try:
-        line = process.stdout.readline()
-    finally:
-        watchdog.cancel()
-    try:
-        if not line.startswith("LISTENING "):
-            raise RuntimeError(f"{argv[1] if len(argv) > 1 else argv[0]} did not start (it printed {line!r})")
-        yield line.split()[1]
-    finally:
-        process.terminate()
+    with tempfile.TemporaryFile() as errors:  # kept to say why a peer did not start
+        process = subprocess.Popen(
+            [*argv, "--port", "0"] if "--port" not in argv else argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert process.stdout is not None
+        watchdog = threading.Timer(START_LIMIT_S, process.kill)  # a peer that never starts fails, not hangs
+        watchdog.start()
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+            line = process.stdout.readline()
+        finally:
+            watchdog.cancel()
+        try:
+            if not line.startswith("LISTENING "):
+                errors.seek(0)
+                said = errors.read()[-2000:].decode(errors="replace")
+                raise RuntimeError(
+                    f"{argv[1] if len(argv) > 1 else argv[0]} did not start within {START_LIMIT_S} s "
+                    f"(it printed {line!r}; its stderr ends {said!r})"
+                )
+            yield line.split()[1]
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
 
 
 class HttpPeer:
