@@ -317,7 +317,7 @@ def test_the_architecture_page_lists_every_layer_above_what_it_imports() -> None
 
 
 #: Folders of tests/ that are suites across the packages, not one package's tests.
-SUITES = {"interop", "project", "security", "servers"}
+SUITES = {"fleet", "interop", "project", "security", "servers"}
 
 
 def test_the_tests_tree_mirrors_the_packages() -> None:
