@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from host_receiver import (
@@ -37,9 +38,10 @@ from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import USER_REJECTED, CallLeased, InputRequestFailed, UnknownCall
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
-from host_receiver.store import CallKeeping, ContinuableCall, open_store
+from host_receiver.store import ASKED_AGAIN, CallKeeping, ContinuableCall, InboxItem, open_store
 from providers import EchoProvider, ProviderRegistry
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
+from tests.fleet.processes import in_store, inbox_serve
 from tests.interop import PY2_SERVER, http_server, peer_python
 
 pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
@@ -204,6 +206,80 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
     assert run_cli(env, "calls", "--store", url).stdout == ""
     again = run_cli(env, "calls", "resume", call.id, "--store", url)
     assert again.returncode == 2 and "has finished: there is nothing to continue" in again.stderr
+
+
+def _call_item(url: str, host: subprocess.Popen[str]) -> InboxItem:
+    """The pending inbox item the host put in the store for its kept call's round."""
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline:
+        assert host.poll() is None, host.communicate()
+        found = [i for i in in_store(url, lambda store: store.pending_items()) if i.call_id]
+        if found:
+            return found[-1]
+        time.sleep(0.1)
+    raise AssertionError("the host never put the round's item in the store")
+
+
+def test_a_killed_hosts_round_item_stays_pending_past_the_sweep_and_its_inbox_answer_finishes_the_call(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    _, token = in_store(url, lambda store: store.add_person("ann", ["ops"]))
+    host = _start(
+        env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
+        "--url", server_url, "--for", "ops",
+    )  # fmt: skip
+    try:
+        item = _call_item(url, host)
+        call = _waiting_call(url, host)
+    finally:
+        _kill(host)  # kill -9 mid-wait
+    assert (item.call_id, item.call_key, item.routed_to) == (call.id, "round1", ("ops",))
+    _until_lease_ends(url, call.id)
+    left = in_store(url, lambda store: store.item(item.id))
+    assert left is not None and left.lease_expires is None  # nothing to renew: it waits for the call
+    assert in_store(url, lambda store: store.withdraw_expired_sessions("the server's session ended")) == []
+
+    bearer = {"Authorization": f"Bearer {token}"}
+    with inbox_serve(url) as (_, base), httpx.Client(base_url=base, headers=bearer) as ann:
+        assert [i["id"] for i in ann.get("/api/items").json()["pending"]] == [item.id]
+        accept = {"action": "accept", "content": {"n": 5}}
+        answered = ann.post(f"/api/items/{item.id}/answer", json=accept)
+        assert answered.status_code == 200, answered.text
+
+    done = run_cli(env, "calls", "resume", call.id, "--store", url, "--json", "--elicit", "decline")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(json.loads(done.stdout)["content"][0]["text"])
+    assert report["input_responses"] == {"round1": {"action": "accept", "content": {"n": 5}}}
+    assert [c.status for c in _calls(url)] == ["finished"]
+
+
+def test_a_resumed_call_asking_again_leaves_one_item_pending_for_its_round(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    host = _start(
+        env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
+        "--url", server_url,
+    )  # fmt: skip
+    try:
+        first = _call_item(url, host)
+    finally:
+        _kill(host)
+    assert first.call_id is not None
+    _until_lease_ends(url, first.call_id)
+    resumed = _start(
+        env, "calls", "resume", first.call_id, "--store", url, "--lease", str(LEASE), "--elicit", "web"
+    )
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while (again := _call_item(url, resumed)).id == first.id:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        _kill(resumed)
+    pending = in_store(url, lambda store: store.pending_items())
+    assert [(i.id, i.call_id, i.call_key) for i in pending] == [(again.id, first.call_id, "round1")]
+    replaced = in_store(url, lambda store: store.item(first.id))
+    assert replaced is not None and (replaced.status, replaced.reason) == ("withdrawn", ASKED_AGAIN)
 
 
 class _Person:
