@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +14,8 @@ from typing import TypeVar
 
 import anyio
 
-from host_receiver.store import SqlStore, open_store
-from tests.cli_command import CLI
+from host_receiver.store import ContinuableCall, InboxItem, SqlStore, open_store
+from tests.cli_command import CLI, LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
 INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/$")
@@ -55,3 +56,32 @@ def inbox_serve(url: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         if process.poll() is None:
             process.terminate()
         process.communicate(timeout=WAIT_S)
+
+
+def calls(url: str) -> list[ContinuableCall]:
+    """The continuable calls the store keeps."""
+
+    async def read() -> list[ContinuableCall]:
+        async with open_store(url) as store:
+            return await store.calls()
+
+    return anyio.run(read)
+
+
+def until_lease_ends(url: str, call_id: str) -> None:
+    """Sleep until the lease of ``call_id`` (of a killed process: never renewed again) has run out."""
+    [call] = [c for c in calls(url) if c.id == call_id]
+    assert call.lease_expires is not None
+    time.sleep(max(0.0, call.lease_expires - time.time()) + 0.2)
+
+
+def call_item(url: str, host: subprocess.Popen[str]) -> InboxItem:
+    """The pending inbox item the host put in the store for its kept call's round."""
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline:
+        assert host.poll() is None, host.communicate()
+        found = [i for i in in_store(url, lambda store: store.pending_items()) if i.call_id]
+        if found:
+            return found[-1]
+        time.sleep(0.1)
+    raise AssertionError("the host never put the round's item in the store")
