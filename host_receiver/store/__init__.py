@@ -38,6 +38,7 @@ from host_receiver.store._records import (
     Verdict,
 )
 from host_receiver.store._store import (
+    ASKED_AGAIN,
     NOTIFY_FALLBACK_POLL,
     POLL_INTERVAL,
     SCHEMA_VERSION,
@@ -48,6 +49,7 @@ from host_receiver.store._store import (
 from host_receiver.store._url import StoreUrl, parse_store_url
 
 __all__ = [
+    "ASKED_AGAIN",
     "LEASE_PERIODS",
     "NOTIFY_FALLBACK_POLL",
     "POLL_INTERVAL",

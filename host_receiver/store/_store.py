@@ -63,7 +63,7 @@ from host_receiver.store._records import (
 from host_receiver.store._schema import MIGRATIONS
 from host_receiver.store._url import StoreUrl, parse_store_url
 
-__all__ = ["NOTIFY_FALLBACK_POLL", "POLL_INTERVAL", "SCHEMA_VERSION", "Store", "open_store"]
+__all__ = ["ASKED_AGAIN", "NOTIFY_FALLBACK_POLL", "POLL_INTERVAL", "SCHEMA_VERSION", "Store", "open_store"]
 
 #: The schema version this code writes (the number of migrations).
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -71,6 +71,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 POLL_INTERVAL = 0.05
 #: How often a waiter reads its item again on PostgreSQL, besides LISTEN/NOTIFY (seconds).
 NOTIFY_FALLBACK_POLL = 1.0
+#: Why a call's pending item leaves the inbox when the call's input request is asked again (resumed).
+ASKED_AGAIN = "the call was resumed and asks again"
 #: The audit chain's first "previous" hash.
 GENESIS = "0" * 64
 #: What a person's or team's name may be: printable, no spaces, at most 64 characters.
@@ -281,7 +283,8 @@ class SqlStore:
         call: tuple[str, str] | None = None,
     ) -> InboxItem:
         """Keep a new pending item; it is returned as stored. ``call``: the continuable call and the
-        key of its input request that the item answers."""
+        key of its input request that the item answers (a pending item asked before for that call
+        and key, by a process that stopped, is withdrawn with :data:`ASKED_AGAIN`: one waits)."""
         now = time.time()
         item = InboxItem(
             id=item_id or uuid.uuid4().hex,
@@ -318,7 +321,18 @@ class SqlStore:
             _json(item.call_key),  # the server's key: any text
         )
 
-        def step(tx: Tx) -> None:
+        def step(tx: Tx) -> list[str]:
+            replaced: list[str] = []
+            if call is not None:
+                for (older,) in tx.rows(
+                    "SELECT id FROM inbox_items WHERE call_id = ? AND call_key = ? AND status = ?",
+                    (call[0], row[-1], "pending"),
+                ):
+                    tx.execute(
+                        "UPDATE inbox_items SET status = ?, reason = ? WHERE id = ? AND status = ?",
+                        ("withdrawn", ASKED_AGAIN, older, "pending"),
+                    )
+                    replaced.append(str(older))
             tx.execute(
                 "INSERT INTO inbox_items (id, host, server_name, server_title, server_identity, kind, "
                 "payload, routed_to, status, created, expires, session, lease_expires, call_id, call_key) "
@@ -326,10 +340,12 @@ class SqlStore:
                 row,
             )
             if tx.dialect.notify:
-                tx.rows(tx.dialect.notify, (item.id,))
+                for changed in (*replaced, item.id):
+                    tx.rows(tx.dialect.notify, (changed,))
+            return replaced
 
-        await self._engine.run(step)
-        self._wake(item.id)
+        for changed in (*await self._engine.run(step), item.id):
+            self._wake(changed)
         return item
 
     async def item(self, item_id: str) -> InboxItem | None:
@@ -449,13 +465,15 @@ class SqlStore:
         return item
 
     async def withdraw_session(self, session: str, reason: str) -> list[str]:
-        """Withdraw every pending item of ``session`` with ``reason``; the ids withdrawn."""
+        """Withdraw every pending item of ``session`` with ``reason``; the ids withdrawn. Items of a
+        continuable call are left: they wait for ``calls resume``."""
 
         def step(tx: Tx) -> list[str]:
             ids = [
                 str(r[0])
                 for r in tx.rows(
-                    "SELECT id FROM inbox_items WHERE session = ? AND status = ?", (session, "pending")
+                    "SELECT id FROM inbox_items WHERE session = ? AND status = ? AND call_id IS NULL",
+                    (session, "pending"),
                 )
             ]
             for item_id in ids:

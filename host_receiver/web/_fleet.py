@@ -23,6 +23,10 @@ Rules:
   sessions); :meth:`end_session` withdraws this host's pending items with
   :data:`SESSION_ENDED` (a clean stop). A killed host's items are withdrawn by
   whoever sweeps after its lease ran out (:meth:`Store.withdraw_expired_sessions`).
+- An item asked for a kept call's input round (2026-07-28:
+  :func:`~host_receiver.client._input_rounds.answering_input_request`) is linked to
+  the call (``call=(call id, key)``) and has no lease: when the host stops or is
+  killed it stays pending, and ``calls resume`` reads its answer.
 - When the host also serves its own page (``serve``), the page shows its items
   and an answer there is written to the store like any other: the first answer
   in the store wins.
@@ -41,6 +45,7 @@ from typing import Any, cast
 
 import anyio
 
+from host_receiver.client._input_rounds import answering_input_request
 from host_receiver.errors import (
     AlreadyAnswered,
     InvalidAnswer,
@@ -153,6 +158,7 @@ class StoreInbox(WebInbox):
     # --- the wait ------------------------------------------------------------------
 
     async def _wait(self, item: Item, on_timeout: Decision) -> Decision:
+        call = answering_input_request()  # an input round of a kept call: the item outlives us
         try:
             await self.store.add_item(
                 item_id=item.id,
@@ -165,7 +171,8 @@ class StoreInbox(WebInbox):
                 routed_to=self.routed_to,
                 session=self.session,
                 expires=item.expires,
-                lease_seconds=3 * self.lease,
+                lease_seconds=None if call is not None else 3 * self.lease,
+                call=call,
             )
         except StoreError as exc:
             logger.warning(
@@ -188,7 +195,9 @@ class StoreInbox(WebInbox):
         finally:
             self._answers.pop(item.id, None)
             self._answered.pop(item.id, None)
-            if item.outcome is None:  # cancelled: the request, or the session
+            if item.outcome is None and call is not None:  # the call stays kept: so does its item
+                self._resolve(item, f"left for calls resume {call[0]}", "server")
+            elif item.outcome is None:  # cancelled: the request, or the session
                 if not self._ending:
                     await self._close(item.id, "withdrawn", CANCELLED)
                 self._resolve(item, f"withdrawn: {SESSION_ENDED if self._ending else CANCELLED}", "server")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from host_receiver import (
@@ -39,9 +40,10 @@ from host_receiver.client.remote_tasks.store import server_identity
 from host_receiver.errors import USER_REJECTED, CallLeased, InputRequestFailed, UnknownCall
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
-from host_receiver.store import CallKeeping, ContinuableCall, open_store
+from host_receiver.store import ASKED_AGAIN, CallKeeping, ContinuableCall, open_store
 from providers import EchoProvider, ProviderRegistry
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
+from tests.fleet.processes import call_item, calls, in_store, inbox_serve, until_lease_ends
 from tests.interop import PY2_SERVER, http_server, peer_python
 
 pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
@@ -69,31 +71,16 @@ def server_url() -> Iterator[str]:
         yield url
 
 
-def _calls(url: str) -> list[ContinuableCall]:
-    async def read() -> list[ContinuableCall]:
-        async with open_store(url) as store:
-            return await store.calls()
-
-    return anyio.run(read)
-
-
 def _waiting_call(url: str, proc: subprocess.Popen[str], *, not_owner: str | None = None) -> ContinuableCall:
     """The call kept waiting in the store once a process (not ``not_owner``) holds its lease."""
     deadline = time.monotonic() + LIMIT_S
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        for call in _calls(url):
+        for call in calls(url):
             if call.status == "waiting" and call.lease_owner not in (None, not_owner):
                 return call
         time.sleep(0.1)
     raise AssertionError("the call was never kept waiting in the store")
-
-
-def _until_lease_ends(url: str, call_id: str) -> None:
-    """Sleep until the lease of ``call_id`` (of a killed process: never renewed again) has run out."""
-    [call] = [c for c in _calls(url) if c.id == call_id]
-    assert call.lease_expires is not None
-    time.sleep(max(0.0, call.lease_expires - time.time()) + 0.2)
 
 
 def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -185,7 +172,7 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
     listed = run_cli(env, "calls", "--store", url)
     assert listed.returncode == 0 and listed.stdout.startswith(f"{call.id}\t"), listed
 
-    _until_lease_ends(url, call.id)  # three periods after the kill: another process may take it
+    until_lease_ends(url, call.id)  # three periods after the kill: another process may take it
     first = _start(env, "calls", "resume", call.id, "--store", url, "--lease", str(LEASE), "--elicit", "web")
     try:
         _waiting_call(url, first, not_owner=call.lease_owner)  # it asks its own inbox, and waits
@@ -196,16 +183,78 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
         _kill(first)
 
     _answer(url, call, "round1", {"action": "accept", "content": {"n": 7}})
-    _until_lease_ends(url, call.id)
+    until_lease_ends(url, call.id)
     done = run_cli(env, "calls", "resume", call.id, "--store", url, "--json", "--elicit", "decline")
     assert done.returncode == 0, done.stderr
     report = json.loads(json.loads(done.stdout)["content"][0]["text"])
     assert report["tool"] == "rounds" and report["answered"] == 1
     assert report["input_responses"] == {"round1": {"action": "accept", "content": {"n": 7}}}
-    assert [c.status for c in _calls(url)] == ["finished"]
+    assert [c.status for c in calls(url)] == ["finished"]
     assert run_cli(env, "calls", "--store", url).stdout == ""
     again = run_cli(env, "calls", "resume", call.id, "--store", url)
     assert again.returncode == 2 and "has finished: there is nothing to continue" in again.stderr
+
+
+def test_a_killed_hosts_round_item_stays_pending_past_the_sweep_and_its_inbox_answer_finishes_the_call(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    _, token = in_store(url, lambda store: store.add_person("ann", ["ops"]))
+    host = _start(
+        env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
+        "--url", server_url, "--for", "ops",
+    )  # fmt: skip
+    try:
+        item = call_item(url, host)
+        call = _waiting_call(url, host)
+    finally:
+        _kill(host)  # kill -9 mid-wait
+    assert (item.call_id, item.call_key, item.routed_to) == (call.id, "round1", ("ops",))
+    until_lease_ends(url, call.id)
+    left = in_store(url, lambda store: store.item(item.id))
+    assert left is not None and left.lease_expires is None  # nothing to renew: it waits for the call
+    assert in_store(url, lambda store: store.withdraw_expired_sessions("the server's session ended")) == []
+
+    bearer = {"Authorization": f"Bearer {token}"}
+    with inbox_serve(url) as (_, base), httpx.Client(base_url=base, headers=bearer) as ann:
+        assert [i["id"] for i in ann.get("/api/items").json()["pending"]] == [item.id]
+        accept = {"action": "accept", "content": {"n": 5}}
+        answered = ann.post(f"/api/items/{item.id}/answer", json=accept)
+        assert answered.status_code == 200, answered.text
+
+    done = run_cli(env, "calls", "resume", call.id, "--store", url, "--json", "--elicit", "decline")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(json.loads(done.stdout)["content"][0]["text"])
+    assert report["input_responses"] == {"round1": {"action": "accept", "content": {"n": 5}}}
+    assert [c.status for c in calls(url)] == ["finished"]
+
+
+def test_a_resumed_call_asking_again_leaves_one_item_pending_for_its_round(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    host = _start(
+        env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
+        "--url", server_url,
+    )  # fmt: skip
+    try:
+        first = call_item(url, host)
+    finally:
+        _kill(host)
+    assert first.call_id is not None
+    until_lease_ends(url, first.call_id)
+    resumed = _start(
+        env, "calls", "resume", first.call_id, "--store", url, "--lease", str(LEASE), "--elicit", "web"
+    )
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while (again := call_item(url, resumed)).id == first.id:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        _kill(resumed)
+    pending = in_store(url, lambda store: store.pending_items())
+    assert [(i.id, i.call_id, i.call_key) for i in pending] == [(again.id, first.call_id, "round1")]
+    replaced = in_store(url, lambda store: store.item(first.id))
+    assert replaced is not None and (replaced.status, replaced.reason) == ("withdrawn", ASKED_AGAIN)
 
 
 class _Person:

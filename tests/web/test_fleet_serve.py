@@ -10,31 +10,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import threading
-from collections.abc import Awaitable, Callable, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
 import httpx
 import pytest
 
-from host_receiver.store import AuditRow, InboxItem, SqlStore, open_store
+from host_receiver.store import AuditRow, InboxItem, SqlStore
 from host_receiver.web import _items
-from tests.cli_command import CLI, run_cli
+from tests.cli_command import run_cli
+from tests.fleet.processes import ROOT, WAIT_S, in_store, inbox_serve
 from tests.web.conftest import form_view, sampling_view
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/$")
-#: A safety net for each request and event (seconds), never a measure of speed.
-WAIT_S = 15
-T = TypeVar("T")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -42,16 +33,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'fleet.db'}"
     return str(request.getfixturevalue("postgres_url"))
-
-
-def in_store(url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
-    """``await work(store)`` on the store ``url``, from this synchronous test."""
-
-    async def main() -> T:
-        async with open_store(url) as store:
-            return await work(store)
-
-    return anyio.run(main)
 
 
 def add_item(url: str, kind: str = "form", routed_to: tuple[str, ...] = (), host: str = "worker-1") -> str:
@@ -92,30 +73,6 @@ class Fleet:
 
     def audit(self) -> list[AuditRow]:
         return in_store(self.url, lambda store: store.audit())
-
-
-@contextmanager
-def inbox_serve(url: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``host-receiver inbox serve --store URL`` running; its address, from its first line on stderr."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [*CLI, "inbox", "serve", "--store", url, "--listen", "127.0.0.1:0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline().rstrip("\n")
-        found = INBOX_LINE.match(line)
-        assert found is not None, line + process.stderr.read()
-        yield process, found[1]
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.communicate(timeout=WAIT_S)
 
 
 @pytest.fixture
