@@ -254,8 +254,18 @@ class _PostgresEngine:
         import psycopg_pool
 
         def step() -> T:
-            with self._pool.connection() as connection, connection.cursor() as cursor:
-                return work(Tx(cursor, POSTGRES))  # the pool commits on return, rolls back on raise
+            try:
+                with self._pool.connection() as connection, connection.cursor() as cursor:
+                    return work(Tx(cursor, POSTGRES))  # the pool commits on return, rolls back on raise
+            except psycopg_pool.PoolTimeout:
+                # After an outage the pool waits out its reconnect backoff (doubling, for minutes):
+                # one connection of this step's own, so that a store that is back serves at once.
+                target, timeout = self._url.target, int(CONNECT_TIMEOUT)
+                with (
+                    psycopg.connect(target, connect_timeout=timeout) as connection,
+                    connection.cursor() as cursor,
+                ):
+                    return work(Tx(cursor, POSTGRES))  # commits on return, rolls back on raise
 
         try:
             return await anyio.to_thread.run_sync(step)
