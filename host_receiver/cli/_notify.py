@@ -41,7 +41,7 @@ def add_notify_options(group: Any) -> None:
     )
     group.add_argument(
         "--notify-every",
-        type=_duration,
+        type=duration_option,
         default=Duration(30.0, "30s"),
         metavar="DURATION",
         help="with --notify: at most one message per channel this often; what comes meanwhile is "
@@ -57,21 +57,21 @@ def add_notify_options(group: Any) -> None:
     )
     group.add_argument(
         "--link-ttl",
-        type=_duration,
+        type=duration_option,
         default=Duration(3600.0, "1h"),
         metavar="DURATION",
         help="with --notify-links signed: how long a link signs in (default: 1h)",
     )
     group.add_argument(
         "--remind-every",
-        type=_duration,
+        type=duration_option,
         default=None,
         metavar="DURATION",
         help="with --notify: remind while a request still waits, this often (default: no reminders)",
     )
     group.add_argument(
         "--escalate-after",
-        type=_duration,
+        type=duration_option,
         default=None,
         metavar="DURATION",
         help="with --escalate-to: tell that channel too once a request has waited this long",
@@ -85,7 +85,8 @@ def add_notify_options(group: Any) -> None:
     )
 
 
-def _duration(text: str) -> Duration:
+def duration_option(text: str) -> Duration:
+    """An argparse ``type``: a duration (``90s``, ``10m``), or argparse's usage error."""
     try:
         return parse_duration(text)
     except ValueError as exc:

@@ -30,8 +30,9 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
+from host_receiver.cli._notify import duration_option
 from host_receiver.errors import ChannelError, InvalidStoreUrl, StoreError, UnsafeFile
-from host_receiver.notify import Duration, channel_for, parse_duration
+from host_receiver.notify import Duration, channel_for
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
 from host_receiver.store._leases import DEFAULT_LEASE
@@ -52,13 +53,6 @@ async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallK
         return None
     store = await stack.enter_async_context(open_store(url))
     return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE))
-
-
-def _duration(text: str) -> Duration:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def store_option(value: str) -> StoreUrl:
@@ -198,7 +192,7 @@ def add_store_commands(commands: Any) -> None:
     )
     serve.add_argument(
         "--notify-every",
-        type=_duration,
+        type=duration_option,
         default=Duration(30.0, "30s"),
         metavar="DURATION",
         help="at most one message per person's channel this often; what comes meanwhile is summed up "
@@ -206,7 +200,7 @@ def add_store_commands(commands: Any) -> None:
     )
     serve.add_argument(
         "--escalate-after",
-        type=_duration,
+        type=duration_option,
         default=None,
         metavar="DURATION",
         help="with --escalate-to: once an item has waited this long, route it to them as well and tell "

@@ -11,7 +11,8 @@ task a call follows is followed in memory only (one warning), so the call goes o
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from host_receiver.client.remote_tasks.store import DamagedTask, RemoteTaskStore, StoredTask
 from host_receiver.errors import StoreUnreachable
@@ -41,17 +42,7 @@ class SharedRemoteTaskStore(RemoteTaskStore):
 
     async def add(self, task: StoredTask) -> None:
         """Keep ``task`` (a task already kept, as when resumed, keeps its record)."""
-        record = StoredRemoteTask(
-            id=task.id,
-            identity=task.identity,
-            address=task.address,
-            version=task.version,
-            task_id=task.task_id,
-            tool=task.tool,
-            arguments=task.arguments,
-            ttl_ms=task.ttl_ms,
-            created=task.created,
-        )
+        record = StoredRemoteTask(**_fields_of(task))
         try:
             await self._with(lambda store: store.keep_remote_task(record))
         except StoreUnreachable as exc:
@@ -67,17 +58,9 @@ class SharedRemoteTaskStore(RemoteTaskStore):
     async def read(self) -> tuple[list[StoredTask], list[DamagedTask]]:
         """Every kept task, oldest first (the store keeps only rows it wrote: none is damaged)."""
         rows = await self._with(lambda store: store.remote_tasks())
-        return [
-            StoredTask(
-                id=row.id,
-                identity=row.identity,
-                address=row.address,
-                version=row.version,
-                task_id=row.task_id,
-                tool=row.tool,
-                arguments=row.arguments,
-                ttl_ms=row.ttl_ms,
-                created=row.created,
-            )
-            for row in rows
-        ], []
+        return [StoredTask(**_fields_of(row)) for row in rows], []
+
+
+def _fields_of(record: StoredTask | StoredRemoteTask) -> dict[str, Any]:
+    """The fields a kept task has in both records (the store's adds its lease)."""
+    return {f.name: getattr(record, f.name) for f in fields(StoredTask)}
