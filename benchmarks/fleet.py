@@ -52,6 +52,8 @@ WINDOW = 8
 MODES = ("notify", "poll")
 #: The target of the delivery p99 with NOTIFY (ms).
 TARGET_P99_MS = 100.0
+#: The delivery delay's stages, as benchmarks/fleet_host.py splits it.
+STAGES = ("answer -> notified", "notified -> read begun", "read begun -> read", "read -> held", "by a poll")
 #: Seconds for one mode's whole run before it is stopped.
 DEADLINE = 300.0
 
@@ -207,6 +209,7 @@ async def run_mode(url: str, mode: str, size: Size, workdir: Path) -> dict[str, 
                 await stop(process)
     delays: list[float] = []
     adds: list[float] = []
+    stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for out in outs:
         host_result: dict[str, Any] = (
             json.loads(out.read_text()) if out.exists() else {"failure": f"{out.name}: no result"}
@@ -216,18 +219,25 @@ async def run_mode(url: str, mode: str, size: Size, workdir: Path) -> dict[str, 
             continue
         delays += host_result["delivery_ms"]
         adds += host_result["add_ms"]
+        for stage in STAGES:
+            stages[stage] += host_result.get("stages_ms", {}).get(stage, [])
     result |= {
         "items": HOSTS * size.items,
         "delivered": len(delays),
         "delivery_p50_ms": percentile(delays, 50),
         "delivery_p99_ms": percentile(delays, 99),
         "add_p50_ms": percentile(adds, 50),
+        "stages": {
+            stage: {"p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99), "n": len(v)}
+            for stage, v in stages.items()
+        },
     }
     return result
 
 
-async def run_fleet(size: str, workdir: Path) -> dict[str, Any]:
-    """Both modes on one private cluster: ``{mode: {"results": ...}}``, or ``{"skipped": why}``."""
+async def run_fleet(size: str, workdir: Path, *, items: int | None = None) -> dict[str, Any]:
+    """Both modes on one private cluster: ``{mode: {"results": ...}}``, or ``{"skipped": why}``;
+    ``items`` waiting items per host instead of the size's."""
     binaries = postgres_binaries()
     if binaries is None:
         print(f"  fleet    skipped: {NO_POSTGRES}", file=sys.stderr)
@@ -238,7 +248,7 @@ async def run_fleet(size: str, workdir: Path) -> dict[str, Any]:
             started = time.perf_counter()
             try:
                 url = cluster.url(cluster.new_database())
-                measured = await run_mode(url, mode, SIZES[size], workdir)
+                measured = await run_mode(url, mode, Size(items) if items else SIZES[size], workdir)
             except Exception as exc:  # a failed run is reported, the other goes on
                 measured = {"failure": f"{type(exc).__name__}: {exc}"}
             run: dict[str, Any] = {"results": {k: v for k, v in measured.items() if k != "failure"}}
@@ -275,6 +285,14 @@ def summary(runs: dict[str, Any]) -> str:
             f"one listing of every item {figure(run, 'list_ms')} ms; "
             f"add_item p50 {figure(run, 'add_p50_ms', 2)} ms"
         )
+    for mode, run in (("LISTEN/NOTIFY", notify), ("polling only", poll)):
+        split = [
+            f"{stage} p50 {v['p50_ms']:,.1f} / p99 {v['p99_ms']:,.1f} ms (n={v['n']})"
+            for stage, v in run.get("stages", {}).items()
+            if v["n"]
+        ]
+        if split:
+            lines.append(f"  {mode} stages: " + "; ".join(split))
     for mode in MODES:
         failure = runs.get(mode, {}).get("failure")
         if failure:

@@ -17,6 +17,15 @@ without its LISTEN/NOTIFY relay, so that only the store's own reading every
 ``NOTIFY_FALLBACK_POLL`` seconds tells the host (what happens while
 notifications are lost). Writes its measurements as JSON to ``--out`` and
 exits once every form is answered, or with a failure at ``--deadline``.
+
+The delivery delay is also split into its stages (:class:`Stages`, a benchmark-only
+figure: the store's methods are wrapped in this process): the answer's transaction
+begun -> its NOTIFY handed to the store by this host's LISTEN relay (the answering
+transaction, its commit, PostgreSQL's delivery, this process's loop reaching the
+socket) -> the read that found the item answered begun (the waiter woken and run)
+-> that read done (a worker thread, a pool connection, the query) -> the waiter's
+caller holding the item. An item whose answer was found by a read begun before its
+NOTIFY came (the fallback poll) counts under "by a poll", its whole delay.
 """
 
 from __future__ import annotations
@@ -54,6 +63,67 @@ async def store_without_listen(url: str) -> AsyncIterator[SqlStore]:
             await engine.aclose()
 
 
+class Stages:
+    """When each item's NOTIFY reached the store and when the read that found it ended began and
+    returned: :class:`SqlStore`'s ``_wake`` and its reads wrapped, in this process only."""
+
+    def __init__(self) -> None:
+        self.notified: dict[str, list[float]] = {}
+        self.read: dict[str, tuple[float, float]] = {}
+        self.ms: dict[str, list[float]] = {}
+
+    def install(self) -> None:
+        wake = SqlStore._wake
+        stages = self
+
+        def timed_wake(store: SqlStore, item_id: str | None) -> None:
+            if item_id is not None:
+                stages.notified.setdefault(item_id, []).append(time.time())
+            wake(store, item_id)
+
+        read_one = SqlStore.item
+
+        async def timed_item(store: SqlStore, item_id: str) -> InboxItem | None:
+            begun = time.time()
+            item = await read_one(store, item_id)
+            if item is not None and item.status != "pending":
+                stages.read.setdefault(item_id, (begun, time.time()))
+            return item
+
+        setattr(SqlStore, "_wake", timed_wake)  # noqa: B010 (a benchmark's wrapper)
+        setattr(SqlStore, "item", timed_item)  # noqa: B010
+        read_many = getattr(SqlStore, "_ended_items", None)  # the batched reads, where they exist
+        if read_many is not None:
+
+            async def timed_many(store: SqlStore, ids: Any) -> Any:
+                begun = time.time()
+                found = await read_many(store, ids)
+                for item in found:
+                    stages.read.setdefault(item.id, (begun, time.time()))
+                return found
+
+            setattr(SqlStore, "_ended_items", timed_many)  # noqa: B010
+
+    def held(self, item: InboxItem, answered_at: float) -> None:
+        """Split the delay of ``item``, held now."""
+        now = time.time()
+        notified = next((t for t in self.notified.pop(item.id, []) if t >= answered_at), None)
+        begun, done = self.read.pop(item.id, (now, now))
+        if notified is None or begun < notified:
+            self.ms.setdefault("by a poll", []).append((now - answered_at) * 1e3)
+            return
+        for stage, value in (
+            ("answer -> notified", notified - answered_at),
+            ("notified -> read begun", begun - notified),
+            ("read begun -> read", done - begun),
+            ("read -> held", now - done),
+        ):
+            self.ms.setdefault(stage, []).append(value * 1e3)
+
+
+STAGES = Stages()
+
+
 class Timed:
     """The store, its ``add_item`` timed and each answer's delivery delay noted; the rest as is."""
 
@@ -77,6 +147,7 @@ class Timed:
         item = await self.store.wait_answer(item_id)
         if item.answered_at is not None:
             self.delivery_ms.append((time.time() - item.answered_at) * 1e3)
+            STAGES.held(item, item.answered_at)
         return item
 
     def __getattr__(self, name: str) -> Any:
@@ -105,7 +176,12 @@ async def run(url: str, host: str, items: int, listen: bool, deadline: float) ->
                     asking.start_soon(ask)
                     await added.wait()
             group.cancel_scope.cancel()
-    result: dict[str, Any] = {"host": host, "add_ms": timed.add_ms, "delivery_ms": timed.delivery_ms}
+    result: dict[str, Any] = {
+        "host": host,
+        "add_ms": timed.add_ms,
+        "delivery_ms": timed.delivery_ms,
+        "stages_ms": STAGES.ms,
+    }
     wrong = [o for o in outcomes if o != "ok"]
     if wrong:
         result["failure"] = f"{len(wrong)} forms did not end accepted: {wrong[0][:200]}"
@@ -121,6 +197,7 @@ def main() -> None:
     parser.add_argument("--no-listen", action="store_true")
     parser.add_argument("--deadline", type=float, default=300.0)
     args = parser.parse_args()
+    STAGES.install()
 
     async def bounded() -> dict[str, Any]:
         with anyio.fail_after(args.deadline):

@@ -528,7 +528,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 results["mrtr"] = medians(rounds)
                 continue
             if scenario.name == "fleet":
-                results["fleet"] = await run_fleet("smoke" if args.smoke else "full", workdir)
+                size = "smoke" if args.smoke else "full"
+                results["fleet"] = await run_fleet(size, workdir, items=args.fleet_items)
                 continue
             fake, fake_url = None, ""
             config, provider = empty, "echo"
@@ -648,6 +649,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="run the CLI receiver under cProfile; its stats go to DIR/SCENARIO-cli-PROVIDER.prof "
         "(the last round's; CPU figures of such a run are the profiler's, not the receiver's)",
     )
+    parser.add_argument(
+        "--fleet-items",
+        type=int,
+        metavar="N",
+        help="the fleet scenario's waiting items per host (default: 1000, or 20 with --smoke)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--no-setup", action="store_true", help="do not run .ci/install-peers first")
     parser.add_argument(
@@ -683,6 +690,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.rounds = 1 if args.smoke else 3
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.fleet_items is not None and args.fleet_items < 1:
+        parser.error("--fleet-items must be at least 1")
     unknown = set(args.receivers) - set(RECEIVERS)
     if unknown:
         parser.error(f"unknown receivers: {', '.join(sorted(unknown))}")
