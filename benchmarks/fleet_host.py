@@ -57,7 +57,15 @@ async def store_without_listen(url: str) -> AsyncIterator[SqlStore]:
     parsed = parse_store_url(url)
     engine = await open_engine(parsed)
     try:
-        yield SqlStore(parsed, engine)
+        store = SqlStore(parsed, engine)
+        reader = getattr(store, "_read_answers", None)  # the waiters' reader, where there is one
+        if reader is None:
+            yield store
+            return
+        async with anyio.create_task_group() as group:
+            await group.start(reader)
+            yield store
+            group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await engine.aclose()

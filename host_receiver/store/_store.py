@@ -24,8 +24,17 @@ Rules:
   LISTEN/NOTIFY from another one, reading again every
   :data:`NOTIFY_FALLBACK_POLL` seconds in case a notification was lost; by
   reading every :data:`POLL_INTERVAL` seconds on SQLite.
+- Within an open store (:func:`open_store`) one task reads for every waiter of
+  the process: the items a notification named since its last read, in one
+  query, and every waited item each poll period, in one query per
+  :data:`READ_BATCH` of them (a thousand waiting items are not a thousand reads
+  a second, each queued behind the others for a worker thread and a pool
+  connection). After the LISTEN connection is opened again, every waited item
+  is read again. A read that fails is logged and tried again with backoff: a
+  waiter keeps waiting.
 
-Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``MAX_CHANNEL_URL``.
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``READ_BATCH``,
+``MAX_CHANNEL_URL``.
 """
 
 from __future__ import annotations
@@ -43,9 +52,10 @@ from dataclasses import asdict, replace
 from typing import Any, Protocol, cast
 
 import anyio
+from anyio.abc import TaskStatus
 
 from host_receiver.errors import AlreadyAnswered, StoreError, StoreTooNew, UnknownItem
-from host_receiver.sanitize import safe_id
+from host_receiver.sanitize import safe_id, safe_logger
 from host_receiver.store._engines import Engine, Tx, open_engine
 from host_receiver.store._records import (
     AuditRow,
@@ -65,12 +75,18 @@ from host_receiver.store._url import StoreUrl, parse_store_url
 
 __all__ = ["ASKED_AGAIN", "NOTIFY_FALLBACK_POLL", "POLL_INTERVAL", "SCHEMA_VERSION", "Store", "open_store"]
 
+logger = safe_logger(__name__)
+
 #: The schema version this code writes (the number of migrations).
 SCHEMA_VERSION = len(MIGRATIONS)
 #: How often a waiter reads its item again on SQLite and in memory (seconds; docs/limits.md).
 POLL_INTERVAL = 0.05
 #: How often a waiter reads its item again on PostgreSQL, besides LISTEN/NOTIFY (seconds).
 NOTIFY_FALLBACK_POLL = 1.0
+#: The most waited items one read of the store's answer reader names (one query each).
+READ_BATCH = 500
+#: The longest pause before the answer reader reads a failing store again (seconds).
+READ_RETRY_MOST = 5.0
 #: Why a call's pending item leaves the inbox when the call's input request is asked again (resumed).
 ASKED_AGAIN = "the call was resumed and asks again"
 #: The audit chain's first "previous" hash.
@@ -226,6 +242,11 @@ class SqlStore:
         self.url = url
         self._engine = engine
         self._waiters: dict[str, set[anyio.Event]] = {}
+        #: Set while :meth:`_read_answers` runs: what each waiter found, the items to read next.
+        self._reading = False
+        self._found: dict[str, InboxItem] = {}
+        self._due: set[str] = set()
+        self._due_event = anyio.Event()
         #: How many changes were announced to this process, and the event the next one sets.
         self._changes = 0
         self._changed = anyio.Event()
@@ -539,6 +560,8 @@ class SqlStore:
     async def wait_answer(self, item_id: str) -> InboxItem:
         """Wait until ``item_id`` is no longer pending (answered, or closed); the item then.
         Bound it with ``anyio.fail_after``; :class:`~host_receiver.errors.UnknownItem` if there is none."""
+        if self._reading:
+            return await self._wait_read(item_id)
         while True:
             event = anyio.Event()
             waiters = self._waiters.setdefault(item_id, set())
@@ -566,11 +589,89 @@ class SqlStore:
                 await self._changed.wait()
         return self._changes
 
+    async def _wait_read(self, item_id: str) -> InboxItem:
+        """:meth:`wait_answer` while :meth:`_read_answers` reads for every waiter: one read of the
+        item's own (it may have ended already, or not exist), then the reader's word."""
+        event = anyio.Event()
+        self._waiters.setdefault(item_id, set()).add(event)  # before reading: nothing after is missed
+        try:
+            item = await self.item(item_id)
+            if item is None:
+                raise UnknownItem(f"no item {safe_id(item_id)} in the store")
+            if item.status != "pending":
+                return item
+            await event.wait()
+            found = self._found.get(item_id)  # None: the reader stopped
+        finally:
+            waiters = self._waiters.get(item_id, set())
+            waiters.discard(event)
+            if not waiters:
+                self._waiters.pop(item_id, None)
+                self._found.pop(item_id, None)
+        return found if found is not None else await self.wait_answer(item_id)
+
+    async def _read_answers(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Read for every waiter of this process until cancelled: the items a change named, as soon
+        as one is announced, and every waited item each poll period (module rules)."""
+        self._reading = True
+        task_status.started()
+        try:
+            pause = 0.1
+            poll_at = anyio.current_time() + self._poll
+            while True:
+                with anyio.move_on_after(max(0.0, poll_at - anyio.current_time())):
+                    if not self._due:
+                        await self._due_event.wait()
+                if anyio.current_time() >= poll_at:
+                    self._due.update(self._waiters)
+                    poll_at = anyio.current_time() + self._poll
+                due, self._due = {i for i in self._due if i in self._waiters}, set()
+                self._due_event = anyio.Event()
+                if not due:
+                    continue
+                try:
+                    ended = await self._ended_items(sorted(due))
+                except StoreError as exc:
+                    self._due |= due
+                    logger.warning("store: cannot read the waited items (%s); again in %.1f s", exc, pause)
+                    await anyio.sleep(pause)
+                    pause = min(pause * 2, READ_RETRY_MOST)
+                    continue
+                pause = 0.1
+                for item in ended:
+                    waiters = self._waiters.get(item.id)
+                    if waiters:
+                        self._found[item.id] = item
+                        for event in waiters:
+                            event.set()
+        finally:
+            self._reading = False
+            for waiters in self._waiters.values():  # a waiter left behind reads on its own
+                for event in waiters:
+                    event.set()
+
+    async def _ended_items(self, ids: Sequence[str]) -> list[InboxItem]:
+        """Those of the items ``ids`` that are no longer pending: one query per :data:`READ_BATCH`."""
+        ended: list[InboxItem] = []
+        for start in range(0, len(ids), READ_BATCH):
+            batch = ids[start : start + READ_BATCH]
+            rows = await self._read(
+                f"SELECT {_ITEM_COLUMNS} FROM inbox_items WHERE status <> ? "
+                f"AND id IN ({','.join('?' * len(batch))})",
+                ("pending", *batch),
+            )
+            ended += map(_item, rows)
+        return ended
+
     def _wake(self, item_id: str | None) -> None:
         """Wake the waiters of ``item_id`` (None: every waiter, to read again), and the change feed."""
         self._changes += 1
         self._changed.set()
         self._changed = anyio.Event()
+        if self._reading:  # the reader reads for them
+            self._due.update(self._waiters if item_id is None else [item_id])
+            self._due_event.set()
+            return
         for key in list(self._waiters) if item_id is None else [item_id]:
             for event in self._waiters.get(key, ()):
                 event.set()
@@ -1120,19 +1221,18 @@ def _call(r: Sequence[Any]) -> ContinuableCall:
 async def open_store(url: str | StoreUrl = "memory", *, migrate: bool = True) -> AsyncIterator[SqlStore]:
     """The store ``url`` names (``memory``, ``sqlite:///PATH``, a ``.db``/``.sqlite`` path,
     ``postgresql://...``), its schema brought up to date (unless ``migrate=False``), open for the
-    block; on PostgreSQL, a task relays LISTEN/NOTIFY to waiters meanwhile."""
+    block; meanwhile a task reads for the waiters (:meth:`SqlStore.wait_answer`) and, on
+    PostgreSQL, one relays LISTEN/NOTIFY to them."""
     parsed = url if isinstance(url, StoreUrl) else parse_store_url(url)
     engine = await open_engine(parsed)
     try:
         store = SqlStore(parsed, engine)
         if migrate:
             await store.migrate()
-        if engine.dialect.name != "postgresql":  # nothing to listen to: waiters read again
-            yield store
-            return
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(engine.listen, store._wake)
+                await group.start(store._read_answers)
+                group.start_soon(engine.listen, store._wake)  # returns at once: nothing to listen to
                 try:
                     yield store
                 finally:

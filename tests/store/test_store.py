@@ -527,3 +527,46 @@ async def test_sent_notices_are_pruned_once_their_item_ended_never_before(store_
         assert await store.queue_notices(entries[:1]) == 0  # a pending item's: still not queued again
         rows = await raw(store, "SELECT notice_key FROM notifications ORDER BY notice_key")
         assert sorted(r[0] for r in rows) == sorted([entries[0][1], entries[2][1]])
+
+
+class _Counted:
+    """An engine that counts the transactions run through it (each read of waited items is one)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.runs = 0
+
+    async def run(self, work: Any, *, write: bool = True) -> Any:
+        self.runs += 1
+        return await self.engine.run(work, write=write)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.mark.slow
+async def test_three_hundred_waiting_items_are_read_in_one_query_per_poll_period_and_all_answered(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 0.2)  # PostgreSQL: 5 periods a second
+    async with open_store(store_url) as owner:
+        items = [await new_item(owner) for _ in range(300)]
+        got: dict[str, InboxItem] = {}
+
+        async def wait(item_id: str) -> None:
+            got[item_id] = await owner.wait_answer(item_id)
+
+        with anyio.fail_after(60):  # the group ends once every waiter has its answer
+            async with anyio.create_task_group() as group:
+                for item in items:
+                    group.start_soon(wait, item.id)
+                await anyio.sleep(0.5)  # every waiter has read its item once
+                counted = _Counted(owner._engine)
+                monkeypatch.setattr(owner, "_engine", counted)
+                await anyio.sleep(1.0)
+                periods = 1.0 / owner._poll
+                assert counted.runs <= periods + 3, f"{counted.runs} reads in {periods:g} poll periods"
+                async with open_store(store_url) if store_url != "memory" else _same(owner) as inbox:
+                    for n, item in enumerate(items):
+                        await inbox.answer(item.id, {"action": "accept", "n": n}, by="ann", address=None)
+        assert [got[item.id].answer for item in items] == [{"action": "accept", "n": n} for n in range(300)]
