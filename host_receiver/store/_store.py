@@ -27,14 +27,14 @@ Rules:
 - Within an open store (:func:`open_store`) one task reads for every waiter of
   the process: the items a notification named since its last read, in one
   query, and every waited item each poll period, in one query per
-  :data:`READ_BATCH` of them (a thousand waiting items are not a thousand reads
-  a second, each queued behind the others for a worker thread and a pool
-  connection). After the LISTEN connection is opened again, every waited item
-  is read again. A read that fails is logged and tried again with backoff: a
-  waiter keeps waiting.
+  :data:`READ_BATCH` of them, at most :data:`READS_AT_ONCE` reads at once (a
+  thousand waiting items are not a thousand reads a second, each queued behind
+  the others for a worker thread and a pool connection). After the LISTEN
+  connection is opened again, every waited item is read again. A read that
+  fails is logged and tried again with backoff: a waiter keeps waiting.
 
 Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``READ_BATCH``,
-``MAX_CHANNEL_URL``.
+``READS_AT_ONCE``, ``READ_RETRY_MOST``, ``MAX_CHANNEL_URL``.
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ POLL_INTERVAL = 0.05
 NOTIFY_FALLBACK_POLL = 1.0
 #: The most waited items one read of the store's answer reader names (one query each).
 READ_BATCH = 500
+#: The most reads of waited items one process runs at once (those named meanwhile wait for the next).
+READS_AT_ONCE = 4
 #: The longest pause before the answer reader reads a failing store again (seconds).
 READ_RETRY_MOST = 5.0
 #: Why a call's pending item leaves the inbox when the call's input request is asked again (resumed).
@@ -612,43 +614,57 @@ class SqlStore:
 
     async def _read_answers(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read for every waiter of this process until cancelled: the items a change named, as soon
-        as one is announced, and every waited item each poll period (module rules)."""
+        as one is announced, and every waited item each poll period (module rules); at most
+        :data:`READS_AT_ONCE` reads at once, the items named meanwhile gathered for the next."""
         self._reading = True
-        task_status.started()
+        slots = anyio.Semaphore(READS_AT_ONCE)
+        pause = [0.1]  # the pause after a failed read, doubling; shared by the reads
         try:
-            pause = 0.1
-            poll_at = anyio.current_time() + self._poll
-            while True:
-                with anyio.move_on_after(max(0.0, poll_at - anyio.current_time())):
-                    if not self._due:
-                        await self._due_event.wait()
-                if anyio.current_time() >= poll_at:
-                    self._due.update(self._waiters)
-                    poll_at = anyio.current_time() + self._poll
-                due, self._due = {i for i in self._due if i in self._waiters}, set()
-                self._due_event = anyio.Event()
-                if not due:
-                    continue
-                try:
-                    ended = await self._ended_items(sorted(due))
-                except StoreError as exc:
-                    self._due |= due
-                    logger.warning("store: cannot read the waited items (%s); again in %.1f s", exc, pause)
-                    await anyio.sleep(pause)
-                    pause = min(pause * 2, READ_RETRY_MOST)
-                    continue
-                pause = 0.1
-                for item in ended:
-                    waiters = self._waiters.get(item.id)
-                    if waiters:
-                        self._found[item.id] = item
-                        for event in waiters:
-                            event.set()
+            async with anyio.create_task_group() as reads:
+                task_status.started()
+                poll_at = anyio.current_time() + self._poll
+                while True:
+                    with anyio.move_on_after(max(0.0, poll_at - anyio.current_time())):
+                        if not self._due:
+                            await self._due_event.wait()
+                    if anyio.current_time() >= poll_at:
+                        self._due.update(self._waiters)
+                        poll_at = anyio.current_time() + self._poll
+                    await slots.acquire()  # what is named while every slot reads waits for the next
+                    due, self._due = {i for i in self._due if i in self._waiters}, set()
+                    self._due_event = anyio.Event()
+                    if due:
+                        reads.start_soon(self._read_due, sorted(due), slots, pause)
+                    else:
+                        slots.release()
         finally:
             self._reading = False
             for waiters in self._waiters.values():  # a waiter left behind reads on its own
                 for event in waiters:
                     event.set()
+
+    async def _read_due(self, ids: list[str], slots: anyio.Semaphore, pause: list[float]) -> None:
+        """Read ``ids`` and hand each ended item to its waiters; on a store error, name them again
+        after a pause."""
+        try:
+            try:
+                ended = await self._ended_items(ids)
+            except StoreError as exc:
+                logger.warning("store: cannot read the waited items (%s); again in %.1f s", exc, pause[0])
+                await anyio.sleep(pause[0])
+                pause[0] = min(pause[0] * 2, READ_RETRY_MOST)
+                self._due.update(ids)
+                self._due_event.set()
+                return
+            pause[0] = 0.1
+            for item in ended:
+                waiters = self._waiters.get(item.id)
+                if waiters:
+                    self._found[item.id] = item
+                    for event in waiters:
+                        event.set()
+        finally:
+            slots.release()
 
     async def _ended_items(self, ids: Sequence[str]) -> list[InboxItem]:
         """Those of the items ``ids`` that are no longer pending: one query per :data:`READ_BATCH`."""
