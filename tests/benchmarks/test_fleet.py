@@ -26,6 +26,12 @@ def test_every_hosts_items_are_listed_answered_through_the_api_and_delivered(
     assert "failure" not in measured, measured.get("failure")
     assert (measured["items"], measured["answered"], measured["delivered"]) == (9, 9, 9)
     assert measured["answered_per_s"] > 0 and measured["delivery_p99_ms"] >= measured["delivery_p50_ms"] > 0
+    # Each delivery is split into its stages, or counted as found by a poll (all of them without LISTEN).
+    stages = measured["stages"]
+    assert stages["answer -> notified"]["n"] + stages["by a poll"]["n"] == 9
+    assert stages["answer -> notified"]["n"] == stages["read begun -> read"]["n"]
+    if mode == "poll":
+        assert stages["by a poll"]["n"] == 9
 
     # What the store holds afterwards: nine answers by the person, from three hosts, in the audit chain.
     async def read() -> tuple[set[str | None], set[str | None], bool]:
