@@ -134,12 +134,20 @@ def until_it_says(process: subprocess.Popen[str], text: str) -> str:
     return line
 
 
-def until_it_starts_its_server(process: subprocess.Popen[str]) -> None:
-    """Once the host started its stdio server: it has opened the store then (``run``'s order)."""
-    deadline = time.monotonic() + LIMIT_S
-    while not children(process.pid):
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-        time.sleep(0.05)
+def held_back(server: list[str], gate: Path) -> list[str]:
+    """The stdio command line of ``server``, started only once :func:`let_go` opens ``gate``."""
+    os.mkfifo(gate)
+    return ["sh", "-c", 'read go < "$0" && exec "$@"', str(gate), *server]
+
+
+def let_go(gate: Path, process: subprocess.Popen[str]) -> None:
+    """Start the server that ``process`` (a host) is waiting for, behind ``gate``."""
+    assert process.poll() is None, process.communicate()
+    writer = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)  # no reader (it ended): an error, not a hang
+    try:
+        os.write(writer, b"go\n")
+    finally:
+        os.close(writer)
 
 
 @contextmanager
@@ -166,6 +174,7 @@ def test_a_fleet_on_postgresql_routes_takes_one_answer_outlives_kills_and_a_rest
     url = postgres_cluster.url(postgres_cluster.new_database())
     env = {**cli_env(tmp_path), "PYTHONPATH": str(ROOT)}
     py2 = str(peer_python("py2"))
+    gate = tmp_path / "late-server"
 
     async def people(store: SqlStore) -> dict[str, str]:
         _, ann = await store.add_person("ann", ["ops"])
@@ -195,6 +204,11 @@ def test_a_fleet_on_postgresql_routes_takes_one_answer_outlives_kills_and_a_rest
             env, "call", "rounds", "n=1", "tag=sales", "--json", *sales, "--host-name", "sales-host",
             "--elicit", "web", "--url", server_url,
         ) as sales_host,
+        command(  # its server starts, and asks, only once PostgreSQL is down
+            env, "call", "rounds", "n=1", "tag=late", "--json", *ops, "--host-name", "late-host",
+            "--elicit", "web", "--protocol", "2026-07-28", "--connect-timeout", str(LIMIT_S * 5),
+            "--", *held_back([py2, str(PY2_SERVER)], gate),
+        ) as late_host,
     ):  # fmt: skip
         rounds_item = pending(url, "form", "rounds-host", rounds_host)
         form = pending(url, "form", "task-host", task_host)
@@ -257,29 +271,25 @@ def test_a_fleet_on_postgresql_routes_takes_one_answer_outlives_kills_and_a_rest
         ):
             page = browser.new_page()
             page.goto(f"{first}/?token={tokens['bob']}")
-            card = page.locator("article")
-            card.first.wait_for(timeout=WAIT_MS)
-            assert card.count() == 1
-            heading = card.get_by_role("heading").first.inner_text()
-            assert "on sales-host" in heading and "py2" in heading.lower(), heading
+            card = page.locator(
+                "article", has=page.get_by_role("heading", name="py2-peer on sales-host · Form")
+            )
+            card.wait_for(timeout=WAIT_MS)
+            assert page.url == f"{first}/"  # the token is taken out of the address bar
+            assert page.locator("article").count() == 1  # ops' items do not exist for him
 
             # PostgreSQL stopped while sales-host waits for bob: a new request is refused, saying why,
-            # by a host that goes on serving (its server, started late, asks only now); then the
+            # by a host that goes on serving (its server, held back until now, asks only now); then the
             # database is back, bob answers on the page and the waiting host gets the answer
-            late = ["call", "rounds", "n=1", "tag=late", "--json", *ops, "--host-name", "late-host"]
-            late_server = f"sleep 2; exec {py2} {PY2_SERVER}"
-            with command(
-                env, *late, "--elicit", "web", "--protocol", "2026-07-28", "--", "sh", "-c", late_server
-            ) as late_host:
-                until_it_starts_its_server(late_host)
-                with postgres_down(postgres_cluster):
-                    until_it_says(late_host, f"form declined from py2-peer: {UNREACHABLE}")
-                late_out = late_host.communicate(timeout=LIMIT_S)
-            assert late_host.returncode == 0, late_out[1]
-            assert report(late_out)["input_responses"] == {"round1": {"action": "decline"}}
-            card.first.locator("input").first.fill("7")
-            card.first.get_by_role("button", name="Send").click()
-            card.first.wait_for(state="detached", timeout=WAIT_MS)
+            with postgres_down(postgres_cluster):
+                let_go(gate, late_host)
+                until_it_says(late_host, f"form declined from py2-peer: {UNREACHABLE}")
+            late = late_host.communicate(timeout=LIMIT_S)
+            assert late_host.returncode == 0, late[1]
+            assert report(late)["input_responses"] == {"round1": {"action": "decline"}}
+            card.locator("input").first.fill("7")
+            card.get_by_role("button", name="Send").click()
+            card.wait_for(state="detached", timeout=WAIT_MS)
         out, err = sales_host.communicate(timeout=LIMIT_S)
         assert sales_host.returncode == 0, err
         assert report((out, err))["input_responses"] == {"round1": {"action": "accept", "content": {"n": 7}}}
