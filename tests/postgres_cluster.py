@@ -3,7 +3,9 @@
 :func:`running_cluster` runs Debian's ``initdb`` and ``pg_ctl`` (``.ci/setup``
 installs the ``postgresql`` package) on a free loopback port, with its unix
 socket in the same directory and password authentication (SCRAM), so a test
-can check that the password never shows. Run as root, the server runs as
+can check that the password never shows; :meth:`PostgresCluster.stop` and
+:meth:`PostgresCluster.start` take it down and bring it back on the same port
+(a database restarted under its clients). Run as root, the server runs as
 the unprivileged ``postgres`` user (``runuser``), which owns the directory.
 :func:`postgres_binaries` is None where no ``initdb`` is found: the callers
 skip with :data:`NO_POSTGRES`. The store's tests and the fleet's share it
@@ -48,6 +50,34 @@ class PostgresCluster:
     password: str
     socket_dir: Path
     binaries: Path
+    data: Path
+
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m MODE``: ``fast`` ends every session (clients see their connections
+        lost, new ones refused) and shuts down cleanly; ``immediate`` as a crash would."""
+        self._pg_ctl("-m", mode, "-w", "stop")
+
+    def start(self) -> None:
+        """``pg_ctl start`` on the same port, directory and settings (after :meth:`stop`)."""
+        self._pg_ctl(
+            "-l",
+            str(self.socket_dir / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off",
+            "start",
+        )
+
+    def _pg_ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*_as_owner(), str(self.binaries / "pg_ctl"), "-D", str(self.data), *args],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
     def url(self, database: str = "postgres", *, password: bool = True) -> str:
         """A ``postgresql://`` URL of ``database`` (with the password in it unless told)."""
@@ -133,30 +163,12 @@ def running_cluster(binaries: Path) -> Iterator[PostgresCluster]:
             capture_output=True,
             timeout=120,
         )
-        subprocess.run(
-            [
-                *run,
-                str(binaries / "pg_ctl"),
-                "-D",
-                str(data),
-                "-l",
-                str(root / "log"),
-                "-w",
-                "-t",
-                "60",
-                "-o",
-                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off",
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
+        cluster = PostgresCluster(
+            port=port, user="postgres", password=password, socket_dir=root, binaries=binaries, data=data
         )
+        cluster.start()
         try:
-            yield PostgresCluster(
-                port=port, user="postgres", password=password, socket_dir=root, binaries=binaries
-            )
+            yield cluster
         finally:
             subprocess.run(
                 [*run, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],

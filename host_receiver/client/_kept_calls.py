@@ -16,6 +16,9 @@ Rules (docs/fleet.md, "Continuable calls"):
   the call runs, ``3 * lease`` seconds long, so a killed process's lease runs
   out after three periods and another process may take it. A call whose
   lease another process holds is refused with :class:`CallLeased`.
+- A round asked while the store is unreachable is not kept (a warning says
+  so): it is fulfilled all the same, and the hooks refuse or decline what needs
+  a person with the reason (the call is not failed by the store's absence).
 - The record ends ``finished`` when the call has its result, ``failed``
   when an input request failed, the rounds ran out or the server answered
   with an error; it stays ``waiting`` (its lease given up) when the process
@@ -42,7 +45,7 @@ from typing import Any
 import anyio
 
 from host_receiver.client.remote_tasks.store import server_identity
-from host_receiver.errors import CallLeased, StoreError, user_rejected
+from host_receiver.errors import CallLeased, StoreError, StoreUnreachable, user_rejected
 from host_receiver.protocol.modern import InputRound
 from host_receiver.sanitize import safe_id, safe_logger
 from host_receiver.store import LEASE_PERIODS, CallKeeping, ContinuableCall, InboxItem
@@ -150,7 +153,9 @@ class KeptCall:
 
     @asynccontextmanager
     async def waiting(self, rounds_used: int, asked: InputRound) -> AsyncIterator[None]:
-        """Keep the round ``asked`` (the call's ``rounds_used``-th), its lease taken first."""
+        """Keep the round ``asked`` (the call's ``rounds_used``-th), its lease taken first. With the
+        store unreachable the round is not kept (a warning says so) and is fulfilled all the same:
+        what needs a person is then refused or declined by the hooks, saying why."""
         self.record = replace(
             self.record,
             input_requests={key: {"method": m, "params": p} for key, (m, p) in asked.requests.items()},
@@ -158,10 +163,19 @@ class KeptCall:
             rounds_used=rounds_used,
             status="waiting",
         )
-        if not self._held:
-            await self.claim()
-        await self.keeping.store.save_call(self.record)
-        self._kept = True
+        try:
+            if not self._held:
+                await self.claim()
+            await self.keeping.store.save_call(self.record)
+        except StoreUnreachable as exc:
+            logger.warning(
+                "call %s: round %d is not kept, so it cannot be resumed from there: %s",
+                safe_id(self.call_id),
+                rounds_used,
+                exc,
+            )
+        else:
+            self._kept = True
         yield
 
     async def end(self, status: str | None) -> None:
