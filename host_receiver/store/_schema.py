@@ -131,6 +131,14 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX notifications_due ON notifications (sent, channel, next_attempt)",
     ],
+    # 4: the store's own secrets (the key that signs inbox serve's links), made once, shared.
+    [
+        """CREATE TABLE store_secrets (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL
+        )""",
+    ],
 ]
 
 

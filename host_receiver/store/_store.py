@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 1060 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 1190 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
@@ -183,6 +183,10 @@ class Store(Protocol):
     async def release_notices(self, owner: str) -> int: ...
     async def prune_notices(self, before: float) -> int: ...
     async def queued_channels(self, owner: str | None = None) -> list[str]: ...
+    async def told_of_ended(self) -> list[tuple[str, InboxItem]]: ...
+
+    # the store's own secrets
+    async def secret(self, name: str) -> str: ...
 
     # decisions
     async def remember(
@@ -764,6 +768,42 @@ class SqlStore:
                 (now, owner, now),
             )
         return [str(r[0]) for r in rows]
+
+    async def told_of_ended(self) -> list[tuple[str, InboxItem]]:
+        """Each channel told that an item waits (its ``item.waiting`` or ``item.escalated`` notice
+        queued) whose item was answered or expired since, and no ``item.answered`` or
+        ``item.expired`` notice queued for it yet: ``(channel, item)`` pairs."""
+        columns = ", ".join(f"i.{column.strip()}" for column in _ITEM_COLUMNS.split(","))
+        found: list[tuple[str, InboxItem]] = []
+        for event in ("item.waiting", "item.escalated"):
+            cut = len(event) + 1  # the key is "{item id}.{event}": the id is what comes before
+            rows = await self._read(
+                f"SELECT n.channel, {columns} FROM notifications n JOIN inbox_items i "
+                f"ON i.id = substr(n.notice_key, 1, length(n.notice_key) - {cut}) "
+                "WHERE n.notice_key LIKE ? AND i.status IN (?, ?) AND NOT EXISTS ("
+                "SELECT 1 FROM notifications e WHERE e.channel = n.channel "
+                "AND e.notice_key IN (i.id || ?, i.id || ?)) ORDER BY i.created, i.id, n.channel",
+                (f"%.{event}", "answered", "expired", ".item.answered", ".item.expired"),
+            )
+            found += [(str(r[0]), _item(r[1:])) for r in rows]
+        return found
+
+    # --- the store's own secrets ---------------------------------------------------
+
+    async def secret(self, name: str) -> str:
+        """The store's secret ``name``: made (random, 256 bits) by whichever process asks first,
+        the same for every process after; never logged nor shown."""
+        made = secrets.token_urlsafe(32)
+
+        def step(tx: Tx) -> str:
+            tx.execute(
+                "INSERT INTO store_secrets (name, value, created) VALUES (?,?,?) "
+                "ON CONFLICT (name) DO NOTHING",
+                (name, made, time.time()),
+            )
+            return str(tx.rows("SELECT value FROM store_secrets WHERE name = ?", (name,))[0][0])
+
+        return await self._engine.run(step)
 
     # --- decisions ------------------------------------------------------------
 
