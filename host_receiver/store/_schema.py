@@ -131,6 +131,10 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX notifications_due ON notifications (sent, channel, next_attempt)",
     ],
+    # 4: the keys of a followed task's inputRequests already sent with tasks/update (a JSON list).
+    [
+        "ALTER TABLE remote_tasks ADD COLUMN sent_keys TEXT",
+    ],
 ]
 
 

@@ -1,0 +1,183 @@
+"""Tasks-extension tasks kept in a shared store (SQLite, a real PostgreSQL), as a user runs them: a
+host CLI follows a FastMCP (mcp 2.3.0 + fastmcp-tasks) task on stateless Streamable HTTP whose
+``inputRequests`` wait for a person in the store's inbox; the host is killed with SIGKILL; the
+person answers through ``inbox serve``'s API; ``tasks resume ID --store URL`` sends the answer with
+``tasks/update`` and prints the result, one process at a time under the task's lease.
+
+(Over stateless HTTP the server's tasks outlive a connection, as a fleet's servers' do.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from host_receiver.store import ASKED_AGAIN, InboxItem, StoredRemoteTask
+from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
+from tests.fleet.processes import in_store, inbox_serve
+from tests.interop import FASTMCP_SERVER, http_server, peer_python
+
+pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
+
+ROOT = Path(__file__).resolve().parents[3]
+LEASE = 1.0  # seconds: a killed host's lease runs out after three periods (3 s)
+ANSWER = {"action": "accept", "content": {"name": "Ann"}}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**cli_env(tmp_path), "PYTHONPATH": str(ROOT)}  # this checkout's code, not the installed one
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fleet.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with http_server([str(peer_python("fastmcp")), str(FASTMCP_SERVER), "--http", "stateless"]) as url:
+        yield url
+
+
+def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=LIMIT_S)
+
+
+def _task(url: str) -> StoredRemoteTask | None:
+    tasks = in_store(url, lambda store: store.remote_tasks())
+    assert len(tasks) <= 1, tasks
+    return tasks[0] if tasks else None
+
+
+def _waiting(url: str, proc: subprocess.Popen[str], owner: str) -> tuple[StoredRemoteTask, InboxItem]:
+    """The kept task, once the process named ``owner`` holds its lease and its item waits in the inbox."""
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        task = _task(url)
+        items = [i for i in in_store(url, lambda store: store.pending_items()) if i.call_id]
+        if task is not None and (task.lease_owner or "").startswith(f"{owner}/") and items:
+            return task, items[-1]
+        time.sleep(0.1)
+    raise AssertionError("the task's input request never waited in the inbox")
+
+
+def _until_lease_ends(url: str) -> None:
+    task = _task(url)
+    assert task is not None and task.lease_expires is not None
+    time.sleep(max(0.0, task.lease_expires - time.time()) + 0.2)
+
+
+def _answer(url: str, item_id: str) -> None:
+    """Ann answers the item through ``inbox serve``'s JSON API."""
+    _, token = in_store(url, lambda store: store.add_person("ann", ["ops"]))
+    bearer = {"Authorization": f"Bearer {token}"}
+    with inbox_serve(url) as (_, base), httpx.Client(base_url=base, headers=bearer) as ann:
+        assert item_id in [i["id"] for i in ann.get("/api/items").json()["pending"]]
+        answered = ann.post(f"/api/items/{item_id}/answer", json=ANSWER)
+        assert answered.status_code == 200, answered.text
+
+
+def _host(env: dict[str, str], url: str, server_url: str, tag: str) -> subprocess.Popen[str]:
+    """The host that follows the task (its requests tagged ``tag`` and a fresh suffix in the server's
+    report: the server outlives the test)."""
+    return _start(
+        env, "call", "task_form", f"tag={tag}-{uuid.uuid4().hex[:8]}", "--json", "--store", url,
+        "--lease", str(LEASE), "--elicit", "web", "--host-name", "worker-a", "--url", server_url,
+    )  # fmt: skip
+
+
+def _resume(url: str, server_url: str, task: StoredRemoteTask) -> list[str]:
+    return ["tasks", "resume", task.id, "--store", url, "--json", "--url", server_url]
+
+
+def _sent(stdout: str) -> dict[str, object]:
+    report: dict[str, object] = json.loads(json.loads(stdout)["content"][0]["text"])
+    return report
+
+
+def test_a_killed_hosts_task_input_answered_in_the_inbox_is_sent_by_tasks_resume_once_its_lease_ends(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    host = _host(env, url, server_url, "kept-a")
+    try:
+        task, item = _waiting(url, host, "worker-a")
+    finally:
+        _kill(host)  # kill -9 while the task waits for a person's answer
+    assert (item.call_id, item.kind) == (f"task:{task.id}", "form") and item.call_key  # the server's key
+    assert item.lease_expires is None  # it waits for the task, not for the host: never swept
+
+    early = run_cli(env, *_resume(url, server_url, task), "--elicit", "decline")
+    assert early.returncode == 2 and early.stdout == ""
+    assert f"task {task.id} is being followed by another process ({task.lease_owner}) until " in early.stderr
+
+    _answer(url, item.id)
+    _until_lease_ends(url)  # three periods after the kill: another process may take it over
+    done = run_cli(env, *_resume(url, server_url, task), "--elicit", "decline")
+
+    assert done.returncode == 0, done.stderr
+    report = _sent(done.stdout)
+    assert report["elicitation"] == ANSWER  # the person's answer, from the inbox
+    methods = [r["method"] for r in report["requests"]]  # type: ignore[attr-defined]
+    assert methods.count("tasks/update") == 1
+    assert _task(url) is None  # terminal and delivered: forgotten, its lease given up
+    assert in_store(url, lambda store: store.pending_items()) == []
+
+
+def test_a_resumer_that_took_over_an_expired_lease_asks_again_and_refuses_a_second_resumer(
+    env: dict[str, str], url: str, server_url: str
+) -> None:
+    host = _host(env, url, server_url, "kept-b")
+    try:
+        task, first = _waiting(url, host, "worker-a")
+    finally:
+        _kill(host)
+    _until_lease_ends(url)
+    resumer = _start(
+        env, *_resume(url, server_url, task), "--lease", str(LEASE), "--elicit", "web",
+        "--host-name", "worker-b",
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while (found := _waiting(url, resumer, "worker-b"))[1].id == first.id:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        held, again = found
+        second = run_cli(env, *_resume(url, server_url, task), "--elicit", "decline")
+        assert second.returncode == 2 and second.stdout == ""
+        assert f"is being followed by another process ({held.lease_owner}) until " in second.stderr
+        assert (again.call_id, again.call_key) == (f"task:{task.id}", first.call_key)
+        replaced = in_store(url, lambda store: store.item(first.id))
+        assert replaced is not None and (replaced.status, replaced.reason) == ("withdrawn", ASKED_AGAIN)
+
+        _answer(url, again.id)
+        stdout, stderr = resumer.communicate(timeout=LIMIT_S)
+    finally:
+        if resumer.poll() is None:
+            _kill(resumer)
+    assert resumer.returncode == 0, stderr
+    assert _sent(stdout)["elicitation"] == ANSWER
+    assert _task(url) is None
