@@ -2,7 +2,8 @@
 host CLI follows a FastMCP (mcp 2.3.0 + fastmcp-tasks) task on stateless Streamable HTTP whose
 ``inputRequests`` wait for a person in the store's inbox; the host is killed with SIGKILL; the
 person answers through ``inbox serve``'s API; ``tasks resume ID --store URL`` sends the answer with
-``tasks/update`` and prints the result, one process at a time under the task's lease.
+``tasks/update`` and prints the result, one process at a time under the task's lease. And, with a
+scripted server (asyncio and trio), the keys sent are recorded in the store and never sent again.
 
 (Over stateless HTTP the server's tasks outlive a connection, as a fleet's servers' do.)"""
 
@@ -16,11 +17,18 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from host_receiver.store import ASKED_AGAIN, InboxItem, StoredRemoteTask
+from host_receiver.client.remote_tasks._modern import follow_task
+from host_receiver.client.remote_tasks._news import TaskNews
+from host_receiver.client.remote_tasks.shared import SharedRemoteTaskStore
+from host_receiver.client.remote_tasks.store import StoredTask
+from host_receiver.errors import ConnectionClosed
+from host_receiver.store import ASKED_AGAIN, CallKeeping, InboxItem, StoredRemoteTask, open_store
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
 from tests.fleet.processes import in_store, inbox_serve
 from tests.interop import FASTMCP_SERVER, http_server, peer_python
@@ -181,3 +189,73 @@ def test_a_resumer_that_took_over_an_expired_lease_asks_again_and_refuses_a_seco
     assert resumer.returncode == 0, stderr
     assert _sent(stdout)["elicitation"] == ANSWER
     assert _task(url) is None
+
+
+FORM = {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object"}}}
+
+
+def _state(status: str, requests: dict[str, Any] | None = None) -> dict[str, Any]:
+    state: dict[str, Any] = {"taskId": "t-1", "status": status, "ttlMs": 60_000, "pollIntervalMs": 10}
+    if requests is not None:
+        state["inputRequests"] = requests
+    if status == "completed":
+        state["result"] = {"content": [{"type": "text", "text": "done"}]}
+    return state
+
+
+@pytest.mark.anyio
+async def test_an_input_key_sent_by_an_earlier_follower_is_recorded_and_never_sent_again(
+    tmp_path: Path,
+) -> None:
+    """A follower that answered key ``a`` (from the inbox) and lost its connection before the task moved on
+    leaves ``a`` recorded; the next follower, told ``a`` and ``b`` are pending by a server that has
+    not taken ``a`` in yet, sends only ``b``'s inbox answer."""
+    async with open_store(f"sqlite:///{tmp_path / 'fleet.db'}") as store:
+        tasks = SharedRemoteTaskStore(store.url, keeping=CallKeeping(store=store, lease=1.0))
+        kept = StoredTask.new({"url": "http://127.0.0.1:1/mcp"}, "2026-07-28", "t-1", "deploy", None, 60_000)
+        await tasks.add(kept)
+        for key in ("a", "b"):
+            item = await store.add_item(
+                host="worker-a", server_name="tools", server_title=None, server_identity=kept.identity,
+                kind="form", payload=FORM["params"], session="gone", call=(f"task:{kept.id}", key),
+            )  # fmt: skip
+            await store.answer(item.id, {"action": "accept", "content": {"who": key}}, by="ann", address="-")
+        updates: list[dict[str, Any]] = []
+
+        async def never_asked(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+            raise AssertionError("the inbox had every answer")
+
+        async def follow(states: list[dict[str, Any]]) -> dict[str, Any] | None:
+            """Follow the task from ``states[0]``, the server answering polls with the rest; past
+            them the connection is lost (the record stays, the lease is given up)."""
+            left = iter(states[1:])
+
+            async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                if method == "tasks/update":
+                    updates.append(params["inputResponses"])
+                if method in ("tasks/update", "tasks/cancel"):
+                    return {}
+                state = next(left, None)
+                if state is None:
+                    raise ConnectionClosed("the connection was lost")
+                return state
+
+            async def run() -> dict[str, Any]:
+                inputs = await tasks.inputs(kept)
+                return await follow_task(states[0], request, never_asked, TaskNews(), inputs=inputs)
+
+            with anyio.fail_after(5):
+                try:
+                    return await tasks.keeping(kept, run)
+                except ConnectionClosed:
+                    return None
+
+        assert await follow([_state("input_required", {"a": FORM})]) is None
+        [record] = await store.remote_tasks()
+        assert record.sent_keys == ("a",) and record.lease_owner is None  # recorded; the lease given up
+        result = await follow([_state("input_required", {"a": FORM, "b": FORM}), _state("completed")])
+    assert result is not None and result["content"][0]["text"] == "done"
+    assert updates == [
+        {"a": {"action": "accept", "content": {"who": "a"}}},
+        {"b": {"action": "accept", "content": {"who": "b"}}},
+    ]
