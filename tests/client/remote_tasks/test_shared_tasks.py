@@ -191,7 +191,10 @@ def test_a_resumer_that_took_over_an_expired_lease_asks_again_and_refuses_a_seco
     assert _task(url) is None
 
 
-FORM = {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object"}}}
+FORM: dict[str, Any] = {
+    "method": "elicitation/create",
+    "params": {"message": "Who?", "requestedSchema": {"type": "object"}},
+}
 
 
 def _state(status: str, requests: dict[str, Any] | None = None) -> dict[str, Any]:
