@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
+import socket
 import sys
 import time
 import urllib.parse
@@ -44,7 +46,7 @@ from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, par
 from host_receiver.store._leases import DEFAULT_LEASE
 from host_receiver.store._store import check_name
 
-__all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "store_option"]
+__all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "lease_owner", "store_option"]
 
 #: The environment variable ``--store`` defaults to.
 STORE_ENV = "HOST_RECEIVER_STORE"
@@ -58,7 +60,15 @@ async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallK
     if url is None or not url.shared:
         return None
     store = await stack.enter_async_context(open_store(url))
-    return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE))
+    return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE), owner=lease_owner(args))
+
+
+def lease_owner(args: argparse.Namespace) -> str:
+    """This process's name in the leases it takes: ``--host-name`` (default ``HOSTNAME:PID``) and a
+    random suffix (so that two processes of one name never share a lease), shown to whoever is
+    refused the call or task it holds."""
+    name = getattr(args, "host_name", None) or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{name}/{secrets.token_hex(4)}"
 
 
 def store_option(value: str) -> StoreUrl:

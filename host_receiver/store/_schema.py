@@ -139,6 +139,10 @@ MIGRATIONS: list[list[str]] = [
             created DOUBLE PRECISION NOT NULL
         )""",
     ],
+    # 5: the keys of a followed task's inputRequests already sent with tasks/update (a JSON list).
+    [
+        "ALTER TABLE remote_tasks ADD COLUMN sent_keys TEXT",
+    ],
 ]
 
 

@@ -218,6 +218,7 @@ class Store(Protocol):
     async def keep_remote_task(self, task: StoredRemoteTask) -> None: ...
     async def remote_tasks(self) -> list[StoredRemoteTask]: ...
     async def forget_remote_task(self, task_id: str) -> bool: ...
+    async def task_inputs_sent(self, task_id: str, keys: Sequence[str]) -> tuple[str, ...]: ...
     async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def renew(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def release(self, kind: str, key: str, owner: str) -> bool: ...
@@ -1024,7 +1025,7 @@ class SqlStore:
         """The server tasks being followed, oldest first, with their leases."""
         rows = await self._read(
             "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
-            "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
+            "t.created, l.owner, l.expires, t.sent_keys FROM remote_tasks t LEFT JOIN leases l "
             "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
             ("task",),
         )
@@ -1041,9 +1042,25 @@ class SqlStore:
                 created=float(r[8]),
                 lease_owner=r[9],
                 lease_expires=r[10],
+                sent_keys=tuple(_unjson(r[11]) or ()),
             )
             for r in rows
         ]
+
+    async def task_inputs_sent(self, task_id: str, keys: Sequence[str]) -> tuple[str, ...]:
+        """Add ``keys`` to the input requests of the followed task ``task_id`` already sent with
+        ``tasks/update`` (read and written in one transaction); the keys sent so far."""
+
+        def step(tx: Tx) -> tuple[str, ...]:
+            rows = tx.rows("SELECT sent_keys FROM remote_tasks WHERE id = ?", (task_id,))
+            if not rows:
+                return ()
+            sent = list(_unjson(rows[0][0]) or [])
+            sent += [key for key in keys if key not in sent]
+            tx.execute("UPDATE remote_tasks SET sent_keys = ? WHERE id = ?", (_json(sent), task_id))
+            return tuple(sent)
+
+        return await self._engine.run(step)
 
     async def forget_remote_task(self, task_id: str) -> bool:
         """Remove a followed task's record (it ended); False when there was none."""
