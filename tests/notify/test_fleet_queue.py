@@ -44,14 +44,14 @@ async def test_a_persons_apprise_channel_gets_one_message_per_period_once_across
     async with open_store(url) as store, open_store(url) as other:
         await store.add_person("ann", ["ops"], channels=[f"json://127.0.0.1:{http_receiver.port}/hook"])
         await store.add_person("bob", ["sales"])
-        first, second = (FleetNotifier(s, [], environ={}, every=2.0, poll=0.1) for s in (store, other))
+        first, second = (FleetNotifier(s, [], environ={}, every=1.0, poll=0.1) for s in (store, other))
         async with first.running(INBOX), second.running("http://other.test:8080"):
             one = await add(store, server="\x1b[31mred\u202e")
             [got] = await http_receiver.wait_for(1)
             more = [await add(store) for _ in range(3)]
             await add(store, routed_to=("sales",))  # bob's: he has no channel, ann is not told
             [_, summed] = await http_receiver.wait_for(2)
-            await anyio.sleep(1.0)
+            await anyio.sleep(0.5)  # five of the other notifier's polls: nothing more comes
     assert len(http_receiver.received) == 2
     message = got.json()["message"]
     assert "\x1b" not in message and "\u202e" not in message and "\\x1b[31mred" in message
