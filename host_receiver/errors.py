@@ -46,7 +46,8 @@ The tree::
     │   ├── StoreTooNew               the store's schema is newer than this code
     │   ├── StoreUnreachable          the store's database could not be reached
     │   ├── UnknownCall (LookupError)  no continuable call of that id (or it ended)
-    │   └── CallLeased                another process is continuing the call (it holds its lease)
+    │   ├── CallLeased                another process is continuing the call (it holds its lease)
+    │   └── TaskLeased                another process is following the server's task (its lease)
     ├── ChannelError (ValueError)     a notification channel cannot be set up (URL, secret, extra)
     ├── DeliveryFailed                a notification was not delivered (this attempt)
     └── ProviderError                 a sampling or configuration failure of the LLM side
@@ -118,6 +119,7 @@ __all__ = [
     "StoreError",
     "StoreTooNew",
     "StoreUnreachable",
+    "TaskLeased",
     "TokenRequestError",
     "TransportError",
     "UnknownCall",
@@ -466,6 +468,25 @@ class CallLeased(StoreError):
             "one process at a time"
         )
         self.call_id = call_id
+
+
+class TaskLeased(StoreError):
+    """Another process (``owner``) holds the lease of the kept task ``task_id`` until ``expires``:
+    it is following the task."""
+
+    def __init__(self, task_id: str, owner: str | None, expires: float | None) -> None:
+        who = "another process" if owner is None else f"another process ({safe_text(owner, 120)})"
+        until = ""
+        if expires is not None:
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))
+            until = f" until {at} (its lease runs out in {max(0.0, expires - time.time()):.0f} s)"
+        super().__init__(
+            f"task {safe_id(task_id)} is being followed by {who}{until}: a task is followed by one "
+            "process at a time"
+        )
+        self.task_id = task_id
+        self.owner = owner
+        self.expires = expires
 
 
 # --- the LLM side (providers) --------------------------------------------

@@ -22,11 +22,17 @@ from a hashed directory (:func:`ca_bundles_read_on_demand`): the same
 certificates, read when a chain is checked rather than all parsed for every
 new client (17 ms of CPU each, about 900 times in the inner loop;
 docs/architecture.md, "How long the tests take").
+
+Once collected, what every process imported (the vendor SDKs' hundreds of
+thousands of objects) is moved out of the garbage collector's sight
+(``gc.freeze``), so that its full collections during the run, and at the
+process's exit, do not walk them again.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 import shutil
@@ -53,6 +59,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.path.resolve()
         if path.is_relative_to(_TESTS) and path.relative_to(_TESTS).parts[0] in SLOW_DIRECTORIES:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported lives as long as the process: the collector stops walking it."""
+    gc.freeze()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """At exit too: the worker's end (interpreter shutdown) does not walk it all again."""
+    gc.freeze()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -159,6 +159,9 @@ class OAuth(httpx.Auth):
     """
 
     requires_request_body = True
+    #: It changes a request only by its Authorization (and DPoP) header, and only once it holds a
+    #: token or was challenged: the transport may skip the client while neither happened.
+    challenge_driven = True
 
     def __init__(
         self,

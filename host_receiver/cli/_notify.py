@@ -39,36 +39,9 @@ def add_notify_options(group: Any) -> None:
         help="with --notify: put an excerpt of the request in the message (by default: who asks for "
         "what, never the content)",
     )
-    group.add_argument(
-        "--notify-every",
-        type=duration_option,
-        default=Duration(30.0, "30s"),
-        metavar="DURATION",
-        help="with --notify: at most one message per channel this often; what comes meanwhile is "
-        "summed up in one (default: 30s)",
-    )
-    group.add_argument(
-        "--notify-links",
-        choices=["sign-in", "signed"],
-        default="sign-in",
-        help="with --notify: 'sign-in' (default): a message's link opens its item once the person "
-        "signs in; 'signed': the link itself signs in for that one item, until it is answered or "
-        "--link-ttl is up",
-    )
-    group.add_argument(
-        "--link-ttl",
-        type=duration_option,
-        default=Duration(3600.0, "1h"),
-        metavar="DURATION",
-        help="with --notify-links signed: how long a link signs in (default: 1h)",
-    )
-    group.add_argument(
-        "--remind-every",
-        type=duration_option,
-        default=None,
-        metavar="DURATION",
-        help="with --notify: remind while a request still waits, this often (default: no reminders)",
-    )
+    add_pacing_option(group)
+    add_link_options(group)
+    add_remind_option(group)
     group.add_argument(
         "--escalate-after",
         type=duration_option,
@@ -82,6 +55,48 @@ def add_notify_options(group: Any) -> None:
         default=[],
         metavar="URL",
         help="where an escalated request is told (repeatable): a channel URL as for --notify",
+    )
+
+
+def add_pacing_option(group: Any) -> None:
+    """``--notify-every`` (a host's inbox and ``inbox serve`` alike)."""
+    group.add_argument(
+        "--notify-every",
+        type=duration_option,
+        default=Duration(30.0, "30s"),
+        metavar="DURATION",
+        help="at most one message per channel (a person's, or --notify) this often; what comes "
+        "meanwhile is summed up in one (default: 30s)",
+    )
+
+
+def add_link_options(group: Any) -> None:
+    """``--notify-links`` and ``--link-ttl`` (a host's inbox and ``inbox serve`` alike)."""
+    group.add_argument(
+        "--notify-links",
+        choices=["sign-in", "signed"],
+        default="sign-in",
+        help="'sign-in' (default): a message's link opens its item once the person signs in; "
+        "'signed': the link itself signs in for that one item, until it is answered or --link-ttl "
+        "is up",
+    )
+    group.add_argument(
+        "--link-ttl",
+        type=duration_option,
+        default=Duration(3600.0, "1h"),
+        metavar="DURATION",
+        help="with --notify-links signed: how long a link signs in (default: 1h)",
+    )
+
+
+def add_remind_option(group: Any) -> None:
+    """``--remind-every`` (a host's inbox and ``inbox serve`` alike)."""
+    group.add_argument(
+        "--remind-every",
+        type=duration_option,
+        default=None,
+        metavar="DURATION",
+        help="remind while a request still waits, this often (default: no reminders)",
     )
 
 

@@ -170,7 +170,9 @@ async def serve(
                     protocol=args.protocol,
                     max_input_rounds=args.max_input_rounds,
                     tasks_extension=args.tasks_extension,
-                    task_store=remote_task_store(args, keeping.store if keeping is not None else None),
+                    task_store=remote_task_store(
+                        args, keeping.store if keeping is not None else None, keeping
+                    ),
                     call_store=keeping,
                     init_timeout=args.connect_timeout,
                     discover_timeout=min(DEFAULT_DISCOVER_TIMEOUT, args.connect_timeout),

@@ -29,7 +29,7 @@ from host_receiver.client.remote_tasks.store import RemoteTaskStore
 from host_receiver.protocol.modern import RemoteTask
 from host_receiver.protocol.results import CallToolResult
 from host_receiver.sanitize import safe_text
-from host_receiver.store import Store, StoreUrl, parse_store_url
+from host_receiver.store import CallKeeping, Store, StoreUrl, parse_store_url
 from host_receiver.transports.base import Transport
 from host_receiver.transports.stdio import StdioTransport
 
@@ -75,9 +75,12 @@ def add_task_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def remote_task_store(args: argparse.Namespace, store: Store | None = None) -> RemoteTaskStore | None:
+def remote_task_store(
+    args: argparse.Namespace, store: Store | None = None, keeping: CallKeeping | None = None
+) -> RemoteTaskStore | None:
     """The task store ``--task-store`` or ``$HOST_RECEIVER_TASK_STORE`` names; else a shared
-    ``--store`` (``store``: that store, open); None: none."""
+    ``--store`` (``store``: that store, open; ``keeping``: that store with this process's lease
+    period and name, under which each task is followed); None: none."""
     path = getattr(args, "task_store", None) or os.environ.get(TASK_STORE_ENV)
     if path:
         return RemoteTaskStore(path)
@@ -85,7 +88,7 @@ def remote_task_store(args: argparse.Namespace, store: Store | None = None) -> R
     if url is None and os.environ.get(STORE_ENV):
         url = parse_store_url(os.environ[STORE_ENV])
     if url is not None and url.shared:
-        return SharedRemoteTaskStore(url, store)
+        return SharedRemoteTaskStore(url, store, keeping=keeping)
     return None
 
 

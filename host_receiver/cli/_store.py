@@ -1,7 +1,7 @@
 """The commands on the shared store alone: ``store migrate``, ``people``, ``audit``, ``inbox list``,
 ``inbox serve``.
 
-(About 430 lines, one idea: every command that needs only the store, each a short function over
+(About 500 lines, one idea: every command that needs only the store, each a short function over
 one store method.)
 
 Each takes ``--store URL`` (or ``$HOST_RECEIVER_STORE``): a SQLite file or a
@@ -20,9 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
+import socket
 import sys
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -30,15 +33,20 @@ from typing import Any
 import anyio
 
 from host_receiver.cli._hooks import EXIT_FAILURE, EXIT_OK
-from host_receiver.cli._notify import duration_option
+from host_receiver.cli._notify import (
+    add_link_options,
+    add_pacing_option,
+    add_remind_option,
+    duration_option,
+)
 from host_receiver.errors import ChannelError, InvalidStoreUrl, StoreError, UnsafeFile
-from host_receiver.notify import Duration, channel_for
+from host_receiver.notify import channel_for
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
 from host_receiver.store._leases import DEFAULT_LEASE
 from host_receiver.store._store import check_name
 
-__all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "store_option"]
+__all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "lease_owner", "store_option"]
 
 #: The environment variable ``--store`` defaults to.
 STORE_ENV = "HOST_RECEIVER_STORE"
@@ -52,7 +60,15 @@ async def call_keeping(args: argparse.Namespace, stack: AsyncExitStack) -> CallK
     if url is None or not url.shared:
         return None
     store = await stack.enter_async_context(open_store(url))
-    return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE))
+    return CallKeeping(store=store, lease=getattr(args, "lease", DEFAULT_LEASE), owner=lease_owner(args))
+
+
+def lease_owner(args: argparse.Namespace) -> str:
+    """This process's name in the leases it takes: ``--host-name`` (default ``HOSTNAME:PID``) and a
+    random suffix (so that two processes of one name never share a lease), shown to whoever is
+    refused the call or task it holds."""
+    name = getattr(args, "host_name", None) or f"{socket.gethostname()}:{os.getpid()}"
+    return f"{name}/{secrets.token_hex(4)}"
 
 
 def store_option(value: str) -> StoreUrl:
@@ -61,6 +77,28 @@ def store_option(value: str) -> StoreUrl:
         return parse_store_url(value)
     except InvalidStoreUrl as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--store ")) from None
+
+
+def public_url_option(value: str) -> str:
+    """An argparse ``type``: ``--public-url``, an http(s) address without credentials, query or
+    fragment (a path prefix may follow the host), without its trailing slash. The error does not
+    repeat it (it might hold a password)."""
+    wrong = "not an http(s) address without credentials, query or fragment, like https://inbox.example.com"
+    parts = urllib.parse.urlsplit(value)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or "@" in parts.netloc
+        or parts.query
+        or parts.fragment
+        or not value.isprintable()
+    ):
+        raise argparse.ArgumentTypeError(wrong)
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+    except ValueError:
+        raise argparse.ArgumentTypeError(wrong) from None
+    return value.rstrip("/")
 
 
 def _add_store(parser: argparse.ArgumentParser) -> None:
@@ -190,13 +228,17 @@ def add_store_commands(commands: Any) -> None:
         "through their own channels (people notify) whether or not this is given; once across every "
         "process serving the store (docs/notify.md)",
     )
+    add_pacing_option(serve)
+    add_remind_option(serve)
+    add_link_options(serve)
     serve.add_argument(
-        "--notify-every",
-        type=duration_option,
-        default=Duration(30.0, "30s"),
-        metavar="DURATION",
-        help="at most one message per person's channel this often; what comes meanwhile is summed up "
-        "in one (default: 30s)",
+        "--public-url",
+        type=public_url_option,
+        default=None,
+        metavar="URL",
+        help="where people reach this inbox (behind a load balancer or proxy), e.g. "
+        "https://inbox.example.com: the origin of the links in notifications, and a Host and Origin "
+        "taken besides the listen address",
     )
     serve.add_argument(
         "--escalate-after",
@@ -253,8 +295,10 @@ def _serve_command(args: argparse.Namespace) -> int:
 async def _inbox_serve(store: SqlStore, args: argparse.Namespace) -> int:
     from host_receiver.web._board import StoreBoard
     from host_receiver.web._fleet_notify import FleetNotifier
+    from host_receiver.web._links import SignedLinks
 
-    board = StoreBoard(store)
+    links = await SignedLinks.of(store, args.link_ttl.seconds) if args.notify_links == "signed" else None
+    board = StoreBoard(store, links=links, public_url=args.public_url)
     notifier = FleetNotifier(
         store,
         args.notify,
@@ -262,11 +306,13 @@ async def _inbox_serve(store: SqlStore, args: argparse.Namespace) -> int:
         every=args.notify_every.seconds,
         escalate_after=args.escalate_after.seconds if args.escalate_after is not None else None,
         escalate_to=args.escalate_to,
+        remind_every=args.remind_every.seconds if args.remind_every is not None else None,
+        links=links,
     )
     try:
         async with board.serve(args.listen, certfile=args.cert, keyfile=args.key):
             assert board.origin is not None
-            async with notifier.running(board.origin):
+            async with notifier.running(args.public_url or board.origin):
                 print(f"inbox: {board.origin}/", file=sys.stderr, flush=True)
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:

@@ -19,6 +19,11 @@ until it ends (:mod:`host_receiver.client.remote_tasks.store`).
   speaks the protocol version agreed before, follows the task to its end and
   prints its result as ``call`` does (exit 0, 1 when ``isError``, 2 on
   failure). The options of ``run`` serve the server meanwhile.
+- On a shared ``--store``, ``tasks resume`` follows the task under its lease
+  (:mod:`host_receiver.client.remote_tasks.shared`): a task another process
+  follows is refused, naming that process and until when its lease holds
+  (exit 2); the task's ``inputRequests`` answered in the inbox since are sent
+  with ``tasks/update``, the others asked through ``--approve``/``--elicit``.
 - ``tasks cancel ID SERVER`` reconnects the same way and sends ``tasks/cancel``.
 - A task whose ttl has passed is removed without connecting, one a server
   says it does not know is removed, each with one line saying so (exit 2);
@@ -43,13 +48,14 @@ from host_receiver.cli._show import TASK_STORE_ENV, add_task_store_option, remot
 from host_receiver.cli._store import STORE_ENV, store_option
 from host_receiver.cli._target import prepare
 from host_receiver.client.host import ServerConnection
+from host_receiver.client.remote_tasks.shared import SharedRemoteTaskStore
 from host_receiver.client.remote_tasks.store import (
     RemoteTaskStore,
     StoredTask,
     server_address,
     server_identity,
 )
-from host_receiver.errors import RemoteTaskLost, StoreError, UnsafeFile
+from host_receiver.errors import RemoteTaskLost, StoreError, TaskLeased, UnsafeFile
 from host_receiver.sanitize import safe_text
 
 __all__ = ["add_tasks_command"]
@@ -213,7 +219,20 @@ def _resume(args: argparse.Namespace) -> int:
     found = _found(args)
     if isinstance(found, int):
         return found
-    _, task = found
+    store, task = found
+    if isinstance(store, SharedRemoteTaskStore):  # one process at a time: said before connecting
+        try:
+            record = anyio.run(store.record, task.id)
+        except StoreError as exc:
+            print(f"host-receiver tasks resume: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        expires = None if record is None else record.lease_expires
+        if record is not None and expires is not None and expires > time.time():
+            print(
+                f"host-receiver tasks resume: {TaskLeased(task.id, record.lease_owner, expires)}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
     as_json = args.json or not sys.stdout.isatty()
 
     async def body(server: ServerConnection) -> int:

@@ -24,7 +24,7 @@ import anyio
 
 from host_receiver.client._inbound import InboundRouting
 from host_receiver.client._input_rounds import fulfil_all, with_input_rounds
-from host_receiver.client._kept_calls import KeptCall, stored_response
+from host_receiver.client._kept_calls import KeptCall, inbox_answers
 from host_receiver.client._links import complete_links, required_links
 from host_receiver.client._sending import ROUND_METHODS, EraSending
 from host_receiver.client.remote_tasks._calls import RemoteTaskCalls
@@ -371,20 +371,8 @@ class ServerFeatures(RemoteTaskCalls, EraSending, InboundRouting):
     async def _stored_answers(self, kept: KeptCall, params: dict[str, Any]) -> dict[str, Any]:
         """The resumed call's first attempt: its kept round answered from the inbox or the hooks."""
         record = kept.record
-        items = await kept.keeping.store.call_items(record.id)
-        answers: dict[str, dict[str, Any]] = {}
-        again: dict[str, tuple[str, dict[str, Any] | None]] = {}
-        for key, request in record.input_requests.items():
-            try:
-                answer = stored_response(request, items.get(key))
-            except RpcError as exc:
-                await kept.end("failed")
-                raise InputRequestFailed(key, str(request.get("method")), exc) from None
-            if answer is not None:
-                answers[key] = answer
-            else:
-                again[key] = (str(request.get("method")), request.get("params"))
         try:
+            answers, again = await inbox_answers(kept.keeping.store, record.id, record.input_requests)
             if again:
                 answers |= await fulfil_all(again, self._fulfil, call_id=record.id)
         except (InputRequestFailed, RpcError):

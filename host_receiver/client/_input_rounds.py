@@ -46,6 +46,7 @@ __all__ = [
     "RoundKeeper",
     "answering_input_request",
     "fulfil_all",
+    "resumed_by",
     "with_input_rounds",
 ]
 
@@ -60,8 +61,16 @@ _ANSWERING: ContextVar[tuple[str, str] | None] = ContextVar("host_receiver_answe
 
 
 def answering_input_request() -> tuple[str, str] | None:
-    """(call id, key) of the kept call's input request this task is fulfilling, else None."""
+    """(call id, key) of the kept call's input request this task is fulfilling, else None. A kept
+    server task (tasks extension) is linked as ``task:ID`` (:func:`resumed_by`)."""
     return _ANSWERING.get()
+
+
+def resumed_by(link: str) -> str:
+    """The command that continues the kept call or task ``link`` names (``calls resume ID`` or
+    ``tasks resume ID``)."""
+    kind, sep, task = link.partition(":")
+    return f"tasks resume {task}" if sep and kind == "task" else f"calls resume {link}"
 
 
 class RoundKeeper(Protocol):

@@ -16,6 +16,9 @@ Rules (docs/fleet.md, "Continuable calls"):
   the call runs, ``3 * lease`` seconds long, so a killed process's lease runs
   out after three periods and another process may take it. A call whose
   lease another process holds is refused with :class:`CallLeased`.
+- A round asked while the store is unreachable is not kept (a warning says
+  so): it is fulfilled all the same, and the hooks refuse or decline what needs
+  a person with the reason (the call is not failed by the store's absence).
 - The record ends ``finished`` when the call has its result, ``failed``
   when an input request failed, the rounds ran out or the server answered
   with an error; it stays ``waiting`` (its lease given up) when the process
@@ -26,15 +29,17 @@ Rules (docs/fleet.md, "Continuable calls"):
   and a resumed stdio server is given none of the resuming process's
   environment variables the record names: only what the resumer gives.
 - Resuming answers each kept input request with the answer of its inbox item
-  (:func:`stored_response`), or through this process's own hooks when the
-  item is not answered or its answer is not one to send as it is.
+  (:func:`stored_response`, :func:`inbox_answers`), or through this process's
+  own hooks when the item is not answered or its answer is not one to send as it is.
+- The same lease (:func:`renew_lease`) and inbox answers serve the tasks-extension
+  tasks kept in the shared store (:mod:`host_receiver.client.remote_tasks.shared`).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -42,12 +47,19 @@ from typing import Any
 import anyio
 
 from host_receiver.client.remote_tasks.store import server_identity
-from host_receiver.errors import CallLeased, StoreError, user_rejected
+from host_receiver.errors import (
+    CallLeased,
+    InputRequestFailed,
+    RpcError,
+    StoreError,
+    StoreUnreachable,
+    user_rejected,
+)
 from host_receiver.protocol.modern import InputRound
 from host_receiver.sanitize import safe_id, safe_logger
-from host_receiver.store import LEASE_PERIODS, CallKeeping, ContinuableCall, InboxItem
+from host_receiver.store import LEASE_PERIODS, CallKeeping, ContinuableCall, InboxItem, Store
 
-__all__ = ["LEASE_KIND", "KeptCall", "kept_identity", "stored_response"]
+__all__ = ["LEASE_KIND", "KeptCall", "inbox_answers", "kept_identity", "renew_lease", "stored_response"]
 
 logger = safe_logger("host_receiver.client.calls")
 
@@ -150,7 +162,9 @@ class KeptCall:
 
     @asynccontextmanager
     async def waiting(self, rounds_used: int, asked: InputRound) -> AsyncIterator[None]:
-        """Keep the round ``asked`` (the call's ``rounds_used``-th), its lease taken first."""
+        """Keep the round ``asked`` (the call's ``rounds_used``-th), its lease taken first. With the
+        store unreachable the round is not kept (a warning says so) and is fulfilled all the same:
+        what needs a person is then refused or declined by the hooks, saying why."""
         self.record = replace(
             self.record,
             input_requests={key: {"method": m, "params": p} for key, (m, p) in asked.requests.items()},
@@ -158,10 +172,19 @@ class KeptCall:
             rounds_used=rounds_used,
             status="waiting",
         )
-        if not self._held:
-            await self.claim()
-        await self.keeping.store.save_call(self.record)
-        self._kept = True
+        try:
+            if not self._held:
+                await self.claim()
+            await self.keeping.store.save_call(self.record)
+        except StoreUnreachable as exc:
+            logger.warning(
+                "call %s: round %d is not kept, so it cannot be resumed from there: %s",
+                safe_id(self.call_id),
+                rounds_used,
+                exc,
+            )
+        else:
+            self._kept = True
         yield
 
     async def end(self, status: str | None) -> None:
@@ -178,23 +201,48 @@ class KeptCall:
             self._held = False
 
     async def _renew(self) -> None:
-        keeping = self.keeping
         await self._taken.wait()
-        while self._held:
-            await anyio.sleep(keeping.lease)
-            try:
-                renewed = await keeping.store.renew(
-                    LEASE_KIND, self.call_id, keeping.owner, LEASE_PERIODS * keeping.lease
-                )
-            except StoreError as exc:  # the store is away: try again next period
-                logger.warning("could not renew the lease of call %s: %s", safe_id(self.call_id), exc)
-                continue
-            if not renewed:
-                logger.warning(
-                    "the lease of call %s was taken by another process: it continues the call",
-                    safe_id(self.call_id),
-                )
-                return
+        await renew_lease(
+            self.keeping, LEASE_KIND, self.call_id, lambda: self._held, f"call {safe_id(self.call_id)}"
+        )
+
+
+async def renew_lease(keeping: CallKeeping, kind: str, key: str, held: Callable[[], bool], what: str) -> None:
+    """Renew ``keeping.owner``'s lease on ``(kind, key)`` every ``keeping.lease`` seconds while
+    ``held()`` (each renewal for :data:`LEASE_PERIODS` periods); a store error is logged and tried
+    again next period; ends when another process took the lease (logged). ``what`` names it (safe)."""
+    while held():
+        await anyio.sleep(keeping.lease)
+        try:
+            renewed = await keeping.store.renew(kind, key, keeping.owner, LEASE_PERIODS * keeping.lease)
+        except StoreError as exc:  # the store is away: try again next period
+            logger.warning("could not renew the lease of %s: %s", what, exc)
+            continue
+        if not renewed:
+            logger.warning("the lease of %s was taken by another process: it continues it", what)
+            return
+
+
+async def inbox_answers(
+    store: Store, link: str, requests: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, dict[str, Any] | None]]]:
+    """The kept input ``requests`` (``{"method", "params"}`` by key) of the call or task ``link``:
+    the responses their answered inbox items give (:func:`stored_response`), and the requests to ask
+    again (method, params). A sampling request refused in the inbox raises :class:`InputRequestFailed`."""
+    items = await store.call_items(link)
+    answers: dict[str, dict[str, Any]] = {}
+    again: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    for key, request in requests.items():
+        method = str(request.get("method"))
+        try:
+            answer = stored_response(dict(request), items.get(key))
+        except RpcError as exc:
+            raise InputRequestFailed(key, method, exc) from None
+        if answer is not None:
+            answers[key] = answer
+        else:
+            again[key] = (method, request.get("params"))
+    return answers, again
 
 
 def stored_response(request: dict[str, Any], item: InboxItem | None) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ event loop never waits on a disk or a socket. PostgreSQL's LISTEN connection
 is the one exception: the loop waits for its socket to be readable
 (``anyio.wait_readable``) and then reads what arrived without blocking.
 
-Fixed caps (docs/limits.md): ``BUSY_TIMEOUT``, ``CONNECT_TIMEOUT``, ``POOL_SIZE``,
+Fixed caps (docs/limits.md): ``BUSY_TIMEOUT``, ``CONNECT_TIMEOUT``, ``DOWN_POOL_WAIT``, ``POOL_SIZE``,
 ``RECONNECT_FIRST``, ``RECONNECT_MOST``.
 """
 
@@ -44,6 +44,9 @@ BUSY_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0
 #: The most PostgreSQL connections one process's pool holds.
 POOL_SIZE = 8
+#: How long a statement waits for the pool to lend a connection once the database was found
+#: unreachable, before it connects on its own (seconds; otherwise the pool's ``CONNECT_TIMEOUT``).
+DOWN_POOL_WAIT = 0.5
 #: The first wait before the LISTEN connection is opened again (seconds); it doubles each time.
 RECONNECT_FIRST = 0.1
 #: The longest wait before the LISTEN connection is opened again (seconds).
@@ -213,6 +216,10 @@ class _PostgresEngine:
             check=psycopg_pool.ConnectionPool.check_connection,
             name="host-receiver-store",
         )
+        # The database was found unreachable (a connection refused, the LISTEN connection lost):
+        # statements wait DOWN_POOL_WAIT for the pool, then connect on their own (refused at once
+        # while it is down), until the pool lends a connection again.
+        self._down = False
 
     def _said(self, exc: BaseException) -> str:
         """The first line of a driver error, escaped, the password taken out should libpq quote it."""
@@ -255,17 +262,24 @@ class _PostgresEngine:
 
         def step() -> T:
             try:
-                with self._pool.connection() as connection, connection.cursor() as cursor:
-                    return work(Tx(cursor, POSTGRES))  # the pool commits on return, rolls back on raise
-            except psycopg_pool.PoolTimeout:
-                # After an outage the pool waits out its reconnect backoff (doubling, for minutes):
-                # one connection of this step's own, so that a store that is back serves at once.
-                target, timeout = self._url.target, int(CONNECT_TIMEOUT)
                 with (
-                    psycopg.connect(target, connect_timeout=timeout) as connection,
+                    self._pool.connection(timeout=DOWN_POOL_WAIT if self._down else None) as connection,
                     connection.cursor() as cursor,
                 ):
-                    return work(Tx(cursor, POSTGRES))  # commits on return, rolls back on raise
+                    self._down = False  # the pool lends again
+                    return work(Tx(cursor, POSTGRES))  # the pool commits on return, rolls back on raise
+            except psycopg_pool.PoolTimeout:
+                pass
+            # After an outage the pool waits out its reconnect backoff (doubling, for minutes), and
+            # during one it waits its whole timeout: one connection of this step's own, so that a
+            # store that is back serves at once and one that is down is told at once.
+            try:
+                own = psycopg.connect(self._url.target, connect_timeout=int(CONNECT_TIMEOUT))
+            except psycopg.OperationalError:
+                self._down = True
+                raise
+            with own as connection, connection.cursor() as cursor:
+                return work(Tx(cursor, POSTGRES))  # commits on return, rolls back on raise
 
         try:
             return await anyio.to_thread.run_sync(step)
@@ -282,6 +296,7 @@ class _PostgresEngine:
             try:
                 connection = await anyio.to_thread.run_sync(self._listening)
             except psycopg.Error as exc:
+                self._down = True
                 logger.warning(
                     "store: cannot listen for answers (%s); again in %.1f s", self._unreachable(exc), delay
                 )
@@ -293,6 +308,7 @@ class _PostgresEngine:
             try:
                 await self._relay(connection, wake)
             except psycopg.Error as exc:
+                self._down = True
                 logger.warning(
                     "store: lost the LISTEN connection (%s); listening again", self._unreachable(exc)
                 )

@@ -181,3 +181,5 @@ class StoredRemoteTask:
     created: float
     lease_owner: str | None = None
     lease_expires: float | None = None
+    #: The keys of its ``inputRequests`` already sent with ``tasks/update`` (never sent again).
+    sent_keys: tuple[str, ...] = ()

@@ -131,6 +131,18 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX notifications_due ON notifications (sent, channel, next_attempt)",
     ],
+    # 4: the store's own secrets (the key that signs inbox serve's links), made once, shared.
+    [
+        """CREATE TABLE store_secrets (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL
+        )""",
+    ],
+    # 5: the keys of a followed task's inputRequests already sent with tasks/update (a JSON list).
+    [
+        "ALTER TABLE remote_tasks ADD COLUMN sent_keys TEXT",
+    ],
 ]
 
 

@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 1060 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 1190 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
@@ -201,6 +201,10 @@ class Store(Protocol):
     async def release_notices(self, owner: str) -> int: ...
     async def prune_notices(self, before: float) -> int: ...
     async def queued_channels(self, owner: str | None = None) -> list[str]: ...
+    async def told_of_ended(self) -> list[tuple[str, InboxItem]]: ...
+
+    # the store's own secrets
+    async def secret(self, name: str) -> str: ...
 
     # decisions
     async def remember(
@@ -232,6 +236,7 @@ class Store(Protocol):
     async def keep_remote_task(self, task: StoredRemoteTask) -> None: ...
     async def remote_tasks(self) -> list[StoredRemoteTask]: ...
     async def forget_remote_task(self, task_id: str) -> bool: ...
+    async def task_inputs_sent(self, task_id: str, keys: Sequence[str]) -> tuple[str, ...]: ...
     async def claim(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def renew(self, kind: str, key: str, owner: str, seconds: float) -> bool: ...
     async def release(self, kind: str, key: str, owner: str) -> bool: ...
@@ -882,6 +887,42 @@ class SqlStore:
             )
         return [str(r[0]) for r in rows]
 
+    async def told_of_ended(self) -> list[tuple[str, InboxItem]]:
+        """Each channel told that an item waits (its ``item.waiting`` or ``item.escalated`` notice
+        queued) whose item was answered or expired since, and no ``item.answered`` or
+        ``item.expired`` notice queued for it yet: ``(channel, item)`` pairs."""
+        columns = ", ".join(f"i.{column.strip()}" for column in _ITEM_COLUMNS.split(","))
+        found: list[tuple[str, InboxItem]] = []
+        for event in ("item.waiting", "item.escalated"):
+            cut = len(event) + 1  # the key is "{item id}.{event}": the id is what comes before
+            rows = await self._read(
+                f"SELECT n.channel, {columns} FROM notifications n JOIN inbox_items i "
+                f"ON i.id = substr(n.notice_key, 1, length(n.notice_key) - {cut}) "
+                "WHERE n.notice_key LIKE ? AND i.status IN (?, ?) AND NOT EXISTS ("
+                "SELECT 1 FROM notifications e WHERE e.channel = n.channel "
+                "AND e.notice_key IN (i.id || ?, i.id || ?)) ORDER BY i.created, i.id, n.channel",
+                (f"%.{event}", "answered", "expired", ".item.answered", ".item.expired"),
+            )
+            found += [(str(r[0]), _item(r[1:])) for r in rows]
+        return found
+
+    # --- the store's own secrets ---------------------------------------------------
+
+    async def secret(self, name: str) -> str:
+        """The store's secret ``name``: made (random, 256 bits) by whichever process asks first,
+        the same for every process after; never logged nor shown."""
+        made = secrets.token_urlsafe(32)
+
+        def step(tx: Tx) -> str:
+            tx.execute(
+                "INSERT INTO store_secrets (name, value, created) VALUES (?,?,?) "
+                "ON CONFLICT (name) DO NOTHING",
+                (name, made, time.time()),
+            )
+            return str(tx.rows("SELECT value FROM store_secrets WHERE name = ?", (name,))[0][0])
+
+        return await self._engine.run(step)
+
     # --- decisions ------------------------------------------------------------
 
     async def remember(
@@ -1101,7 +1142,7 @@ class SqlStore:
         """The server tasks being followed, oldest first, with their leases."""
         rows = await self._read(
             "SELECT t.id, t.identity, t.address, t.version, t.task_id, t.tool, t.arguments, t.ttl_ms, "
-            "t.created, l.owner, l.expires FROM remote_tasks t LEFT JOIN leases l "
+            "t.created, l.owner, l.expires, t.sent_keys FROM remote_tasks t LEFT JOIN leases l "
             "ON l.kind = ? AND l.id = t.id ORDER BY t.created, t.id",
             ("task",),
         )
@@ -1118,9 +1159,25 @@ class SqlStore:
                 created=float(r[8]),
                 lease_owner=r[9],
                 lease_expires=r[10],
+                sent_keys=tuple(_unjson(r[11]) or ()),
             )
             for r in rows
         ]
+
+    async def task_inputs_sent(self, task_id: str, keys: Sequence[str]) -> tuple[str, ...]:
+        """Add ``keys`` to the input requests of the followed task ``task_id`` already sent with
+        ``tasks/update`` (read and written in one transaction); the keys sent so far."""
+
+        def step(tx: Tx) -> tuple[str, ...]:
+            rows = tx.rows("SELECT sent_keys FROM remote_tasks WHERE id = ?", (task_id,))
+            if not rows:
+                return ()
+            sent = list(_unjson(rows[0][0]) or [])
+            sent += [key for key in keys if key not in sent]
+            tx.execute("UPDATE remote_tasks SET sent_keys = ? WHERE id = ?", (_json(sent), task_id))
+            return tuple(sent)
+
+        return await self._engine.run(step)
 
     async def forget_remote_task(self, task_id: str) -> bool:
         """Remove a followed task's record (it ended); False when there was none."""

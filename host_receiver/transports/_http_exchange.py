@@ -29,7 +29,7 @@ from host_receiver.protocol.types import RequestId
 from host_receiver.sanitize import safe_logger, safe_text
 from host_receiver.transports._sse import Event, read_events
 
-__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings"]
+__all__ = ["CONNECTION_CLOSED", "Cursor", "Exchange", "HttpSettings", "challenge_driven"]
 
 logger = safe_logger(__name__)
 
@@ -44,6 +44,18 @@ _STATUS_DETAIL = 500
 #: Seconds an SSE answer is read on after the answer for its end, so that its connection goes
 #: back to the pool (a stream closed before its end closes its connection).
 _END_AFTER_ANSWER = 0.5
+#: Statuses that ask for a credential (a 403 may ask for more scope): the client's auth answers them.
+_CHALLENGED = frozenset({401, 403})
+_AUTHORIZATION = "authorization"
+
+
+def challenge_driven(auth: httpx.Auth | None) -> bool:
+    """Whether ``auth`` promises to change a request only by its credential headers
+    (``Authorization``, and ``DPoP`` beside it), and only once it holds a credential or a
+    response challenged it: its class sets ``challenge_driven = True``
+    (:class:`host_receiver.auth.OAuth` does). A request such an auth left bare and the
+    server answered shows that no credential is needed so far."""
+    return auth is not None and getattr(type(auth), "challenge_driven", False) is True
 
 
 class HttpSettings(Protocol):
@@ -69,12 +81,19 @@ class Cursor:
 class Exchange:
     """One connection's client, MCP session and queue of messages in, and how it fails.
 
-    ``direct``: the lean pool of a client made by the transport with no auth. Requests then go
-    straight to it (``handle_async_request``), with the client's headers and timeouts merged
-    once per session shape: what ``AsyncClient`` does per request (merging, its cookie jar on
-    every response, its response wrapping) is skipped. A response that sets a cookie or
-    redirects hands the connection to the client for good (a redirected request is sent again
-    through it, as httpx sends a 307's body again), so cookies and redirects work as before.
+    ``direct``: the lean pool of a client made by the transport. Requests then go straight to
+    it (``handle_async_request``), with the client's headers and timeouts merged once per
+    session shape: what ``AsyncClient`` does per request (merging, its cookie jar on every
+    response, its response wrapping) is skipped. A response that sets a cookie or redirects
+    hands the connection to the client for good (a redirected request is sent again through
+    it, as httpx sends a 307's body again), so cookies and redirects work as before.
+
+    ``probe``: the client has a challenge-driven auth (:func:`challenge_driven`). Requests go
+    through the client until one is answered (not 401 or 403) that the auth left bare: the
+    server needs no credential so far, and later requests go direct. A direct request answered
+    401 or 403, or any request the auth put a credential on, hands the connection to the client
+    for good (the refused request is sent again through it, where the auth answers the
+    challenge).
     """
 
     def __init__(
@@ -83,10 +102,13 @@ class Exchange:
         client: httpx.AsyncClient,
         *,
         direct: httpx.AsyncBaseTransport | None = None,
+        probe: bool = False,
     ) -> None:
         self.config = config
         self._client = client
-        self._direct = direct
+        self._direct = None if probe else direct
+        self._direct_once_unchallenged = direct if probe else None
+        self._challengeable = probe  # a 401 or 403 is the auth's to answer
         self._extensions = {"timeout": client.timeout.as_dict()}
         self._shapes: dict[tuple[str, bool, str | None, str | None], httpx.Headers] = {}
         self.session_id: str | None = None
@@ -113,9 +135,11 @@ class Exchange:
                 headers["last-event-id"] = last_event_id
             if extra:
                 headers.update(extra)
-        if self._direct is None:
-            return self._client.stream(method, self._endpoint, content=body, headers=headers)
-        return self._send_direct(self._direct, method, body, headers)
+        if self._direct is not None:
+            return self._send_direct(self._direct, method, body, headers)
+        if self._direct_once_unchallenged is not None:
+            return self._probe(method, body, headers)
+        return self._client.stream(method, self._endpoint, content=body, headers=headers)
 
     def _headers(self, method: str, has_body: bool) -> httpx.Headers:
         """The client's headers and the connection's for one shape of request, merged once."""
@@ -157,22 +181,42 @@ class Exchange:
             if "set-cookie" in response.headers:
                 self._client.cookies.extract_cookies(response)
                 self._to_client()
-            redirected = response.has_redirect_location
-            if redirected:
+            again = response.has_redirect_location or (
+                self._challengeable and response.status_code in _CHALLENGED
+            )
+            if again:  # the client follows the redirect, or its auth answers the challenge
                 self._to_client()
                 await response.aclose()
             else:
                 yield response
         finally:
             await response.aclose()
-        if redirected:
-            async with self._client.stream(method, self._endpoint, content=body, headers=headers) as again:
-                yield again
+        if again:
+            async with self._client.stream(method, self._endpoint, content=body, headers=headers) as resent:
+                yield resent
+
+    @asynccontextmanager
+    async def _probe(
+        self, method: str, body: bytes | None, headers: httpx.Headers
+    ) -> AsyncIterator[httpx.Response]:
+        """One request through the client; later ones go direct if the auth left it bare and it
+        was not refused, and through the client for good if the auth put a credential on it."""
+        async with self._client.stream(method, self._endpoint, content=body, headers=headers) as response:
+            if _AUTHORIZATION in response.request.headers:
+                self._to_client()
+            elif response.status_code not in _CHALLENGED and self._direct_once_unchallenged is not None:
+                self._direct, self._direct_once_unchallenged = self._direct_once_unchallenged, None
+                self._shapes.clear()
+            yield response
 
     def _to_client(self) -> None:
         """Send every later request through the client (its cookie jar, its redirects)."""
+        self._direct_once_unchallenged = None
         if self._direct is not None:
-            logger.debug("%s set a cookie or redirected: requests go through httpx's client", self.config.url)
+            logger.debug(
+                "%s set a cookie, redirected or asked for a credential: requests go through httpx's client",
+                self.config.url,
+            )
             self._direct = None
             self._shapes.clear()
 

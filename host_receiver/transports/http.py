@@ -67,7 +67,11 @@ Rules:
   with the client's headers merged once per session shape and no cookie jar,
   until a response sets a cookie or redirects: from then on every request
   goes through the client (its jar, its redirects; the redirected request is
-  sent again through it).
+  sent again through it). With a challenge-driven ``auth``
+  (:class:`host_receiver.auth.OAuth`), requests go through the client until
+  one the auth left bare is answered, then directly, until a 401 or 403
+  (sent again through the client, whose auth answers it) or a credential on
+  a request hands the connection to the client for good.
 - Every body is read inflated in bounded pieces (:mod:`host_receiver._net.body`):
   the size limits hold per byte of a compressed answer.
 
@@ -99,6 +103,7 @@ from host_receiver.transports._http_exchange import (
     Cursor,
     Exchange,
     answers,
+    challenge_driven,
     closed,
     content_type,
     decode,
@@ -173,10 +178,10 @@ class HttpTransport(Transport):
                     transport=lean, timeout=self.timeout, auth=self.auth, follow_redirects=True
                 )
                 await stack.enter_async_context(client)
-                if self.auth is None:
+                if self.auth is None or challenge_driven(self.auth):
                     direct = lean  # requests skip the client while nothing needs it (Exchange)
             async with background_task_group() as tasks:
-                stream = _HttpStream(self, client, tasks, direct)
+                stream = _HttpStream(self, client, tasks, direct, probe=self.auth is not None)
                 try:
                     yield stream
                 finally:
@@ -193,10 +198,12 @@ class _HttpStream(MessageStream):
         client: httpx.AsyncClient,
         tasks: TaskGroup,
         direct: httpx.AsyncBaseTransport | None,
+        *,
+        probe: bool = False,
     ) -> None:
         self._config = config
         self._tasks = tasks
-        self._exchange = Exchange(config, client, direct=direct)
+        self._exchange = Exchange(config, client, direct=direct, probe=probe)
         self._binding = _HttpBinding(self._exchange, tasks)
         # A free slot is taken without yielding: the post's task has just been scheduled.
         self._posts = anyio.Semaphore(_CONCURRENT_POSTS, fast_acquire=True)

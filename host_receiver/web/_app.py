@@ -12,7 +12,7 @@ Rules (docs/inbox.md has the API):
   rebinding page cannot reach it through a name of its own. Mounted in a
   host's web app, that app checks hosts (Starlette's TrustedHostMiddleware).
 - Origin: a state-changing request (POST) whose ``Origin`` is not the inbox's
-  own is refused (403) before its credentials are even looked at.
+  own (where it listens, or its public address) is refused (403) before its credentials are even looked at.
 - Credentials: every API request needs ``Authorization: Bearer TOKEN`` or a
   page session in ``X-Inbox-Session``; nothing is a cookie, so nothing the
   browser sends by itself (to another port of the same host included)
@@ -28,7 +28,8 @@ Rules (docs/inbox.md has the API):
   exchanged the same way (``POST api/items/ID/session`` with
   ``Authorization: Link TOKEN``) for a session that sees that item alone (the
   list and every other item are 404) until the link's time is up; the token
-  works only while its item is pending (a host's own inbox only). A session
+  works only while its item is pending (on a store-backed board, signed with
+  the store's key and as the person it was sent to: :mod:`._links`). A session
   is that of whoever signed in (on a store-backed board, a person). A wrong or missing
   credential waits ``auth_delay`` seconds, one failure at a time, then gets 401.
 - CSRF: a POST made with a page session carries the session's CSRF token in
@@ -128,7 +129,8 @@ class Guard:
     def wrong_origin(self, request: Request) -> Response | None:
         origin = request.headers.get("origin")
         own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if origin is None or origin == own:
+        public = self.board.public_url
+        if origin is None or origin == own or (public is not None and origin == _origin_of(public)):
             return None
         return _secure(JSONResponse({"error": "cross-origin requests are refused"}, 403))
 
@@ -205,6 +207,12 @@ class Guard:
         return guarded
 
 
+def _origin_of(url: str) -> str:
+    """The origin (``scheme://host[:port]``) of an address."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme.lower()}://{rest.split('/', 1)[0].lower()}"
+
+
 def _secure(response: Response) -> Response:
     response.headers.update(SECURITY_HEADERS)
     return response
@@ -241,12 +249,15 @@ def build_app(served: Inbox | Board) -> Starlette:
         if refused is not None:
             return refused
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        until = (
-            await board.redeem_link(request.path_params["id"], token) if scheme.lower() == "link" else None
-        )
-        if until is None:
+        item_id = request.path_params["id"]
+        try:
+            granted = await board.redeem_link(item_id, token) if scheme.lower() == "link" else None
+        except StoreError as exc:
+            return _secure(JSONResponse({"error": str(exc)}, 503))
+        if granted is None:
             return await guard.refuse()
-        sid = guard.new_session(Reader(None), (request.path_params["id"], until))
+        reader, until = granted
+        sid = guard.new_session(reader, (item_id, until))
         return _secure(JSONResponse({"session": sid, "csrf": guard.sessions[sid][0]}))
 
     async def items(request: Request, session: Session) -> Response:

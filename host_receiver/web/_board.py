@@ -6,7 +6,8 @@ for a fleet (docs/fleet.md): several processes may serve one store at once.
 Rules:
 
 - Only people's tokens sign in (:meth:`Store.authenticate`), as the bearer
-  token or through the sign-in link; a page session is checked against the
+  token or through the sign-in link, and with ``links`` a signed link, for its
+  one item (:mod:`._links`, :meth:`StoreBoard.redeem_link`); a page session is checked against the
   store at each request (a person removed is signed out, a changed team
   applies at once). A person sees and answers only the items
   routed to them or their teams (empty routing: everyone). For anyone else an
@@ -49,6 +50,7 @@ from host_receiver.web._board_protocol import Reader
 from host_receiver.web._checks import check_answer
 from host_receiver.web._inbox import BUFFER, HISTORY, Event, _iso
 from host_receiver.web._items import body, label
+from host_receiver.web._links import SignedLinks
 
 logger = safe_logger("host_receiver.web")
 
@@ -71,9 +73,20 @@ class StoreBoard:
     ``auth_delay``: the pause before a 401.
     """
 
-    def __init__(self, store: Store, *, auth_delay: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        auth_delay: float = 1.0,
+        links: SignedLinks | None = None,
+        public_url: str | None = None,
+    ) -> None:
         self.store = store
         self.auth_delay = auth_delay
+        #: The signed links it takes (``--notify-links signed``; None: none).
+        self.links = links
+        #: Where people reach it (``--public-url``): its links' origin, and a ``Host`` and ``Origin`` taken.
+        self.public_url = public_url
         #: Set when served: where it listens (``http(s)://host:port``) and the ``Host`` headers taken.
         self.origin: str | None = None
         self.allowed_hosts: set[str] | None = None
@@ -99,6 +112,8 @@ class StoreBoard:
             _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile),
             anyio.create_task_group() as group,
         ):
+            if self.public_url is not None and self.allowed_hosts is not None:
+                self.allowed_hosts.add(self.public_url.partition("://")[2].split("/", 1)[0].lower())
             group.start_soon(self._feed, seen, known)
             try:
                 yield self
@@ -123,14 +138,31 @@ class StoreBoard:
         return Reader(person) if person is not None else None
 
     async def recheck(self, reader: Reader) -> Reader | None:
-        """The session's person as the store has them now; None once removed (``people remove``)."""
-        name = reader.person.name if reader.person is not None else None
-        person = next((p for p in await self.store.people() if p.name == name), None)
+        """The session's person as the store has them now; None once removed (``people remove``).
+        A session of nobody in particular (a ``--notify`` channel's signed link: the only way to
+        one here) stays so: it sees its one item alone."""
+        if reader.person is None:
+            return reader
+        person = next((p for p in await self.store.people() if p.name == reader.person.name), None)
         return Reader(person) if person is not None else None
 
-    async def redeem_link(self, item_id: str, token: str) -> float | None:
-        """None: the fleet's inbox has no signed links (a host's own inbox has)."""
-        return None
+    async def redeem_link(self, item_id: str, token: str) -> tuple[Reader, float] | None:
+        """Who a signed link signs in for item ``item_id`` (the person it was sent to, or nobody in
+        particular for a ``--notify`` channel's) and until when: while the item is pending, the
+        link's time is not up, and its person is still there and may see the item; else None."""
+        granted = self.links.verify(item_id, token) if self.links is not None else None
+        if granted is None:
+            return None
+        name, until = granted
+        item = await self.store.item(item_id)
+        if item is None or item.status != "pending":
+            return None
+        if name is None:
+            return Reader(None), until
+        person = next((p for p in await self.store.people() if p.name == name), None)
+        if person is None or not item.visible_to(person):
+            return None
+        return Reader(person), until
 
     async def state(self, reader: Reader) -> dict[str, Any]:
         pending = await self.store.pending_items(reader.person)

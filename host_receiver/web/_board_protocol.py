@@ -42,8 +42,14 @@ class Board(Protocol):
         no longer sign in (removed)."""
         ...
 
-    async def redeem_link(self, item_id: str, token: str) -> float | None:
-        """Until when a signed link's ``token`` opens item ``item_id`` alone; None when it does not."""
+    @property
+    def public_url(self) -> str | None:
+        """Where people reach the inbox (behind a proxy or load balancer), besides where it listens."""
+        ...
+
+    async def redeem_link(self, item_id: str, token: str) -> tuple[Reader, float] | None:
+        """Who a signed link's ``token`` signs in, for item ``item_id`` alone, and until when; None
+        when it does not."""
         ...
 
     async def state(self, reader: Reader) -> dict[str, Any]: ...
@@ -84,8 +90,13 @@ class InboxBoard:
     async def recheck(self, reader: Reader) -> Reader | None:
         return reader
 
-    async def redeem_link(self, item_id: str, token: str) -> float | None:
-        return self.inbox.redeem_link(item_id, token)
+    @property
+    def public_url(self) -> str | None:
+        return self.inbox.public_url
+
+    async def redeem_link(self, item_id: str, token: str) -> tuple[Reader, float] | None:
+        until = self.inbox.redeem_link(item_id, token)
+        return (Reader(None), until) if until is not None else None
 
     async def state(self, reader: Reader) -> dict[str, Any]:
         return self.inbox.state()

@@ -26,7 +26,8 @@ Rules:
 - An item asked for a kept call's input round (2026-07-28:
   :func:`~host_receiver.client._input_rounds.answering_input_request`) is linked to
   the call (``call=(call id, key)``) and has no lease: when the host stops or is
-  killed it stays pending, and ``calls resume`` reads its answer.
+  killed it stays pending, and ``calls resume`` reads its answer. So is an item asked for
+  an ``inputRequests`` entry of a server task kept in the store (``task:ID``; ``tasks resume``).
 - When the host also serves its own page (``serve``), the page shows its items
   and an answer there is written to the store like any other: the first answer
   in the store wins.
@@ -45,7 +46,7 @@ from typing import Any, cast
 
 import anyio
 
-from host_receiver.client._input_rounds import answering_input_request
+from host_receiver.client._input_rounds import answering_input_request, resumed_by
 from host_receiver.errors import (
     AlreadyAnswered,
     InvalidAnswer,
@@ -196,7 +197,7 @@ class StoreInbox(WebInbox):
             self._answers.pop(item.id, None)
             self._answered.pop(item.id, None)
             if item.outcome is None and call is not None:  # the call stays kept: so does its item
-                self._resolve(item, f"left for calls resume {call[0]}", "server")
+                self._resolve(item, f"left for {resumed_by(call[0])}", "server")
             elif item.outcome is None:  # cancelled: the request, or the session
                 if not self._ending:
                     await self._close(item.id, "withdrawn", CANCELLED)

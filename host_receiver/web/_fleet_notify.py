@@ -1,6 +1,9 @@
 """Notifications from ``inbox serve``: the people an item is routed to, and ``--notify``, told once
 across every process that serves the store, through a queue in the store.
 
+(About 450 lines, one idea: the store is the one queue and the one clock of every serving
+process: what is queued there is sent once, whichever process reads it first.)
+
 Rules:
 
 - :class:`StoreQueue` is the :class:`~host_receiver.notify.NotificationQueue`
@@ -29,6 +32,17 @@ Rules:
   item still pending that long is routed to them as well
   (:meth:`Store.widen_routing`, which every process may do: it adds each name
   once) and ``item.escalated`` is queued for their channels (once per channel).
+- With ``remind_every``, a pending item's ``n``-th ``item.reminder`` (key
+  ``{id}.item.reminder.{n}``) is queued ``n`` periods after it came, for the
+  channels its ``item.waiting`` goes to (routing as it is now); one that fell
+  due while no process served is not queued late.
+- When an item ends answered or expired, ``item.answered`` or ``item.expired``
+  is queued for each channel told that it waits (:meth:`Store.told_of_ended`,
+  read when an item left the pending ones, and at start: an end while no
+  process served is told too). A withdrawn item is told to nobody.
+- With ``links`` (:class:`~host_receiver.web._links.SignedLinks`), each notice's
+  link is signed as it is taken to be sent, for the channel's person (a
+  ``--notify`` channel's for nobody in particular); the queue keeps plain links.
 - A store that fails meanwhile is read again after a pause that doubles up to
   :data:`RETRY_MOST` seconds; a person's channel URL that is not valid is
   logged once, redacted, and its notices are left queued.
@@ -45,8 +59,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import anyio
 
@@ -58,6 +73,7 @@ from host_receiver.sanitize import safe_logger
 from host_receiver.store import InboxItem, Person, PersonChannel, Store
 from host_receiver.web._board import RETRY_MOST
 from host_receiver.web._items import label
+from host_receiver.web._links import SignedLinks
 
 __all__ = [
     "KEEP_SENT",
@@ -96,11 +112,21 @@ class StoreQueue:
     """A :class:`~host_receiver.notify.NotificationQueue` in the store (module rules); ``owner``
     names this process's claims. Run :meth:`run` in a task group; :meth:`aclose` at the end."""
 
-    def __init__(self, store: Store, *, owner: str, claim: float, poll: float = QUEUE_POLL) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        owner: str,
+        claim: float,
+        poll: float = QUEUE_POLL,
+        prepare: Callable[[str, Notice], Notice] | None = None,
+    ) -> None:
         self.store = store
         self.owner = owner
         self.claim = claim
         self.poll = poll
+        #: What is done to a notice of a channel as it is taken to be sent (its link signed).
+        self.prepare = prepare
         self._unsaved: list[tuple[str, str, dict[str, object]]] = []
         self._sent: dict[str, list[str]] = {}
         self._dirty = anyio.Event()
@@ -136,7 +162,8 @@ class StoreQueue:
             notices: list[Notice] = []
             for queued in claimed:
                 try:
-                    notices.append(Notice.from_fields(queued.notice))
+                    notice = Notice.from_fields(queued.notice)
+                    notices.append(self.prepare(channel, notice) if self.prepare else notice)
                 except ValueError as exc:
                     logger.warning("notification %s left out: %s", queued.key, exc)
                     self._sent.setdefault(channel, []).append(queued.key)
@@ -229,15 +256,26 @@ class FleetNotifier:
         poll: float = QUEUE_POLL,
         escalate_after: float | None = None,
         escalate_to: Sequence[str] = (),
+        remind_every: float | None = None,
+        links: SignedLinks | None = None,
     ) -> None:
         self.store = store
         self.escalate_after = escalate_after
         self.escalate_to = tuple(escalate_to)
         self._escalated: set[str] = set()
+        #: Seconds between reminders of a pending item (None: none); the last one queued of each item.
+        self.remind_every = remind_every
+        self._reminded: dict[str, int] = {}
+        #: Signs each notice's link as it is sent (``--notify-links signed``; None: plain links).
+        self.links = links
         self.environ = dict(environ)
         self.notifier = Notifier([], every=every, attempts=attempts, backoff=backoff, drain=0.0)
         self.queue = StoreQueue(
-            store, owner=secrets.token_hex(8), claim=claim_seconds(self.notifier), poll=poll
+            store,
+            owner=secrets.token_hex(8),
+            claim=claim_seconds(self.notifier),
+            poll=poll,
+            prepare=self._sign if links is not None else None,
         )
         self.notifier.queue = self.queue
         self._own = {
@@ -264,29 +302,48 @@ class FleetNotifier:
         finally:
             await self.queue.aclose()
 
-    def notice(self, item: InboxItem, event: NoticeEvent = "item.waiting") -> Notice:
-        """The ``event`` notice of a stored item (server text escaped)."""
+    def notice(
+        self, item: InboxItem, event: NoticeEvent = "item.waiting", *, reminder: int | None = None
+    ) -> Notice:
+        """The ``event`` notice of a stored item (server text escaped); the ``reminder``-th reminder
+        is dated when it fell due."""
         title = item.server_title
         server = label(item.server_name) + (f" ({label(title)})" if title else "")
-        link = f"{self.origin}/items/{item.id}" if self.origin else None
+        link = f"{self.origin.rstrip('/')}/items/{item.id}" if self.origin else None
+        at = None if event == "item.waiting" else time.time()
+        if reminder and self.remind_every is not None:
+            at = item.created + reminder * self.remind_every
         return Notice(
             event, item.id, item.kind, server, label(item.host), item.created, item.expires, link,
-            at=time.time() if event != "item.waiting" else None,
+            reminder=reminder, at=at,
         )  # fmt: skip
+
+    def _sign(self, channel: str, notice: Notice) -> Notice:
+        """``notice`` as ``channel`` sends it: its link signed for the channel's person (a
+        ``--notify`` channel's for nobody in particular), but that of an item that ended."""
+        if self.links is None or notice.link is None or notice.event in ("item.answered", "item.expired"):
+            return notice
+        person = channel.split(":")[1] if channel.startswith("person:") else None
+        return replace(notice, link=self.links.sign(notice.link, notice.id, person))
 
     async def _feed(self) -> None:
         seen, queued, pause, first, pruned = -1, set[str](), 0.1, True, -PRUNE_EVERY
         while True:
             try:
                 pending = await self.store.pending_items()
+                ended = first or bool(queued - {item.id for item in pending})
                 fresh = [item for item in pending if item.id not in queued]
                 if fresh or first:  # at first: what was queued before this process started too
                     channels = await self.store.channels()
                     await self._queue(fresh, await self.store.people(), channels)
                     await self._serve(await self.store.queued_channels(), channels)
-                queued, pause, first = {item.id for item in pending}, 0.1, False
                 if self.escalate_after is not None:
                     await self._escalate(pending, time.time() - self.escalate_after)
+                if self.remind_every is not None:
+                    await self._remind(pending, time.time())
+                if ended:  # at first too: what ended while no process served
+                    await self._tell_ended()
+                queued, pause, first = {item.id for item in pending}, 0.1, False
                 if anyio.current_time() >= pruned + PRUNE_EVERY:
                     await self.store.prune_notices(time.time() - KEEP_SENT)
                     pruned = anyio.current_time()
@@ -298,15 +355,23 @@ class FleetNotifier:
             seen = await self.store.wait_change(seen)
 
     async def _queue(
-        self, items: Sequence[InboxItem], people: Sequence[Person], channels: Sequence[PersonChannel]
+        self,
+        items: Sequence[InboxItem],
+        people: Sequence[Person],
+        channels: Sequence[PersonChannel],
+        reminders: Mapping[str, int] | None = None,
     ) -> None:
-        """Queue each item's ``item.waiting`` for the ``--notify`` channels and its people's."""
+        """Queue each item's ``item.waiting`` (with ``reminders``, the item's reminder of that
+        number) for the ``--notify`` channels and its people's."""
         theirs: dict[str, list[PersonChannel]] = {}
         for channel in channels:
             theirs.setdefault(channel.person, []).append(channel)
         entries: list[tuple[str, str, dict[str, object]]] = []
         for item in items:
-            notice = self.notice(item)
+            if reminders is None:
+                notice = self.notice(item)
+            else:
+                notice = self.notice(item, "item.reminder", reminder=reminders[item.id])
             names = list(self._own)
             if item.routed_to:
                 for person in people:
@@ -338,6 +403,37 @@ class FleetNotifier:
         await self.store.queue_notices(entries)
         await self._serve(sorted({name for name, _, _ in entries}), channels)
         for name in {name for name, _, _ in entries}:
+            self.queue.wake(name)
+
+    async def _remind(self, pending: Sequence[InboxItem], now: float) -> None:
+        """Queue the reminder due of each pending item (the ``n``-th once ``n`` periods passed; one
+        missed while no process served is not sent late, the next one is), once per channel."""
+        assert self.remind_every is not None
+        due = {item.id: int((now - item.created) // self.remind_every) for item in pending}
+        late = [item for item in pending if due[item.id] >= 1 and self._reminded.get(item.id) != due[item.id]]
+        self._reminded = {item_id: n for item_id, n in self._reminded.items() if item_id in due}
+        if not late:
+            return
+        channels = await self.store.channels()
+        await self._queue(late, await self.store.people(), channels, reminders=due)
+        await self._serve(await self.store.queued_channels(), channels)
+        self._reminded.update((item.id, due[item.id]) for item in late)
+
+    async def _tell_ended(self) -> None:
+        """Queue ``item.answered`` or ``item.expired`` for each channel told that an item waits,
+        once it was answered or expired (whichever process, even one that stopped since)."""
+        told = await self.store.told_of_ended()
+        if not told:
+            return
+        entries: list[tuple[str, str, dict[str, object]]] = []
+        for name, item in told:
+            notice = self.notice(item, "item.answered" if item.status == "answered" else "item.expired")
+            if item.answered_at is not None:
+                notice = replace(notice, at=item.answered_at)
+            entries.append((name, notice.key, notice.fields()))
+        await self.store.queue_notices(entries)
+        await self._serve(sorted({name for name, _ in told}), await self.store.channels())
+        for name in {name for name, _ in told}:
             self.queue.wake(name)
 
     async def _serve(self, queued: Sequence[str], channels: Sequence[PersonChannel]) -> None:

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import httpx
 import pytest
 
@@ -45,6 +46,8 @@ from providers import EchoProvider, ProviderRegistry
 from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
 from tests.fleet.processes import call_item, calls, in_store, inbox_serve, until_lease_ends
 from tests.interop import PY2_SERVER, http_server, peer_python
+from tests.postgres_cluster import PostgresCluster
+from tests.web.test_store_inbox import cut_off, let_in
 
 pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
 
@@ -336,6 +339,29 @@ async def test_a_kept_call_whose_input_request_is_refused_fails_with_that_refusa
             assert (kept.status, kept.lease_owner) == ("failed", None)
             with pytest.raises(UnknownCall, match="has failed"):
                 await host.resume_call(kept.id)
+
+
+@pytest.mark.anyio
+async def test_a_round_asked_while_the_store_is_unreachable_is_still_answered_and_the_call_finishes(
+    server_url: str, postgres_cluster: PostgresCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = postgres_cluster.new_database()
+    async with open_store(postgres_cluster.url(database)) as store:
+        person = _Person(5)
+        options = ConnectionOptions(call_store=CallKeeping(store=store, lease=5))
+        async with Host(Receiver(elicitation=ElicitationService(person)), options) as host:
+            server = await host.connect_url("py2", server_url)
+            await anyio.to_thread.run_sync(cut_off, postgres_cluster, database)
+            try:  # the round cannot be kept (the pool's connect timeout passes first): it is answered
+                result = await server.call_tool("rounds", {"n": 1})
+            finally:
+                await anyio.to_thread.run_sync(let_in, postgres_cluster, database)
+        assert json.loads(result.text)["input_responses"] == {
+            "round1": {"action": "accept", "content": {"n": 5}}
+        }
+        assert "round 1 is not kept, so it cannot be resumed from there" in caplog.text
+        assert postgres_cluster.password not in caplog.text
+        assert await store.calls() == []  # nothing half-written
 
 
 @pytest.mark.anyio

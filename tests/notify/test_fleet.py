@@ -1,6 +1,7 @@
 """Notifications from ``host-receiver inbox serve`` (subprocesses, as a fleet runs them) on one
 store (SQLite, PostgreSQL): a person's own channels and ``--notify``, once across two processes,
-through the store's queue, which outlives a process; escalation to a team.
+through the store's queue, which outlives a process; escalation to a team; reminders, then the
+answer; an expiry told by a process started after it; ``--public-url`` in signed links.
 
 The items are put in with the Store API, as a host would; the endpoints are loopback Standard
 Webhooks receivers whose deliveries are checked with the ``standardwebhooks`` verifier.
@@ -209,6 +210,84 @@ def test_escalation_to_a_team_widens_routing_and_tells_its_people(
     assert in_store(store_url, routed) == ("ops", "sales")
 
 
+def keys(receiver: HttpReceiver) -> list[str]:
+    """Each delivery's idempotency key (``webhook-id``), its signature verified."""
+    verifier = Webhook(SECRET)
+    return [verifier.verify(r.body, r.headers) and r.headers["webhook-id"] for r in receiver.received]
+
+
+def test_two_processes_remind_once_per_period_while_an_item_waits_then_tell_its_answer(
+    store_url: str, receivers: dict[str, HttpReceiver]
+) -> None:
+    tokens = people(store_url, receivers)
+    options = ("--notify", hook(receivers["all"]), "--remind-every", "2s")
+    with inbox_serve(store_url, *options) as (_, first), inbox_serve(store_url, *options):
+        item = add_item(store_url, ("ops",))
+        wait_for(receivers["ann"], 3)  # waiting, then two reminders, 2 s apart
+        ann = httpx.Client(base_url=first, headers={"Authorization": f"Bearer {tokens['ann']}"})
+        with ann:
+            assert ann.post(f"/api/items/{item}/answer", json={"action": "decline"}).status_code == 200
+        wait_for(receivers["ann"], 4)
+        wait_for(receivers["all"], 4)
+        time.sleep(QUIET_S + 1)  # no reminder after the answer, nothing twice
+    told = [f"{item}.item.{event}" for event in ("waiting", "reminder.1", "reminder.2", "answered")]
+    assert keys(receivers["ann"]) == told and keys(receivers["all"]) == told
+    assert receivers["bob"].received == []
+
+
+def test_an_item_that_expired_while_no_process_served_is_told_by_the_next_one(
+    store_url: str, receivers: dict[str, HttpReceiver]
+) -> None:
+    people(store_url, receivers)
+    with inbox_serve(store_url):
+        item = add_item(store_url, ("sales",))
+        wait_for(receivers["bob"], 1)
+    reason = "no answer within 10m: expired, nobody refused"  # what the host's timeout writes
+
+    async def expire(store: SqlStore) -> bool:
+        return await store.close_item(item, "expired", reason)
+
+    assert in_store(store_url, expire)
+    with inbox_serve(store_url), inbox_serve(store_url):
+        wait_for(receivers["bob"], 2)
+        time.sleep(QUIET_S)
+    assert events(receivers["bob"]) == [("item.waiting", item), ("item.expired", item)]
+    assert receivers["ann"].received == []
+
+
+def test_the_public_url_is_the_origin_of_signed_links_and_a_host_the_inbox_takes(
+    store_url: str, receivers: dict[str, HttpReceiver]
+) -> None:
+    people(store_url, receivers)
+    public = "https://inbox.example.com"
+    options = ("--notify-links", "signed", "--public-url", public + "/", "--notify", hook(receivers["all"]))
+    with inbox_serve(store_url, *options) as (_, address):
+        item = add_item(store_url, ("ops",))
+        wait_for(receivers["ann"], 1)
+        wait_for(receivers["all"], 1)
+        verifier = Webhook(SECRET)
+        sent = [*receivers["ann"].received, *receivers["all"].received]
+        links = [verifier.verify(r.body, r.headers)["data"]["link"] for r in sent]
+        for link in links:
+            assert link.startswith(f"{public}/items/{item}#link=") and address not in link
+        behind = {"Host": "inbox.example.com", "Origin": public}  # as the load balancer passes it on
+        with httpx.Client(base_url=address, timeout=WAIT_S) as proxied:
+            made = proxied.post(
+                f"/api/items/{item}/session",
+                headers={**behind, "Authorization": f"Link {links[0].partition('#link=')[2]}"},
+            )
+            assert made.status_code == 200, made.text
+            session = {
+                **behind,
+                "X-Inbox-Session": made.json()["session"],
+                "X-CSRF-Token": made.json()["csrf"],
+            }
+            answered = proxied.post(f"/api/items/{item}/answer", headers=session, json={"action": "decline"})
+            assert answered.status_code == 200 and answered.json()["item"]["person"] == "ann"
+            elsewhere = {"Host": "evil.example.com", "Origin": "https://evil.example.com"}
+            assert proxied.get("/", headers=elsewhere).status_code == 400
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -218,6 +297,11 @@ def test_escalation_to_a_team_widens_routing_and_tells_its_people(
         (["--escalate-to", "ops"], "--escalate-after and --escalate-to go together"),
         (["--escalate-after", "1m", "--escalate-to", "no one"], "--escalate-to: a person's or team's name"),
         (["--notify-every", "soon"], "argument --notify-every"),
+        (["--remind-every", "soon"], "argument --remind-every"),
+        (["--link-ttl", "soon"], "argument --link-ttl"),
+        (["--notify-links", "always"], "argument --notify-links: invalid choice"),
+        (["--public-url", "ftp://secret-3.example.com"], "argument --public-url: not an http(s) address"),
+        (["--public-url", "https://u:secret-4@example.com"], "argument --public-url: not an http(s)"),
     ],
 )
 def test_wrong_notification_options_are_clear_errors_without_a_secret(

@@ -1,17 +1,22 @@
 """The fleet's notifications in one process, on asyncio and trio: a person's own Apprise channel
 kept in the store gets its messages paced and summed up as a host's channel does, server text
-escaped, and each notice once per channel however many notifiers serve the store."""
+escaped, and each notice once per channel however many notifiers serve the store; reminders while
+an item waits, then ``item.answered``; a host's timeout told as ``item.expired``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from host_receiver.store import SqlStore, open_store
+from host_receiver.web._fleet import StoreInbox
 from host_receiver.web._fleet_notify import FleetNotifier
-from tests.notify.conftest import HttpReceiver
+from tests.notify.conftest import SECRET, HttpReceiver
+from tests.web.conftest import form_view
 
 pytestmark = pytest.mark.anyio
 
@@ -39,17 +44,86 @@ async def test_a_persons_apprise_channel_gets_one_message_per_period_once_across
     async with open_store(url) as store, open_store(url) as other:
         await store.add_person("ann", ["ops"], channels=[f"json://127.0.0.1:{http_receiver.port}/hook"])
         await store.add_person("bob", ["sales"])
-        first, second = (FleetNotifier(s, [], environ={}, every=2.0, poll=0.1) for s in (store, other))
+        first, second = (FleetNotifier(s, [], environ={}, every=1.0, poll=0.1) for s in (store, other))
         async with first.running(INBOX), second.running("http://other.test:8080"):
             one = await add(store, server="\x1b[31mred\u202e")
             [got] = await http_receiver.wait_for(1)
             more = [await add(store) for _ in range(3)]
             await add(store, routed_to=("sales",))  # bob's: he has no channel, ann is not told
             [_, summed] = await http_receiver.wait_for(2)
-            await anyio.sleep(1.0)
+            await anyio.sleep(0.5)  # five of the other notifier's polls: nothing more comes
     assert len(http_receiver.received) == 2
     message = got.json()["message"]
     assert "\x1b" not in message and "\u202e" not in message and "\\x1b[31mred" in message
     assert f"/items/{one}" in message
     assert summed.json()["title"] == "host-receiver: 3 requests wait for you"
     assert all(f"/items/{item}" in summed.json()["message"] for item in more)
+
+
+def delivered(receiver: HttpReceiver) -> list[tuple[str, dict[str, Any]]]:
+    """Each delivery's ``webhook-id`` and its event, the signature verified."""
+    verifier = Webhook(SECRET)
+    return [(r.headers["webhook-id"], verifier.verify(r.body, r.headers)) for r in receiver.received]
+
+
+async def test_two_notifiers_remind_once_per_period_while_an_item_waits_then_tell_its_answer(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    everyone, ann_hook = HttpReceiver(), HttpReceiver()
+    environ = {"HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
+    try:
+        async with open_store(url) as store, open_store(url) as other:
+            await store.add_person("ann", ["ops"], channels=[f"webhook+{ann_hook.url}"])
+            first, second = (
+                FleetNotifier(s, [f"webhook+{everyone.url}"], environ=environ, remind_every=1.0, poll=0.1)
+                for s in (store, other)
+            )
+            async with first.running(INBOX), second.running("http://other.test:8080"):
+                item = await add(store)
+                await everyone.wait_for(3)  # waiting, then the first and second reminders
+                await store.answer(item, {"action": "decline"}, by="ann", address=None)
+                await everyone.wait_for(4)
+                await ann_hook.wait_for(4)
+                await anyio.sleep(1.5)  # no reminder after the answer, nothing twice
+    finally:
+        everyone.stop()
+        ann_hook.stop()
+    keys = [
+        f"{item}.item.waiting",
+        f"{item}.item.reminder.1",
+        f"{item}.item.reminder.2",
+        f"{item}.item.answered",
+    ]
+    for receiver in (everyone, ann_hook):
+        got = delivered(receiver)
+        assert [key for key, _ in got] == keys
+        types = ["item.waiting", "item.reminder", "item.reminder", "item.answered"]
+        assert [event["type"] for _, event in got] == types
+        reminder = got[1][1]
+        assert reminder["data"]["summary"] == "notes sent a form to fill in; it still waits for you"
+        assert reminder["data"]["link"].endswith(f"/items/{item}")
+
+
+async def test_a_hosts_timeout_is_told_as_expired_once_to_whoever_was_told_it_waits(
+    http_receiver: HttpReceiver, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    environ = {"HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
+    async with open_store(url) as store, open_store(url) as other:
+        await store.add_person("bob", ["sales"], channels=[f"webhook+{http_receiver.url}"])
+        host = StoreInbox(store, host="worker-1", session="s1", routed_to=("sales",), timeout=1.0)
+        notifiers = [FleetNotifier(s, [], environ=environ, poll=0.1) for s in (store, other)]
+        async with notifiers[0].running(INBOX), notifiers[1].running("http://other.test:8080"):
+            answer = await host.fill_form(form_view())  # nobody answers: the host's timeout ends it
+            await http_receiver.wait_for(2)
+            await anyio.sleep(1.0)  # nothing twice
+        (item,) = [i["id"] for i in host.state()["history"]]
+        stored = await store.item(item)
+    assert answer.action == "cancel"
+    assert stored is not None and stored.status == "expired"
+    got = delivered(http_receiver)
+    assert [key for key, _ in got] == [f"{item}.item.waiting", f"{item}.item.expired"]
+    expired = got[1][1]
+    assert expired["type"] == "item.expired" and expired["data"]["id"] == item
+    assert expired["data"]["summary"] == "notes sent a form to fill in; it expired: nobody answered in time"

@@ -30,6 +30,9 @@ and speaks just enough of the 2025-11-25 transport to exercise a client:
 - DELETE -> 200, the session is gone.
 - ``cookie``: the initialize answer sets it (``Set-Cookie``), as a load
   balancer's sticky session does.
+- ``bearer_from``: from that request on (the first is 1, every verb counts),
+  one without ``Authorization: Bearer t0ken`` is refused with 401 and a
+  Bearer challenge, as a server that starts asking for a credential does.
 - POST to ``/moved`` -> 307 to ``/mcp`` (method and body kept).
 - POST ``server/discover`` (the dual-era probe): 400 without a session, as
   a legacy server answers; with ``discover_error``, 400 whose body is that
@@ -105,9 +108,11 @@ class StreamableHttpServer:
         discover_silent: bool = False,
         tls: ssl.SSLContext | None = None,
         cookie: str | None = None,
+        bearer_from: int | None = None,
     ) -> None:
         self.get_stream = get_stream
         self.cookie = cookie
+        self.bearer_from = bearer_from
         self.discover_error = discover_error
         self.discover_silent = discover_silent
         self.stopping = False
@@ -246,6 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = json.loads(raw)
         self.record("POST", body.get("method"))
+        if self.refused():
+            return None
         accept = self.headers.get("Accept", "")
         if "application/json" not in accept or "text/event-stream" not in accept:
             return self.send_plain(406, "Accept must list application/json and text/event-stream")
@@ -270,6 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.record("GET", None)
+        if self.refused():
+            return None
         if not self.app.get_stream:
             return self.send_plain(405, "no GET stream here")
         session = self.session_or_error()
@@ -286,6 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self.record("DELETE", None)
+        if self.refused():
+            return None
         session = self.session_or_error()
         if session is not None:
             with self.app.changed:
@@ -446,6 +457,19 @@ class _Handler(BaseHTTPRequestHandler):
     def record(self, verb: str, rpc_method: str | None) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
         self.app.record(verb, rpc_method, headers, self.client_address[1])
+
+    def refused(self) -> bool:
+        """Refuse the request just recorded with 401 if ``bearer_from`` asks for a credential."""
+        start = self.app.bearer_from
+        if start is None or len(self.app.requests) < start:
+            return False
+        if self.headers.get("Authorization") == "Bearer t0ken":
+            return False
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Bearer error="invalid_token"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
 
     def session_or_error(self) -> McpSession | None:
         session_id = self.headers.get("Mcp-Session-Id")

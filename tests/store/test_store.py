@@ -138,7 +138,7 @@ async def woken_in(board: SqlStore, since: int, change: Callable[[], Awaitable[A
 
     async with anyio.create_task_group() as group:
         group.start_soon(wait)
-        await anyio.sleep(0.2)
+        await anyio.wait_all_tasks_blocked()  # the board waits (a change before would wake it at once)
         changed = time.monotonic()
         await change()
         with anyio.fail_after(5):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from host_receiver.auth import MemoryTokenStore, OAuth
 from host_receiver.client.connection import ClientConnection
 from host_receiver.client.options import ConnectionOptions
 from host_receiver.errors import (
@@ -460,6 +461,69 @@ async def test_a_cookie_the_server_sets_comes_back_on_every_later_request(tls: s
     later = server.requests[methods.index("initialize") + 1 :]
     assert {r.verb for r in later} == {"POST", "GET", "DELETE"}
     assert [r.headers.get("cookie") for r in later] == ["lb=node-1"] * len(later)
+
+
+class ChallengeDrivenBearer(httpx.Auth):
+    """A credential only once challenged, then on every request: OAuth's promise, in small."""
+
+    challenge_driven = True
+
+    def __init__(self) -> None:
+        self.token: str | None = None
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if self.token is not None:
+            request.headers["authorization"] = f"Bearer {self.token}"
+        response = yield request
+        if response.status_code == 401 and self.token is None:
+            self.token = "t0ken"
+            request.headers["authorization"] = "Bearer t0ken"
+            yield request
+
+
+@pytest.fixture
+def through_client(monkeypatch: pytest.MonkeyPatch) -> list[httpx.Request]:
+    """The requests sent through ``httpx.AsyncClient`` (the rest went straight to the pool)."""
+    sent: list[httpx.Request] = []
+    send = httpx.AsyncClient.send
+
+    async def spy(self: httpx.AsyncClient, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        sent.append(request)
+        return await send(self, request, **kwargs)
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", spy)
+    return sent
+
+
+async def test_an_oauth_connection_that_is_asked_for_nothing_sends_past_the_client_after_its_first_request(
+    server: StreamableHttpServer, pool: str, through_client: list[httpx.Request]
+) -> None:
+    """OAuth left the initialize bare and it was answered: the rest goes straight to the lean pool."""
+    if pool != "lean":
+        pytest.skip("the lean pool's path")
+    async with connect(server.url, auth=OAuth(store=MemoryTokenStore())) as conn:
+        assert (await conn.call_tool("json")).text == "json"
+        await conn.ping()
+    assert [r.method for r in through_client] == ["POST"]  # the initialize, through the auth
+    assert len(server.requests) >= 5  # initialize, initialized, GET, the call, ping, DELETE
+    assert all("authorization" not in r.headers for r in server.requests)
+
+
+async def test_a_server_that_asks_for_a_credential_later_gets_the_refused_request_again_with_it(
+    tls: ssl.SSLContext | None,
+) -> None:
+    """The 401 on a request sent past the client: the auth answers it and every later request has it."""
+    auth = ChallengeDrivenBearer()
+    with StreamableHttpServer(tls=tls, bearer_from=4) as server:
+        async with connect(server.url, auth=auth) as conn:
+            assert (await conn.call_tool("json")).text == "json"
+            await conn.ping()
+    bare_refused = [(r.verb, r.rpc_method) for r in server.requests[3:] if "authorization" not in r.headers]
+    with_token = [(r.verb, r.rpc_method) for r in server.requests if r.headers.get("authorization")]
+    assert bare_refused, "the server asked from its fourth request on"
+    assert all(request in with_token for request in bare_refused)  # each sent again, with the token
+    assert [r.verb for r in server.requests[-2:]] == ["POST", "DELETE"]
+    assert all(r.headers.get("authorization") == "Bearer t0ken" for r in server.requests[-2:])
 
 
 async def test_connections_of_a_burst_stay_open_for_the_next_one(

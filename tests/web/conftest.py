@@ -27,7 +27,7 @@ ORIGIN = "http://inbox.test"
 
 @pytest.fixture
 def inbox() -> WebInbox:
-    return WebInbox(timeout=30, auth_delay=0.2)
+    return WebInbox(timeout=30, auth_delay=0.05)
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """The store-backed board served in this process on asyncio and trio (hypercorn on loopback): a
-person's event stream tells the items routed to them as they are added and answered."""
+person's event stream tells the items routed to them as they are added and answered; a signed
+link (``inbox serve --notify-links signed``) signs in for its one item, on any board of the store."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 from host_receiver.store import SqlStore, open_store
 from host_receiver.web import _items
 from host_receiver.web._board import StoreBoard
+from host_receiver.web._links import SignedLinks
 from tests.web.conftest import url_view
 
 pytestmark = pytest.mark.anyio
@@ -85,3 +88,58 @@ async def test_a_person_removed_is_signed_out_of_the_page_session_they_made(anyi
             assert (
                 await page.get("/api/items", headers={"Authorization": f"Bearer {ann}"})
             ).status_code == 401
+
+
+async def test_a_signed_link_signs_its_person_in_for_its_one_item_on_any_board_until_answered(
+    anyio_backend: str,
+) -> None:
+    async with open_store("memory") as store:
+        await store.add_person("ann", ["ops"])
+        await store.add_person("bob", ["sales"])
+        mine, other = await add_link(store, "ops"), await add_link(store, "ops")
+        made_by = await SignedLinks.of(store, ttl=60)  # one process's, and another's: one key
+        board = StoreBoard(store, auth_delay=0.1, links=await SignedLinks.of(store, ttl=60))
+        unsigned = StoreBoard(store, auth_delay=0.1)  # without --notify-links signed: takes none
+
+        def token(item: str, person: str | None, **when: float) -> str:
+            return made_by.sign(f"http://a.test/items/{item}", item, person, **when).partition("#link=")[2]
+
+        async with (
+            board.serve("127.0.0.1:0"),
+            unsigned.serve("127.0.0.1:0"),
+            httpx.AsyncClient(base_url=board.origin or "", headers={"Origin": board.origin or ""}) as page,
+        ):
+
+            async def redeem(item: str, credential: str, on: StoreBoard = board) -> httpx.Response:
+                return await page.post(
+                    f"{on.origin}/api/items/{item}/session",
+                    headers={"Authorization": f"Link {credential}", "Origin": on.origin or ""},
+                )
+
+            anns = token(mine, "ann")
+            assert (await redeem(other, anns)).status_code == 401  # made for another item
+            assert (await redeem(mine, token(mine, "bob"))).status_code == 401  # not routed to bob
+            assert (await redeem(mine, token(mine, "ann", now=time.time() - 61))).status_code == 401
+            forged = SignedLinks("another store's key", 60).sign("x", mine, "ann").partition("#link=")[2]
+            assert (await redeem(mine, forged)).status_code == 401
+            assert (await redeem(mine, anns, on=unsigned)).status_code == 401
+            made = await redeem(mine, anns)
+            assert made.status_code == 200
+            session = {"X-Inbox-Session": made.json()["session"], "X-CSRF-Token": made.json()["csrf"]}
+            assert (await page.get("/api/items", headers=session)).status_code == 404
+            assert (await page.get(f"/api/items/{other}", headers=session)).status_code == 404
+            assert (await page.get(f"/api/items/{mine}", headers=session)).json()["id"] == mine
+            refused = await page.post(
+                f"/api/items/{other}/answer", headers=session, json={"action": "decline"}
+            )
+            assert refused.status_code == 404
+            done = await page.post(f"/api/items/{mine}/answer", headers=session, json={"action": "decline"})
+            assert done.status_code == 200 and done.json()["item"]["person"] == "ann"
+            assert (await redeem(mine, anns)).status_code == 401  # answered: the link is spent
+            nobodys = await redeem(other, token(other, None))  # a --notify channel's link: no person
+            assert nobodys.status_code == 200
+            nobody = {"X-Inbox-Session": nobodys.json()["session"]}
+            assert (await page.get(f"/api/items/{other}", headers=nobody)).status_code == 200
+            assert (await page.get(f"/api/items/{mine}", headers=nobody)).status_code == 404
+        answered = await store.item(mine)
+        assert answered is not None and (answered.status, answered.answered_by) == ("answered", "ann")

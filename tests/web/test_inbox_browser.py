@@ -2,7 +2,8 @@
 
 Every card and button against real servers (the demo server on mcp 1.x pushing
 task-augmented requests; the mcp 2.3.0 peer's input rounds), the live update,
-two people answering one item, the timeout, a wrong token, a cross-origin
+two people answering one item, the timeout, a signed link (a host's; one
+``inbox serve`` sent, opened on another), a wrong token, a cross-origin
 POST, what another port of the same host gets (no credential), where the
 token goes (no server sees it in a URL, no history keeps it), and hostile
 text in every field a server controls: nothing it sends runs (no dialog, no
@@ -44,6 +45,8 @@ from host_receiver.web import WebInbox, _items
 from host_receiver.web._board import StoreBoard
 from providers import Config, build_registry
 from tests.interop import PY2_SERVER, everything_command, peer_python
+from tests.notify.conftest import HttpReceiver
+from tests.notify.test_fleet import inbox_serve
 from tests.web.conftest import asking, form_view, result_view, sampling_view, url_view
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -989,3 +992,65 @@ LIST_STATUS = """async () => {
   const session = Object.entries(sessionStorage).find(([k]) => k.startsWith("host_receiver_inbox:"))[1];
   return (await fetch("/api/items", { headers: { "X-Inbox-Session": session } })).status;
 }"""
+
+
+#: The status of one item's API, fetched with the tab's own session.
+ITEM_STATUS = """async url => {
+  const session = Object.entries(sessionStorage).find(([k]) => k.startsWith("host_receiver_inbox:"))[1];
+  return (await fetch(url, { headers: { "X-Inbox-Session": session } })).status;
+}"""
+
+
+async def test_a_signed_link_sent_by_one_inbox_serve_opens_its_one_item_on_another_until_answered(
+    browser: Browser, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    hook = HttpReceiver()
+    try:
+        async with open_store(url) as store:
+            await store.add_person("ann", ["ops"], channels=[f"webhook+{hook.url}"])
+            mine, other = [
+                (
+                    await store.add_item(
+                        host="worker-1",
+                        server_name="notes",
+                        server_title="Notes",
+                        server_identity="stdio:notes",
+                        kind="url",
+                        payload=_items.url(url_view()),
+                        session="s",
+                        routed_to=["ops"],
+                    )
+                ).id
+                for _ in range(2)
+            ]
+        with inbox_serve(url, "--notify-links", "signed") as (_, first):  # process A sends the links
+            sent = await hook.wait_for(2)
+        links = {event["data"]["id"]: event["data"]["link"] for event in (r.json() for r in sent)}
+        assert links[mine].startswith(f"{first}/items/{mine}#link=")
+        with inbox_serve(url, "--notify-links", "signed") as (_, second):  # A has stopped: B opens it
+            link = second + links[mine].removeprefix(first)
+            async with browser.tab(link) as tab:  # a new person: no token, no session
+                card = tab.page.locator("article.linked")
+                await card.wait_for(timeout=WAIT_MS)
+                assert await tab.page.locator("article").count() == 1
+                assert await tab.page.evaluate(LIST_STATUS) == 404
+                assert await tab.page.evaluate(ITEM_STATUS, f"{second}/api/items/{other}") == 404
+                await card.get_by_role("button", name="Decline").click()
+                await card.wait_for(state="detached", timeout=WAIT_MS)
+                tab.assert_nothing_ran()
+            context = await browser.browser.new_context()
+            try:
+                page = await context.new_page()
+                await page.goto(link)  # answered: the link signs nobody in any more
+                await page.get_by_text("This link no longer signs in").wait_for(timeout=WAIT_MS)
+                assert await page.locator("article").count() == 0
+            finally:
+                await context.close()
+        async with open_store(url) as store:
+            answered, waiting = await store.item(mine), await store.item(other)
+    finally:
+        hook.stop()
+    assert answered is not None and (answered.status, answered.answered_by) == ("answered", "ann")
+    assert answered.answer == {"action": "decline"}
+    assert waiting is not None and waiting.status == "pending"

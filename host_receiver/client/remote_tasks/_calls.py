@@ -140,16 +140,26 @@ class RemoteTaskCalls:
                 return await self._session.request(method, task_params, timeout=waits)
             return await self.request(method, task_params, timeout=timeout)
 
+        store = self._options.task_store
+        kept: StoredTask | None = None
+
         async def follow() -> dict[str, Any]:
             news = self._task_news
             if legacy:
                 return await follow_legacy_task(created, send_task_request, news, observer=on_task, born=born)
             listen = self._listen if self._sends_task_news else None
+            inputs = await store.inputs(kept) if store is not None and kept is not None else None
             return await follow_task(
-                created, send_task_request, self._fulfil, news, observer=on_task, listen=listen, born=born
+                created,
+                send_task_request,
+                self._fulfil,
+                news,
+                observer=on_task,
+                listen=listen,
+                born=born,
+                inputs=inputs,
             )
 
-        store = self._options.task_store
         if store is None or self._address is None:
             return await follow()
         task = remote_task(created, legacy=legacy)

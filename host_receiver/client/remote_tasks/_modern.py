@@ -38,15 +38,19 @@ the extension's specification and extension-tasks-overview.mdx):
   observer is told each new state once: a poll that saw no change is not
   told either. ``inputRequests`` keys are answered once, whether a poll or a
   notification brought them.
+- With :class:`TaskInputs` (a task kept in the shared store), the keys sent
+  before (by this process or one that followed the task earlier) are not
+  sent again, the pending ones are answered through it (the inbox's answers
+  first), and the keys of each ``tasks/update`` are recorded once it is sent.
 
 Fixed caps (docs/limits.md): ``SUBSCRIBED_POLL``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -68,7 +72,7 @@ from host_receiver.protocol.modern import RemoteTask, remote_task
 from host_receiver.protocol.types import RequestId
 from host_receiver.sanitize import safe_id, safe_logger
 
-__all__ = ["Listen", "follow_task"]
+__all__ = ["Listen", "TaskInputs", "follow_task"]
 
 logger = safe_logger("host_receiver.client.connection")
 
@@ -81,6 +85,24 @@ SUBSCRIBED_POLL = 30.0
 Listen = Callable[[str, Callable[[RequestId], None]], Awaitable[None]]
 
 
+class TaskInputs(Protocol):
+    """How a kept task's input requests are answered and remembered
+    (:class:`~host_receiver.client.remote_tasks.shared.KeptTaskInputs`)."""
+
+    #: The keys already sent with ``tasks/update``: never sent again.
+    sent: Collection[str]
+
+    async def answer(
+        self, pending: dict[str, tuple[str, dict[str, Any] | None]], fulfil: Fulfil
+    ) -> dict[str, dict[str, Any]]:
+        """The responses to ``pending`` (method, params by key)."""
+        ...
+
+    async def record_sent(self, keys: Collection[str]) -> None:
+        """Remember that ``keys`` were sent with ``tasks/update``."""
+        ...
+
+
 async def follow_task(
     created: dict[str, Any],
     request: Request,
@@ -90,11 +112,13 @@ async def follow_task(
     observer: TaskObserver | None = None,
     listen: Listen | None = None,
     born: float | None = None,
+    inputs: TaskInputs | None = None,
 ) -> dict[str, Any]:
     """The final result of the task ``created`` describes (rules in the module docstring).
 
     ``listen`` opens the extension's subscription when the server offers it;
-    ``born`` is when the task was created (wall clock; None: now).
+    ``born`` is when the task was created (wall clock; None: now); ``inputs``
+    answers and remembers its input requests (a task kept in the shared store).
     """
     task = remote_task(created)
     task_id = task.task_id
@@ -108,7 +132,7 @@ async def follow_task(
 
     async def states() -> dict[str, Any]:
         nonlocal task
-        answered: set[str] = set()
+        answered: set[str] = set(inputs.sent) if inputs is not None else set()
         fresh = True  # ``task`` is a state the observer has not been told
         while True:
             if fresh and observer is not None:
@@ -123,9 +147,14 @@ async def follow_task(
                 raise RemoteTaskCancelled(f"the server cancelled task {safe_id(task_id)}")
             pending = {k: v for k, v in task.input_requests.items() if k not in answered}
             if pending:
-                responses = await fulfil_all(pending, fulfil)
+                if inputs is None:
+                    responses = await fulfil_all(pending, fulfil)
+                else:
+                    responses = await inputs.answer(pending, fulfil)
                 answered.update(pending)
                 await request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+                if inputs is not None:
+                    await inputs.record_sent(list(pending))
                 told: RemoteTask | None = await poll(request, task_id)
             else:
                 check_ttl(task, deadline)

@@ -50,7 +50,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -63,6 +63,9 @@ from host_receiver.transports.base import Transport
 from host_receiver.transports.http import HttpTransport
 from host_receiver.transports.sse import SseTransport
 from host_receiver.transports.stdio import StdioTransport
+
+if TYPE_CHECKING:
+    from host_receiver.client.remote_tasks._modern import TaskInputs
 
 __all__ = ["DamagedTask", "RemoteTaskStore", "StoredTask", "server_address", "server_identity"]
 
@@ -301,6 +304,11 @@ class RemoteTaskStore:
     async def get(self, task_id: str) -> StoredTask | None:
         """The kept task whose short id is ``task_id``, or None."""
         return next((t for t in await self.tasks() if t.id == task_id), None)
+
+    async def inputs(self, task: StoredTask) -> TaskInputs | None:
+        """How the kept ``task``'s input requests are answered and remembered beyond this process
+        (a shared store's inbox); None here: as any input request, remembered in memory."""
+        return None
 
     async def keeping(self, task: StoredTask, follow: Callable[[], Awaitable[T]]) -> T:
         """Keep ``task`` while ``follow()`` (following it) runs; forget it as the module docstring says."""
