@@ -1,6 +1,6 @@
 """The store: one interface (:class:`Store`) over the engines, and :func:`open_store`.
 
-(About 1190 lines, one idea: every table's typed methods in one class over one set of SQL texts,
+(About 1320 lines, one idea: every table's typed methods in one class over one set of SQL texts,
 so that each idea has one SQL text whatever the engine.)
 
 Rules:
