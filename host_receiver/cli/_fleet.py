@@ -73,7 +73,7 @@ def _seconds(text: str) -> float:
 
 def fleet_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``--for``, if anything."""
-    from host_receiver.store._store import NAME
+    from host_receiver.store._core import NAME
 
     for name in getattr(args, "route_to", ()):
         if not NAME.fullmatch(name):

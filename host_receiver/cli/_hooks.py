@@ -205,7 +205,7 @@ def _inbox_problem(args: argparse.Namespace) -> str | None:
         parse_listen(args.inbox_listen or DEFAULT_LISTEN)
     except ValueError as exc:
         return f"--inbox-listen: {exc}"
-    from host_receiver.store._store import NAME
+    from host_receiver.store._core import NAME
 
     for name in args.route_to:
         if not NAME.fullmatch(name):

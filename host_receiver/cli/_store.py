@@ -43,8 +43,8 @@ from host_receiver.errors import ChannelError, InvalidStoreUrl, StoreError, Unsa
 from host_receiver.notify import channel_for
 from host_receiver.sanitize import safe_text
 from host_receiver.store import CallKeeping, SqlStore, StoreUrl, open_store, parse_store_url
+from host_receiver.store._core import check_name
 from host_receiver.store._leases import DEFAULT_LEASE
-from host_receiver.store._store import check_name
 
 __all__ = ["DEFAULT_LEASE", "STORE_ENV", "add_store_commands", "call_keeping", "lease_owner", "store_option"]
 

@@ -9,7 +9,10 @@ psycopg_pool). It holds the inbox items and their answers, people (a hash of
 each token, their notification channels), the queue of notifications,
 remembered decisions, the hash-chained audit log, continuable calls, durable
 remote tasks and leases; its schema is the migrations in ``_schema.py``,
-applied on first use.
+applied on first use. :class:`SqlStore` (``_store.py``) is one class of a part
+per concern, each a mixin over ``_core.py``: ``_items.py``, ``_waiting.py``,
+``_people.py``, ``_notices.py``, ``_decisions.py``, ``_audit.py``,
+``_calls.py``.
 
 Every driver is synchronous and runs in a worker thread
 (``anyio.to_thread.run_sync``), so the store serves asyncio and trio alike;
