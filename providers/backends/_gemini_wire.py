@@ -46,8 +46,9 @@ import binascii
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pydantic
 from google.genai import types
 
 from host_receiver.errors import ProviderError, UnsupportedRequest
@@ -104,18 +105,34 @@ def build_contents(params: SamplingRequest) -> list[types.Content]:
     return [_content(message, names) for message in params.messages]
 
 
-class Config(types.GenerateContentConfig):
-    """A ``GenerateContentConfig`` whose ``in`` answers at once.
+def _contains(model: pydantic.BaseModel, item: object) -> bool:
+    """``item in model`` as pydantic answers it (a ``(field, value)`` pair, never a name), at once for a name.
 
-    The SDK converts a config to the wire field by field, asking ``name in config``
-    for each of its 45 fields; on a pydantic model ``in`` compares the name with
-    every ``(field, value)`` pair (never equal to a name), so each call cost about
-    2,000 comparisons, 0.2 ms of CPU (docs/performance.md, "Each backend"). The
-    answer is the same: ``False`` for a name, a pair's membership otherwise.
+    The SDK converts a model to the wire field by field, asking ``name in model`` for
+    each field the model has; pydantic compares the name with every pair (never
+    equal), so a config of 45 fields cost about 2,000 comparisons a call, 0.2 ms of
+    CPU (docs/performance.md, "Each backend").
     """
+    return not isinstance(item, str) and any(pair == item for pair in model)
 
-    def __contains__(self, item: object) -> bool:
-        return not isinstance(item, str) and any(pair == item for pair in self)
+
+def _shallow_copy(config: pydantic.BaseModel, memo: dict[int, Any] | None = None) -> pydantic.BaseModel:
+    """A config's copy for the SDK: shallow (:class:`Config`)."""
+    return config.model_copy()
+
+
+if TYPE_CHECKING:  # mypy's pydantic plugin cannot read a subclass of the SDK's config (PIL_Image)
+    Config = types.GenerateContentConfig
+else:
+
+    class Config(types.GenerateContentConfig):
+        """A ``GenerateContentConfig`` that the SDK converts without its quadratic ``in``
+        (:func:`_contains`), and copies shallow: it is made for one call and not read
+        again, so the deep copy the SDK takes to protect the caller's config (every
+        tool's schema too) protects nothing."""
+
+        __contains__ = _contains
+        __deepcopy__ = _shallow_copy
 
 
 def build_config(params: SamplingRequest) -> types.GenerateContentConfig:
