@@ -94,8 +94,10 @@ WRONG_SHAPE = "the backend's reply is not what the Gemini API answers"
 # --- request -----------------------------------------------------------------
 
 
-def build_contents(params: SamplingRequest) -> list[types.Content]:
-    """The ``contents`` for ``params``' messages."""
+def build_contents(params: SamplingRequest) -> list[dict[str, Any]]:
+    """The ``contents`` for ``params``' messages, as the SDK validates them fastest: each a
+    ``Content`` as a dict (a dict validates about five times faster than the model) of
+    :class:`_Part` models (converted without the SDK's quadratic ``in``, :func:`_contains`)."""
     names = {
         block.id: block.name
         for message in params.messages
@@ -114,6 +116,12 @@ def _contains(model: pydantic.BaseModel, item: object) -> bool:
     CPU (docs/performance.md, "Each backend").
     """
     return not isinstance(item, str) and any(pair == item for pair in model)
+
+
+class _Part(types.Part):
+    """A ``Part`` the SDK converts without its quadratic ``in`` (:func:`_contains`)."""
+
+    __contains__ = _contains
 
 
 def _shallow_copy(config: pydantic.BaseModel, memo: dict[int, Any] | None = None) -> pydantic.BaseModel:
@@ -161,21 +169,21 @@ def build_config(params: SamplingRequest) -> types.GenerateContentConfig:
     return config
 
 
-def _content(message: SamplingMessage, names: dict[str, str]) -> types.Content:
+def _content(message: SamplingMessage, names: dict[str, str]) -> dict[str, Any]:
     role = "model" if message.role == "assistant" else "user"
-    return types.Content(role=role, parts=[_part(block, message.role, names) for block in message.blocks()])
+    return {"role": role, "parts": [_part(block, message.role, names) for block in message.blocks()]}
 
 
 def _part(block: object, role: str, names: dict[str, str]) -> types.Part:
     if isinstance(block, TextContent):
-        return types.Part(text=block.text)
+        return _Part(text=block.text)
     if isinstance(block, ImageContent | AudioContent):
-        return types.Part(inline_data=types.Blob(mime_type=block.mime_type, data=_bytes(block.data)))
+        return _Part(inline_data=types.Blob(mime_type=block.mime_type, data=_bytes(block.data)))
     if isinstance(block, ToolUseContent):
         call = types.FunctionCall(id=block.id, name=block.name, args=block.input)
-        return types.Part(function_call=call, thought_signature=_signature(block))
+        return _Part(function_call=call, thought_signature=_signature(block))
     if isinstance(block, ToolResultContent):
-        return types.Part(function_response=_function_response(block, names))
+        return _Part(function_response=_function_response(block, names))
     kind = getattr(block, "type", "unknown")
     raise UnsupportedRequest(f"{kind} content in a {role} message cannot be sent to the Gemini API")
 
