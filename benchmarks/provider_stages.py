@@ -11,7 +11,8 @@ server's own work, in its own process, does not count):
    a JSON reply and of an event stream, and whole provider calls on that
    transport (plain and streamed). A call on a socket costs these plus the transport.
    With ``--vendors``, the same for the Anthropic and Gemini backends: the Gemini
-   SDK's request conversion (with ``Content`` models and with dicts) and reply
+   SDK's request conversion (with ``Content`` models, with dicts, and with the
+   kept forms: dicts of our ``Part``, our config) and reply
    parsing, and a whole plain call of each (issue 39).
 2. **The provider on loopback**: ``--calls`` concurrent ``OpenAIProvider.sample``
    calls against ``tests/fake_openai.py`` (1 s delay, its own process), ``--bursts``
@@ -276,12 +277,19 @@ async def vendor_stages(loops: int) -> list[Row]:
     assert isinstance(calls, CallTransport)
     calls.inner = answering(vendor_answer("gemini"))
     api = gemini._client._api_client
-    contents, config = build_contents(PARAMS), build_config(PARAMS)
-    as_dicts = [content.model_dump(exclude_unset=True) for content in contents]
+    contents, config = build_contents(PARAMS), build_config(PARAMS)  # the kept forms
+    as_models = [
+        types.Content(
+            role=c["role"], parts=[types.Part(**part.model_dump(exclude_unset=True)) for part in c["parts"]]
+        )
+        for c in contents
+    ]
+    as_dicts = [content.model_dump(exclude_unset=True) for content in as_models]
+    sdk_config = types.GenerateContentConfig(**config.model_dump(exclude_unset=True))
     raw = vendor_answer("gemini")
     reply = orjson.loads(raw)
 
-    def converting(given: object) -> Callable[[], object]:
+    def converting(given: object, config: types.GenerateContentConfig) -> Callable[[], object]:
         def run() -> object:
             parameters = types._GenerateContentParameters(model=MODEL.id, contents=given, config=config)
             return models._GenerateContentParameters_to_mldev(api, parameters, None, parameters)
@@ -297,8 +305,9 @@ async def vendor_stages(loops: int) -> list[Row]:
 
     measured = [
         ("gemini: our mapping (build_contents, build_config)", cpu_per_call(loops, lambda: (build_contents(PARAMS), build_config(PARAMS)))),  # noqa: E501
-        ("gemini: the SDK's request conversion, Content models", cpu_per_call(loops, converting(contents))),
-        ("gemini: the same, contents as dicts (kept)", cpu_per_call(loops, converting(as_dicts))),
+        ("gemini: the SDK's request conversion, Content models", cpu_per_call(loops, converting(as_models, sdk_config))),  # noqa: E501
+        ("gemini: the same, contents as dicts", cpu_per_call(loops, converting(as_dicts, sdk_config))),
+        ("gemini: the same, dicts of our Part, our Config (kept)", cpu_per_call(loops, converting(contents, config))),  # noqa: E501
         ("gemini: the SDK's parsing of a reply into its types", cpu_per_call(loops, parsing)),
         ("gemini: reading the raw reply with orjson (kept)", cpu_per_call(loops, lambda: read_json(GeminiReply(), orjson.loads(raw)))),  # noqa: E501
         ("gemini: provider.sample, plain, transport answering at once", await async_cpu_per_call(loops, lambda: sample(gemini))),  # noqa: E501

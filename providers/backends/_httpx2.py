@@ -33,13 +33,17 @@ class Httpx2Bridge(httpx2.AsyncBaseTransport):
 
     def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
         self._transport = transport
+        #: The last URL sent, as text and parsed (a provider posts to one URL, call after call).
+        self._last = ("", httpx.URL())
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        # The request as httpx2 made it: its headers (``Host`` and ``Content-Length`` included)
+        # and its body as they are, given as a stream so that httpx adds and copies nothing.
         sent = httpx.Request(
             request.method,
-            str(request.url),
+            self._url(request.url),
             headers=request.headers.raw,
-            content=await request.aread(),
+            stream=httpx.ByteStream(await request.aread()),
             extensions=request.extensions,
         )
         try:
@@ -52,6 +56,13 @@ class Httpx2Bridge(httpx2.AsyncBaseTransport):
             stream=_Body(response),
             extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
         )
+
+    def _url(self, url: httpx2.URL) -> httpx.URL:
+        """``url`` as httpx's, parsed again only when it is not the last one."""
+        text = str(url)
+        if text != self._last[0]:
+            self._last = (text, httpx.URL(text))
+        return self._last[1]
 
     async def aclose(self) -> None:
         await self._transport.aclose()
