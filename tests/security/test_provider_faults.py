@@ -198,8 +198,9 @@ async def test_a_reset_in_the_middle_of_the_stream_is_named(fake: FakeOpenAI) ->
 async def test_a_reply_over_the_size_cap_stops_the_stream(fake: FakeOpenAI, backend: Backend) -> None:
     piece = "x" * 65_536
     fake.queue(RawStream(events=(backend.text(piece),), chunk_delay=0.002, repeat=320))  # 20 MB
+    routes = registry(fake, SamplingLimits(max_reply_chars=1_048_576))  # its SDK imported first
     started = time.monotonic()
-    message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_048_576)))
+    message = await failure(routes)
     assert "the reply is longer than this host's limit of 1,048,576 characters" in message
     assert time.monotonic() - started < 10
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)  # the stream was stopped
@@ -261,8 +262,9 @@ async def test_a_reply_at_the_cap_is_taken_however_its_json_is_escaped(fake: Fak
 
 async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
     fake.queue(Completion(delay=30), Completion(delay=30), Completion(delay=30))
+    routes = registry(fake, timeout=0.3, max_retries=2)  # its SDK imported before the clock starts
     started = time.monotonic()
-    message = await failure(registry(fake, timeout=0.3, max_retries=2))
+    message = await failure(routes)
     assert "no response within 0.3 s" in message
     assert time.monotonic() - started < 0.85  # one wait, not three (0.9 s) and the backoff between them
     assert fake.served == 1
@@ -272,8 +274,9 @@ async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
 async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI, backend: Backend) -> None:
     """A backend that trickles (each chunk in time for the read timeout) meets the total deadline."""
     fake.queue(RawStream(events=(backend.text("."),), chunk_delay=0.1, repeat=10_000))
+    routes = registry(fake, SamplingLimits(deadline=1.0), timeout=5)  # its SDK imported first
     started = time.monotonic()
-    message = await failure(registry(fake, SamplingLimits(deadline=1.0), timeout=5))
+    message = await failure(routes)
     assert "no complete reply within 1 s (this host's deadline for one sampling call)" in message
     assert time.monotonic() - started < 3
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)
