@@ -213,9 +213,9 @@ async def test_provider_progress_and_failure_reach_the_server() -> None:
 
 async def test_progress_to_the_server_is_throttled_rising_and_done_before_the_result() -> None:
     """A pushed request with a progressToken gets the provider's progress: about 10 a second at most."""
-    registry = ProviderRegistry([EchoProvider(delay=0.6)])
+    registry = ProviderRegistry([EchoProvider(delay=0.3)])
     receiver = Receiver(sampling=SamplingService(registry, AutoApprove()))
-    words = " ".join(f"w{n}" for n in range(60))  # 60 words over 0.6 s: one every 10 ms
+    words = " ".join(f"w{n}" for n in range(60))  # 60 words over 0.3 s: one every 5 ms
     async with connect(receiver) as server:
         params = {**sampling_params(words, maxTokens=200), "_meta": {"progressToken": "p"}}
         started = anyio.current_time()

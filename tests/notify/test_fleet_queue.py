@@ -76,7 +76,7 @@ async def test_two_notifiers_remind_once_per_period_while_an_item_waits_then_tel
         async with open_store(url) as store, open_store(url) as other:
             await store.add_person("ann", ["ops"], channels=[f"webhook+{ann_hook.url}"])
             first, second = (
-                FleetNotifier(s, [f"webhook+{everyone.url}"], environ=environ, remind_every=1.0, poll=0.1)
+                FleetNotifier(s, [f"webhook+{everyone.url}"], environ=environ, remind_every=0.5, poll=0.1)
                 for s in (store, other)
             )
             async with first.running(INBOX), second.running("http://other.test:8080"):
@@ -85,7 +85,7 @@ async def test_two_notifiers_remind_once_per_period_while_an_item_waits_then_tel
                 await store.answer(item, {"action": "decline"}, by="ann", address=None)
                 await everyone.wait_for(4)
                 await ann_hook.wait_for(4)
-                await anyio.sleep(1.5)  # no reminder after the answer, nothing twice
+                await anyio.sleep(0.75)  # past the third reminder's time: none after the answer, none twice
     finally:
         everyone.stop()
         ann_hook.stop()
@@ -112,12 +112,12 @@ async def test_a_hosts_timeout_is_told_as_expired_once_to_whoever_was_told_it_wa
     environ = {"HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
     async with open_store(url) as store, open_store(url) as other:
         await store.add_person("bob", ["sales"], channels=[f"webhook+{http_receiver.url}"])
-        host = StoreInbox(store, host="worker-1", session="s1", routed_to=("sales",), timeout=1.0)
+        host = StoreInbox(store, host="worker-1", session="s1", routed_to=("sales",), timeout=0.5)
         notifiers = [FleetNotifier(s, [], environ=environ, poll=0.1) for s in (store, other)]
         async with notifiers[0].running(INBOX), notifiers[1].running("http://other.test:8080"):
             answer = await host.fill_form(form_view())  # nobody answers: the host's timeout ends it
             await http_receiver.wait_for(2)
-            await anyio.sleep(1.0)  # nothing twice
+            await anyio.sleep(0.5)  # five of the other notifier's polls: nothing twice
         (item,) = [i["id"] for i in host.state()["history"]]
         stored = await store.item(item)
     assert answer.action == "cancel"

@@ -10,17 +10,20 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INVALID_PARAMS, ProviderError
-from providers import AnthropicProvider, ModelInfo, ProviderRegistry
+from providers import ModelInfo, ProviderRegistry
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import Completion, ErrorReply, ToolCall
 from tests.providers.sampling import hinted_task, params, recorder, run, user
 from tests.receiver_harness import connect, sampling_params
+
+if TYPE_CHECKING:  # imported by the tests themselves: ``anthropic`` takes a second, paid by who runs them
+    from providers import AnthropicProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -39,6 +42,8 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 def provider(fake: FakeAnthropic, **kwargs: Any) -> AnthropicProvider:
+    from providers import AnthropicProvider
+
     kwargs.setdefault("max_retries", 0)
     return AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url, **kwargs)
 
@@ -258,6 +263,8 @@ async def test_the_models_api_lists_the_catalogue(fake: FakeAnthropic) -> None:
 
 async def test_audio_is_refused_before_a_task_exists_naming_the_content(fake: FakeAnthropic) -> None:
     """The Messages API takes no audio: a Claude model's catalogue entry says so, and the plan refuses."""
+    from providers import AnthropicProvider
+
     registry = ProviderRegistry([AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url)])
     audio = {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
     request = sampling_params(messages=[{"role": "user", "content": audio}], task={})
@@ -279,6 +286,8 @@ async def test_a_claude_hint_is_served_by_the_anthropic_provider_and_the_plan_sa
     approval view name the provider, the model, the reason and the temperature not sent."""
     caplog.set_level(logging.INFO, logger="host_receiver.audit")
     fake.queue(Completion(text="Bonjour."))
+    from providers import AnthropicProvider
+
     claude = AnthropicProvider("claude", [MODEL], api_key=KEY, base_url=fake.url)
     result, person = await hinted_task(claude, "claude-3-sonnet", temperature=0.5)
     assert result["model"] == "claude-test" and result["content"] == {"type": "text", "text": "Bonjour."}

@@ -12,17 +12,19 @@ import json
 import logging
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
 from host_receiver.errors import ProviderError, UnsupportedRequest
-from providers import GeminiProvider, ModelInfo
-from providers.backends._gemini_wire import SIGNATURE_META
+from providers import ModelInfo
 from tests.fake_gemini import FakeGemini
 from tests.fake_openai import Completion, ErrorReply, RawBody, RawStream, ToolCall
 from tests.providers.sampling import hinted_task, params, recorder, run, user
+
+if TYPE_CHECKING:  # imported by the tests themselves: ``google-genai`` takes half a second
+    from providers import GeminiProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +48,8 @@ def fake() -> Iterator[FakeGemini]:
 
 
 def provider(fake: FakeGemini, **kwargs: Any) -> GeminiProvider:
+    from providers import GeminiProvider
+
     kwargs.setdefault("max_retries", 0)
     return GeminiProvider("gem", [MODEL], api_key=KEY, base_url=fake.url, **kwargs)
 
@@ -266,6 +270,8 @@ async def test_a_call_without_an_id_gets_one_and_its_result_goes_back_under_it(f
 
 
 async def test_a_thought_signature_goes_out_in_meta_and_comes_back_with_the_call(fake: FakeGemini) -> None:
+    from providers.backends._gemini_wire import SIGNATURE_META
+
     signature = base64.b64encode(b"opaque signature").decode()
     part = {"functionCall": {"id": "c1", "name": "weather", "args": {}}, "thoughtSignature": signature}
     answer = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}]}
@@ -369,6 +375,8 @@ async def test_a_gemini_hint_is_served_by_the_gemini_provider_and_the_plan_says_
     approval view name the provider, the model and the reason."""
     caplog.set_level(logging.INFO, logger="host_receiver.audit")
     fake.queue(Completion(text="Bonjour."))
+    from providers import GeminiProvider
+
     gemini = GeminiProvider("gem", [MODEL], api_key=KEY, base_url=fake.url)
     result, person = await hinted_task(gemini, "gemini-2.5-pro", temperature=0.5)
     assert result["model"] == "gemini-test" and result["content"] == {"type": "text", "text": "Bonjour."}

@@ -27,16 +27,14 @@ from typing import Any
 import anyio
 import pytest
 
+import providers
 from host_receiver import AutoApprove, Receiver, SamplingService
 from host_receiver.errors import INTERNAL_ERROR, ConfigError, ProviderError
 from host_receiver.protocol.types import CreateMessageRequestParams, CreateMessageResult, SamplingRequest
 from providers import (
     ECHO_MODEL,
-    AnthropicProvider,
     EchoProvider,
-    GeminiProvider,
     ModelInfo,
-    OpenAIProvider,
     ProgressSink,
     Provider,
     ProviderRegistry,
@@ -65,6 +63,18 @@ def chunk(**choice: Any) -> str:
     return json.dumps({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": None, **choice}]})
 
 
+def lazily(name: str) -> Callable[..., Provider]:
+    """The provider class ``name`` of :mod:`providers`, imported at its first use: each loads its
+    vendor's SDK (``anthropic`` about a second), which a test process that runs none of these
+    tests need not import while it collects them."""
+
+    def make(*args: Any, **kwargs: Any) -> Provider:
+        kind: Callable[..., Provider] = getattr(providers, name)
+        return kind(*args, **kwargs)
+
+    return make
+
+
 @dataclass(frozen=True)
 class Backend:
     """One backend under test: its fake, its provider, and its wire's words for a fault."""
@@ -81,14 +91,14 @@ class Backend:
 BACKENDS = {
     "openai": Backend(
         FakeOpenAI,
-        OpenAIProvider,
+        lazily("OpenAIProvider"),
         lambda text: chunk(delta={"content": text}),
         json.dumps({**CHUNK, "choices": [], "usage": {"completion_tokens": 0}}),
         "the backend returned no choices",
     ),
     "anthropic": Backend(
         FakeAnthropic,
-        AnthropicProvider,
+        lazily("AnthropicProvider"),
         lambda text: json.dumps(
             {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
         ),
@@ -97,7 +107,7 @@ BACKENDS = {
     ),
     "gemini": Backend(
         FakeGemini,
-        GeminiProvider,
+        lazily("GeminiProvider"),
         lambda text: json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}]}),
         json.dumps({"usageMetadata": {"promptTokenCount": 3}}),
         "the backend returned no candidates",
@@ -188,8 +198,9 @@ async def test_a_reset_in_the_middle_of_the_stream_is_named(fake: FakeOpenAI) ->
 async def test_a_reply_over_the_size_cap_stops_the_stream(fake: FakeOpenAI, backend: Backend) -> None:
     piece = "x" * 65_536
     fake.queue(RawStream(events=(backend.text(piece),), chunk_delay=0.002, repeat=320))  # 20 MB
+    routes = registry(fake, SamplingLimits(max_reply_chars=1_048_576))  # its SDK imported first
     started = time.monotonic()
-    message = await failure(registry(fake, SamplingLimits(max_reply_chars=1_048_576)))
+    message = await failure(routes)
     assert "the reply is longer than this host's limit of 1,048,576 characters" in message
     assert time.monotonic() - started < 10
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)  # the stream was stopped
@@ -251,10 +262,11 @@ async def test_a_reply_at_the_cap_is_taken_however_its_json_is_escaped(fake: Fak
 
 async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
     fake.queue(Completion(delay=30), Completion(delay=30), Completion(delay=30))
+    routes = registry(fake, timeout=0.3, max_retries=2)  # its SDK imported before the clock starts
     started = time.monotonic()
-    message = await failure(registry(fake, timeout=0.5, max_retries=2))
-    assert "no response within 0.5 s" in message
-    assert time.monotonic() - started < 1.4  # one wait, not three and the backoff between them
+    message = await failure(routes)
+    assert "no response within 0.3 s" in message
+    assert time.monotonic() - started < 0.85  # one wait, not three (0.9 s) and the backoff between them
     assert fake.served == 1
 
 
@@ -262,8 +274,9 @@ async def test_a_read_timeout_is_not_retried(fake: FakeOpenAI) -> None:
 async def test_one_deadline_bounds_the_whole_call(fake: FakeOpenAI, backend: Backend) -> None:
     """A backend that trickles (each chunk in time for the read timeout) meets the total deadline."""
     fake.queue(RawStream(events=(backend.text("."),), chunk_delay=0.1, repeat=10_000))
+    routes = registry(fake, SamplingLimits(deadline=1.0), timeout=5)  # its SDK imported first
     started = time.monotonic()
-    message = await failure(registry(fake, SamplingLimits(deadline=1.0), timeout=5))
+    message = await failure(routes)
     assert "no complete reply within 1 s (this host's deadline for one sampling call)" in message
     assert time.monotonic() - started < 3
     assert await anyio.to_thread.run_sync(fake.wait_for_disconnect, 10)

@@ -297,12 +297,11 @@ async def test_hostile_server_text_round_trips_unchanged_in_every_stored_field(s
 
 async def test_a_lease_is_held_by_one_owner_until_it_expires_then_another_may_take_it(store_url: str) -> None:
     async with open_store(store_url) as store:
-        assert await store.claim("call", "c1", "host-a", 0.3)
+        assert await store.claim("call", "c1", "host-a", 10)
         assert not await store.claim("call", "c1", "host-b", 10)
-        assert await store.renew("call", "c1", "host-a", 0.3) and not await store.renew(
-            "call", "c1", "host-b", 1
-        )
-        await anyio.sleep(0.4)
+        assert not await store.renew("call", "c1", "host-b", 1)
+        assert await store.renew("call", "c1", "host-a", 0.1)  # its last renewal: a tenth of a second
+        await anyio.sleep(0.15)
         assert await store.claim("call", "c1", "host-b", 10)
         assert not await store.renew("call", "c1", "host-a", 10)
         assert not await store.release("call", "c1", "host-a") and await store.release("call", "c1", "host-b")
@@ -326,16 +325,15 @@ async def test_a_session_whose_lease_is_not_renewed_has_its_items_withdrawn_by_t
     store_url: str,
 ) -> None:
     async with open_store(store_url) as store:
-        dead = await new_item(store, lease_seconds=0.3)
-        alive = await new_item(store, session="session-2", lease_seconds=0.3)
+        dead = await new_item(store, lease_seconds=60)
+        alive = await new_item(store, session="session-2", lease_seconds=60)
         unleased = await new_item(store, session="session-3")
-        assert await store.withdraw_expired_sessions("the server's session ended") == []
-        await anyio.sleep(0.2)
-        assert await store.renew_session("session-2", 10) == 1
-        await anyio.sleep(0.2)
         reason = "the server's session ended"
-        assert await store.withdraw_expired_sessions(reason) == [dead.id]
-        assert await store.withdraw_expired_sessions(reason) == []  # once
+        assert await store.withdraw_expired_sessions(reason) == []
+        assert await store.renew_session("session-2", 600) == 1
+        later = time.time() + 120  # the sweep as it runs two minutes on: session-1's lease ran out
+        assert await store.withdraw_expired_sessions(reason, now=later) == [dead.id]
+        assert await store.withdraw_expired_sessions(reason, now=later) == []  # once
         gone = await store.item(dead.id)
         assert gone is not None and gone.status == "withdrawn" and gone.reason == reason
         assert [i.id for i in await store.pending_items()] == [alive.id, unleased.id]

@@ -264,8 +264,8 @@ async def test_a_link_to_finish_nobody_answers_in_time_is_given_up() -> None:
 
 
 async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_as_expired() -> None:
-    inbox = WebInbox(timeout=0.2)
-    reason = "no answer within 0.2s: expired, nobody refused"
+    inbox = WebInbox(timeout=0.05)
+    reason = "no answer within 0.05s: expired, nobody refused"
     assert await inbox.review_request(sampling_view()) == Refuse(reason)
     assert await inbox.review_result(result_view()) == Refuse(reason)
     assert await inbox.fill_form(form_view()) == ElicitResult(action="cancel")
@@ -276,13 +276,13 @@ async def test_nobody_answering_in_time_refuses_sampling_and_cancels_a_form_as_e
 
 
 async def test_a_duration_is_quoted_as_given_and_never_waits_until_answered() -> None:
-    inbox = WebInbox(timeout=Duration(0.2, "200ms-ish"))
+    inbox = WebInbox(timeout=Duration(0.05, "50ms-ish"))
     assert await inbox.review_request(sampling_view()) == Refuse(
-        "no answer within 200ms-ish: expired, nobody refused"
+        "no answer within 50ms-ish: expired, nobody refused"
     )
     forever = WebInbox(timeout=None)
     async with asking(forever, lambda: forever.fill_form(form_view())) as answers:
-        await anyio.sleep(0.3)
+        await anyio.sleep(0.15)  # three times the other's timeout
         [item] = forever.state()["pending"]
         assert item["expires"] is None
         forever.answer(item["id"], {"action": "decline"})
