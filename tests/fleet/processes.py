@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -35,12 +35,14 @@ def in_store(url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
 
 
 @contextmanager
-def inbox_serve(url: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``host-receiver inbox serve --store URL`` running; its address, from its first line on stderr."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def inbox_serve(
+    url: str, *options: str, env: Mapping[str, str] = {}
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``host-receiver inbox serve --store URL *options`` running (``env`` added to this process's);
+    its address, from its first line on stderr."""
     process = subprocess.Popen(
-        [*CLI, "inbox", "serve", "--store", url, "--listen", "127.0.0.1:0"],
-        env=env,
+        [*CLI, "inbox", "serve", "--store", url, "--listen", "127.0.0.1:0", *options],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -10,27 +10,26 @@ Webhooks receivers whose deliveries are checked with the ``standardwebhooks`` ve
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
-import anyio
 import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from host_receiver.store import InboxItem, SqlStore, open_store
-from tests.cli_command import CLI, run_cli
+from host_receiver.store import InboxItem, SqlStore
+from tests.cli_command import run_cli
+from tests.fleet.processes import in_store
+from tests.fleet.processes import inbox_serve as fleet_inbox_serve
 from tests.notify.conftest import SECRET, HttpReceiver, Received
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-INBOX_LINE = re.compile(r"^inbox: (http://127\.0\.0\.1:\d+)/$")
 #: A safety net for each wait (seconds), never a measure of speed.
 WAIT_S = 20
 #: How long a test watches for a notification that must not come (a few queue polls).
@@ -56,14 +55,6 @@ def receivers() -> Iterator[dict[str, HttpReceiver]]:
 
 def hook(receiver: HttpReceiver) -> str:
     return f"webhook+{receiver.url}"
-
-
-def in_store(url: str, work: Callable[[SqlStore], Awaitable[T]]) -> T:
-    async def main() -> T:
-        async with open_store(url) as store:
-            return await work(store)
-
-    return anyio.run(main)
 
 
 def add_item(url: str, routed_to: tuple[str, ...] = ()) -> str:
@@ -93,28 +84,9 @@ def people(url: str, receivers: dict[str, HttpReceiver]) -> dict[str, str]:
     return in_store(url, add)
 
 
-@contextmanager
-def inbox_serve(url: str, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``host-receiver inbox serve --store URL *options`` running; its address."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
-    process = subprocess.Popen(
-        [*CLI, "inbox", "serve", "--store", url, "--listen", "127.0.0.1:0", *options],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline().rstrip("\n")
-        found = INBOX_LINE.match(line)
-        assert found is not None, line + process.stderr.read()
-        yield process, found[1]
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.communicate(timeout=WAIT_S)
+def inbox_serve(url: str, *options: str) -> AbstractContextManager[tuple[subprocess.Popen[str], str]]:
+    """``host-receiver inbox serve --store URL *options`` running with the webhook secret; its address."""
+    return fleet_inbox_serve(url, *options, env={"HOST_RECEIVER_WEBHOOK_SECRET": SECRET})
 
 
 def wait_for(receiver: HttpReceiver, count: int) -> list[Received]:
