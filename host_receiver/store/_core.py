@@ -15,13 +15,14 @@ audit detail) is kept as JSON text with every non-ASCII character escaped (:func
 any string (control characters, lone surrogates, NUL) round-trips unchanged on every engine; it
 is escaped where it is shown.
 
-Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``.
+Fixed caps (docs/limits.md): ``POLL_INTERVAL``, ``NOTIFY_FALLBACK_POLL``, ``CHANGES_KEPT``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -33,6 +34,7 @@ from host_receiver.store._records import InboxItem, ItemStatus
 from host_receiver.store._url import StoreUrl
 
 __all__ = [
+    "CHANGES_KEPT",
     "ITEM_COLUMNS",
     "NAME",
     "NOTIFY_FALLBACK_POLL",
@@ -48,6 +50,10 @@ __all__ = [
 POLL_INTERVAL = 0.05
 #: How often a waiter reads its item again on PostgreSQL, besides LISTEN/NOTIFY (seconds).
 NOTIFY_FALLBACK_POLL = 1.0
+#: How many announced changes a process keeps the item ids of, for the change feed's readers
+#: (:meth:`~host_receiver.store._waiting.AnswerWaiting.wait_changed_items`): one that fell further
+#: behind reads every pending item again.
+CHANGES_KEPT = 4096
 #: What a person's or team's name may be: printable, no spaces, at most 64 characters.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 #: The columns of ``inbox_items``, in the order :func:`item_from_row` reads them.
@@ -119,6 +125,8 @@ class StoreCore:
         #: How many changes were announced to this process, and the event the next one sets.
         self._changes = 0
         self._changed = anyio.Event()
+        #: The item each of the last :data:`CHANGES_KEPT` changes named (None: unnamed), and their count.
+        self._named: deque[str | None] = deque(maxlen=CHANGES_KEPT)
         self._poll = NOTIFY_FALLBACK_POLL if engine.dialect.name == "postgresql" else POLL_INTERVAL
 
     async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -128,6 +136,7 @@ class StoreCore:
     def _wake(self, item_id: str | None) -> None:
         """Wake the waiters of ``item_id`` (None: every waiter, to read again), and the change feed."""
         self._changes += 1
+        self._named.append(item_id)
         self._changed.set()
         self._changed = anyio.Event()
         if self._reading:  # the reader reads for them

@@ -5,7 +5,9 @@ Rules:
 - An inbox that serves the store (``inbox serve``) waits for the next change
   with :meth:`AnswerWaiting.wait_change` and reads the pending items again
   (LISTEN/NOTIFY on PostgreSQL, reading every ``POLL_INTERVAL`` seconds on
-  SQLite).
+  SQLite), or with :meth:`AnswerWaiting.wait_changed_items` and reads only the
+  items the changes named (:meth:`AnswerWaiting.items`), all of them again
+  only when it cannot know which changed.
 - The owner of an item learns of its answer through
   :meth:`AnswerWaiting.wait_answer`: at once for an answer given in this
   process; through PostgreSQL's LISTEN/NOTIFY from another one, reading again
@@ -25,7 +27,8 @@ Fixed caps (docs/limits.md): ``READ_BATCH``, ``READS_AT_ONCE``, ``READ_RETRY_MOS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import islice
 
 import anyio
 from anyio.abc import TaskStatus
@@ -82,6 +85,37 @@ class AnswerWaiting(InboxItems):
             with anyio.move_on_after(self._poll):
                 await self._changed.wait()
         return self._changes
+
+    async def wait_changed_items(self, seen: int) -> tuple[int, frozenset[str] | None]:
+        """:meth:`wait_change`, and the ids of the items the changes after ``seen`` named; None when
+        the feed cannot know them, so that every pending item is to be read again: at first
+        (``seen`` < 0), after an unnamed change (the LISTEN connection opened again), when more than
+        :data:`~host_receiver.store._core.CHANGES_KEPT` came meanwhile, on a SQLite file (another
+        process's change is not announced) and after a wait without a change on PostgreSQL (a
+        notification lost)."""
+        now = await self.wait_change(seen)
+        count = now - seen
+        if seen < 0 or count > len(self._named) or self.url.kind == "sqlite":
+            return now, None
+        if count == 0:
+            return now, None if self.url.kind == "postgresql" else frozenset()
+        named = list(islice(self._named, len(self._named) - count, None))
+        if None in named:
+            return now, None
+        return now, frozenset(i for i in named if i is not None)
+
+    async def items(self, ids: Iterable[str]) -> list[InboxItem]:
+        """The items ``ids`` that the store has, whatever their status, in no set order: one query
+        per :data:`READ_BATCH`."""
+        wanted = sorted(set(ids))
+        found: list[InboxItem] = []
+        for start in range(0, len(wanted), READ_BATCH):
+            batch = wanted[start : start + READ_BATCH]
+            rows = await self._read(
+                f"SELECT {ITEM_COLUMNS} FROM inbox_items WHERE id IN ({','.join('?' * len(batch))})", batch
+            )
+            found += map(item_from_row, rows)
+        return found
 
     async def _wait_read(self, item_id: str) -> InboxItem:
         """:meth:`wait_answer` while :meth:`_read_answers` reads for every waiter: one read of the

@@ -26,6 +26,7 @@ from host_receiver.store import (
     StoredRemoteTask,
     open_store,
 )
+from host_receiver.store import _core as store_core
 from host_receiver.store import _store as store_module
 from tests.postgres_cluster import PostgresCluster
 
@@ -164,6 +165,59 @@ async def test_the_change_feed_wakes_on_an_item_added_or_answered_by_another_pro
 
         assert await woken_in(board, await board.wait_change(-1), add) < 0.5
         assert await woken_in(board, await board.wait_change(-1), answer) < 0.5
+
+
+async def named_from(board: SqlStore, host: SqlStore) -> int:
+    """A cursor of ``board``'s change feed after which ``host``'s changes are named: once one of its
+    probe items is (PostgreSQL: ``board`` listens; a probe added before it did is never named)."""
+    seen, _ = await board.wait_changed_items(-1)
+    with anyio.fail_after(10):
+        while True:
+            probe = await new_item(host, host="probe")
+            with anyio.move_on_after(1):
+                while True:
+                    seen, named = await board.wait_changed_items(seen)
+                    if named is not None and probe.id in named:
+                        return seen
+
+
+async def test_the_change_feed_names_the_items_changed_by_another_process_or_says_it_cannot(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_core, "NOTIFY_FALLBACK_POLL", 60.0)  # PostgreSQL: only NOTIFY in time
+    async with (
+        open_store(store_url) as board,
+        open_store(store_url) if store_url != "memory" else _same(board) as host,
+    ):
+        seen, named = await board.wait_changed_items(-1)
+        assert named is None  # at first: every pending item is read
+        if not store_url.startswith("sqlite"):
+            seen = await named_from(board, host)
+        first, second = await new_item(host), await new_item(host, routed_to=["sales"])
+        await host.answer(first.id, {"action": "cancel"}, by="ann", address=None)
+        assert await host.widen_routing(second.id, ["ops"]) is not None  # a change: it was routed
+        await anyio.sleep(0.5)  # PostgreSQL: the notifications are in
+        with anyio.fail_after(5):
+            seen, named = await board.wait_changed_items(seen)
+        if store_url.startswith("sqlite"):
+            assert named is None  # another process's change is not announced: it polls
+        else:
+            assert named == frozenset({first.id, second.id})
+            got = {item.id: item for item in await board.items([*named, "nope"])}
+            assert got[first.id].status == "answered" and got[second.id].status == "pending"
+            assert "nope" not in got
+        assert {i.id for i in await board.items([first.id, second.id, first.id])} == {first.id, second.id}
+        assert await board.items([]) == []
+        if store_url.startswith("postgresql"):  # the LISTEN connection lost: what changed is not known
+            await host._engine.run(
+                lambda tx: tx.rows(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE starts_with(query, 'LISTEN ')"
+                )
+            )
+            with anyio.fail_after(10):
+                while named is not None:
+                    seen, named = await board.wait_changed_items(seen)
 
 
 async def test_recent_items_are_the_ended_ones_newest_first_as_routed(store_url: str) -> None:
