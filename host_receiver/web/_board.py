@@ -17,12 +17,15 @@ Rules:
   nothing written), then written by :meth:`Store.answer` (one conditional
   update and its audit row, with the person and the client's address): a
   second answer, from whichever process, is AlreadyAnswered (409).
-- Events come from the store's change feed (:meth:`Store.wait_change`): one
-  task per process reads the pending items again after each change and tells
-  each listener what was added and resolved among the items it may see. A
-  listener gets its snapshot before any change read after it came. A store
-  that fails meanwhile is read again after a pause that doubles up to
-  :data:`RETRY_MOST` seconds; nothing is lost (the next read finds it).
+- Events come from the store's change feed (:meth:`Store.wait_changed_items`):
+  one task per process reads, after each change, the items the changes named
+  (one query for them all: a change to one of a thousand pending items reads
+  that one), or every pending item again when the store cannot name them
+  (SQLite, the LISTEN connection opened again, a store error), and tells each
+  listener what was added, routed to it as well, and resolved among the items
+  it may see. A listener gets its snapshot before any change read after it
+  came. A store that fails meanwhile is read again after a pause that doubles
+  up to :data:`RETRY_MOST` seconds; nothing is lost (the next read finds it).
 - Text a server or host wrote is kept as sent in the store; what is shown is
   escaped (the request JSON was escaped by the host that made it).
 
@@ -107,7 +110,7 @@ class StoreBoard:
         """Serve the page on ``listen`` (``HOST:PORT``, port 0: a free one; TLS with ``certfile`` and
         ``keyfile``) with the change feed running, for the block. OSError when it cannot listen."""
         seen = await self.store.wait_change(-1)  # the feed's first read, before anyone is served
-        known = {item.id for item in await self.store.pending_items()}
+        known = {item.id: item for item in await self.store.pending_items()}
         async with (
             _serve.serve(self, self.app, listen, certfile=certfile, keyfile=keyfile),
             anyio.create_task_group() as group,
@@ -213,21 +216,30 @@ class StoreBoard:
 
     # --- the change feed -----------------------------------------------------------
 
-    async def _feed(self, seen: int, known: set[str]) -> None:
-        """Read the pending items after each change the store announces after ``seen`` (``known``:
-        those of the read before); tell the listeners what was added, and what ended of the items
-        the last read or a snapshot since showed pending."""
+    async def _feed(self, seen: int, known: dict[str, InboxItem]) -> None:
+        """Read what changed after each change the store announces after ``seen`` (``known``: the
+        pending items of the reads before): the items the changes named and those a snapshot showed
+        since, or every pending item when the store cannot name them; tell the listeners what was
+        added (or routed to them as well), and what ended of the items known or shown pending."""
         pause = 0.1
         while True:
-            seen = await self.store.wait_change(seen)
+            seen, named = await self.store.wait_changed_items(seen)
             try:
                 shown, self._shown = self._shown, set()
-                pending = {item.id: item for item in await self.store.pending_items()}
-                for item_id, item in pending.items():
-                    if item_id not in known:
-                        self._broadcast("added", item)
-                for item_id in sorted((known | shown) - pending.keys()):
-                    ended = await self.store.item(item_id)
+                if named is None:
+                    fresh = {item.id: item for item in await self.store.pending_items()}
+                    read = known.keys() | shown | fresh.keys()
+                else:
+                    read = set(named) | (shown - known.keys())
+                    fresh = {item.id: item for item in await self.store.items(read)}
+                pending = {i: item for i, item in known.items() if i not in read}
+                pending |= {i: item for i, item in fresh.items() if item.status == "pending"}
+                for item in sorted(fresh.values(), key=lambda i: (i.created, i.id)):
+                    before = known.get(item.id)
+                    if item.status == "pending" and (before is None or before.routed_to != item.routed_to):
+                        self._broadcast("added", item, before)
+                for item_id in sorted(((known.keys() | shown) & read) - pending.keys()):
+                    ended = fresh.get(item_id) or await self.store.item(item_id)
                     if ended is not None:
                         self._broadcast("resolved", ended)
             except StoreError as exc:
@@ -235,13 +247,16 @@ class StoreBoard:
                 logger.warning("inbox: cannot read the store (%s); again in %.1f s", exc, pause)
                 await anyio.sleep(pause)
                 pause = min(pause * 2, RETRY_MOST)
+                seen = -1  # what changed meanwhile is read with every pending item
                 continue
-            known, pause = set(pending), 0.1
+            known, pause = pending, 0.1
 
-    def _broadcast(self, name: str, item: InboxItem) -> None:
+    def _broadcast(self, name: str, item: InboxItem, before: InboxItem | None = None) -> None:
+        """Tell ``item`` to each listener who may see it (and, with ``before``, could not see that)."""
         shown = item_json(item)
         for listener in list(self._listeners):
-            if item.visible_to(listener.reader.person):
+            person = listener.reader.person
+            if item.visible_to(person) and (before is None or not before.visible_to(person)):
                 self._send(listener, (name, shown))
 
     def _send(self, listener: _Listener, event: Event) -> None:

@@ -1,22 +1,25 @@
 """The store-backed board served in this process on asyncio and trio (hypercorn on loopback): a
-person's event stream tells the items routed to them as they are added and answered; a signed
-link (``inbox serve --notify-links signed``) signs in for its one item, on any board of the store."""
+person's event stream tells the items routed to them as they are added, routed to them as well
+and answered, reading only the items a change named; a signed link (``inbox serve --notify-links
+signed``) signs in for its one item, on any board of the store."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import AsyncIterator
+from contextlib import nullcontext
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 
-from host_receiver.store import SqlStore, open_store
+from host_receiver.store import InboxItem, SqlStore, open_store
 from host_receiver.web import _items
 from host_receiver.web._board import StoreBoard
 from host_receiver.web._links import SignedLinks
+from tests.fleet.reads import named_store_url, reading
 from tests.web.conftest import url_view
 
 pytestmark = pytest.mark.anyio
@@ -34,6 +37,11 @@ async def add_link(store: SqlStore, team: str) -> str:
         routed_to=[team],
     )
     return item.id
+
+
+@pytest.fixture(params=["memory", "postgresql"])
+def shared_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    return named_store_url(request, monkeypatch, request.param)
 
 
 async def events(response: httpx.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -143,3 +151,63 @@ async def test_a_signed_link_signs_its_person_in_for_its_one_item_on_any_board_u
             assert (await page.get(f"/api/items/{mine}", headers=nobody)).status_code == 404
         answered = await store.item(mine)
         assert answered is not None and (answered.status, answered.answered_by) == ("answered", "ann")
+
+
+async def test_a_change_to_one_of_a_thousand_pending_items_reads_that_item_only(
+    anyio_backend: str, shared_url: str
+) -> None:
+    async with (
+        open_store(shared_url) as store,
+        open_store(shared_url) if shared_url != "memory" else nullcontext(store) as host,
+    ):
+        _, ann = await store.add_person("ann", ["ops"])
+        items = [await add_link(host, "ops") for _ in range(1000)]
+        board = StoreBoard(store, auth_delay=0.1)
+        async with (
+            board.serve("127.0.0.1:0"),
+            httpx.AsyncClient(base_url=board.origin or "", headers={"Authorization": f"Bearer {ann}"}) as api,
+            api.stream("GET", "/api/events") as response,
+        ):
+            stream = events(response)
+            with anyio.fail_after(30):
+                name, snapshot = await anext(stream)
+                assert (name, len(snapshot["pending"])) == ("snapshot", 1000)
+                probe = await add_link(host, "ops")  # PostgreSQL: told once the board listens
+                assert await anext(stream) == ("added", await item_json_of(store, probe))
+                reads = reading(store)
+                await host.answer(items[500], {"action": "accept"}, by="bob", address=None)
+                name, resolved = await anext(stream)
+                assert (name, resolved["id"], resolved["person"]) == ("resolved", items[500], "bob")
+                assert reads.ids == [items[500]]
+
+
+async def item_json_of(store: SqlStore, item_id: str) -> dict[str, Any]:
+    from host_receiver.web._board import item_json
+
+    item: InboxItem | None = await store.item(item_id)
+    assert item is not None
+    return item_json(item)
+
+
+async def test_an_item_routed_to_another_team_as_well_is_added_to_their_peoples_pages(
+    anyio_backend: str,
+) -> None:
+    async with open_store("memory") as store:
+        _, bob = await store.add_person("bob", ["sales"])
+        item = await add_link(store, "ops")
+        board = StoreBoard(store, auth_delay=0.1)
+        async with (
+            board.serve("127.0.0.1:0"),
+            httpx.AsyncClient(base_url=board.origin or "", headers={"Authorization": f"Bearer {bob}"}) as api,
+            api.stream("GET", "/api/events") as response,
+        ):
+            stream = events(response)
+            with anyio.fail_after(10):
+                name, snapshot = await anext(stream)
+                assert (name, snapshot["pending"]) == ("snapshot", [])
+                assert await store.widen_routing(item, ["sales"]) is not None  # an escalation
+                name, added = await anext(stream)
+                assert (name, added["id"], added["status"]) == ("added", item, "pending")
+                await store.answer(item, {"action": "accept"}, by="bob", address=None)
+                name, resolved = await anext(stream)
+                assert (name, resolved["id"]) == ("resolved", item)
