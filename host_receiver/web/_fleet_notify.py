@@ -19,9 +19,11 @@ Rules:
   back; one that dies holds them until they run out. A notice is never lost
   with a process (at least once). Each process reads which channels have
   notices it may claim every :data:`QUEUE_POLL` seconds.
-- :class:`FleetNotifier` reads the store's change feed: each pending item it
-  has not queued yet (the pending ones at start too: nothing added while no
-  process served is missed) is queued as ``item.waiting`` for the ``--notify``
+- :class:`FleetNotifier` reads the store's change feed
+  (:meth:`Store.wait_changed_items`: after each change the items it named, or
+  every pending item when the store cannot name them, as the board does): each
+  pending item it has not queued yet (the pending ones at start too: nothing
+  added while no process served is missed) is queued as ``item.waiting`` for the ``--notify``
   channels and for the channels of each person it is routed to by name or
   team (an item routed to everyone goes to the ``--notify`` channels only).
   A ``--notify`` channel's name in the queue is a hash of its URL, so that
@@ -327,23 +329,36 @@ class FleetNotifier:
         return replace(notice, link=self.links.sign(notice.link, notice.id, person))
 
     async def _feed(self) -> None:
-        seen, queued, pause, first, pruned = -1, set[str](), 0.1, True, -PRUNE_EVERY
+        """Follow the store's change feed (module rules): every pending item read at first, after a
+        store error and when the store cannot name what changed; else only the items named."""
+        seen, pending, pause, first, pruned = -1, dict[str, InboxItem](), 0.1, True, -PRUNE_EVERY
         while True:
+            seen, named = await self.store.wait_changed_items(seen)
             try:
-                pending = await self.store.pending_items()
-                ended = first or bool(queued - {item.id for item in pending})
-                fresh = [item for item in pending if item.id not in queued]
+                if named is None:
+                    now = {item.id: item for item in await self.store.pending_items()}
+                    ended = first or bool(pending.keys() - now.keys())
+                else:
+                    now, ended = dict(pending), False
+                    for item in await self.store.items(named):
+                        if item.status == "pending":
+                            now[item.id] = item
+                        elif now.pop(item.id, None) is not None:
+                            ended = True
+                fresh = sorted(
+                    (i for i in now.values() if i.id not in pending), key=lambda i: (i.created, i.id)
+                )
                 if fresh or first:  # at first: what was queued before this process started too
                     channels = await self.store.channels()
                     await self._queue(fresh, await self.store.people(), channels)
                     await self._serve(await self.store.queued_channels(), channels)
                 if self.escalate_after is not None:
-                    await self._escalate(pending, time.time() - self.escalate_after)
+                    await self._escalate(list(now.values()), time.time() - self.escalate_after)
                 if self.remind_every is not None:
-                    await self._remind(pending, time.time())
+                    await self._remind(list(now.values()), time.time())
                 if ended:  # at first too: what ended while no process served
                     await self._tell_ended()
-                queued, pause, first = {item.id for item in pending}, 0.1, False
+                pending, pause, first = now, 0.1, False
                 if anyio.current_time() >= pruned + PRUNE_EVERY:
                     await self.store.prune_notices(time.time() - KEEP_SENT)
                     pruned = anyio.current_time()
@@ -351,8 +366,7 @@ class FleetNotifier:
                 logger.warning("notifications: cannot read the store (%s); again in %.1f s", exc, pause)
                 await anyio.sleep(pause)
                 pause = min(pause * 2, RETRY_MOST)
-                continue
-            seen = await self.store.wait_change(seen)
+                seen = -1  # what changed meanwhile is read with every pending item
 
     async def _queue(
         self,

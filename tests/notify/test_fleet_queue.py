@@ -1,10 +1,12 @@
 """The fleet's notifications in one process, on asyncio and trio: a person's own Apprise channel
 kept in the store gets its messages paced and summed up as a host's channel does, server text
 escaped, and each notice once per channel however many notifiers serve the store; reminders while
-an item waits, then ``item.answered``; a host's timeout told as ``item.expired``."""
+an item waits, then ``item.answered``; a host's timeout told as ``item.expired``; after each change
+only the items it named are read, and nothing added during the first read is missed."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +14,21 @@ import anyio
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from host_receiver.store import SqlStore, open_store
+from host_receiver.store import InboxItem, SqlStore, open_store
 from host_receiver.web._fleet import StoreInbox
 from host_receiver.web._fleet_notify import FleetNotifier
+from tests.fleet.reads import named_store_url, reading
 from tests.notify.conftest import SECRET, HttpReceiver
 from tests.web.conftest import form_view
 
 pytestmark = pytest.mark.anyio
 
 INBOX = "http://inbox.test:8080"
+
+
+@pytest.fixture(params=["memory", "postgresql"])
+def shared_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    return named_store_url(request, monkeypatch, request.param)
 
 
 async def add(store: SqlStore, server: str = "notes", routed_to: tuple[str, ...] = ("ops",)) -> str:
@@ -127,3 +135,51 @@ async def test_a_hosts_timeout_is_told_as_expired_once_to_whoever_was_told_it_wa
     expired = got[1][1]
     assert expired["type"] == "item.expired" and expired["data"]["id"] == item
     assert expired["data"]["summary"] == "notes sent a form to fill in; it expired: nobody answered in time"
+
+
+async def test_a_change_to_one_of_a_thousand_pending_items_reads_that_item_only(shared_url: str) -> None:
+    async with (
+        open_store(shared_url) as store,
+        open_store(shared_url) if shared_url != "memory" else nullcontext(store) as host,
+    ):
+        items = [await add(host) for _ in range(1000)]
+        reads = reading(store)
+        with anyio.fail_after(30):
+            async with FleetNotifier(store, [], environ={}, poll=0.1).running(INBOX):
+                await reads.until(lambda ids: len(ids) >= 1000)  # its first read: every pending item
+                probe = await add(host)  # PostgreSQL: read once the notifier listens (by name, or all)
+                await reads.until(lambda ids: probe in ids)
+                await anyio.sleep(0.2)
+                reads.ids.clear()
+                added = await add(host)
+                await host.answer(items[500], {"action": "decline"}, by="ann", address=None)
+                await reads.until(lambda ids: len(ids) >= 2)
+                await anyio.sleep(0.2)  # a few of its reads, were there any
+        assert sorted(reads.ids) == sorted([added, items[500]])
+
+
+async def test_an_item_added_during_the_first_read_of_the_pending_ones_is_notified(
+    shared_url: str, http_receiver: HttpReceiver
+) -> None:
+    environ = {"HOST_RECEIVER_WEBHOOK_SECRET": SECRET}
+    async with (
+        open_store(shared_url) as store,
+        open_store(shared_url) if shared_url != "memory" else nullcontext(store) as host,
+    ):
+        before = await add(host)
+        real, during = store.pending_items, list[str]()
+
+        async def pending_items(*args: Any) -> list[InboxItem]:
+            found = await real(*args)
+            if not during:  # the first read: an item is added just after its query
+                during.append(await add(host))
+            return found
+
+        setattr(store, "pending_items", pending_items)  # noqa: B010 (an instance's method, replaced)
+        notifier = FleetNotifier(store, [f"webhook+{http_receiver.url}"], environ=environ, poll=0.1)
+        async with notifier.running(INBOX):
+            with anyio.fail_after(10):
+                await http_receiver.wait_for(2)
+    assert sorted(key for key, _ in delivered(http_receiver)) == sorted(
+        f"{item}.item.waiting" for item in (before, *during)
+    )
