@@ -107,6 +107,8 @@ class AnthropicProvider(SdkBackend):
         )
         #: The API version sent: the entry's, else the SDK's own.
         self.api_version = str(self._client.default_headers["anthropic-version"])
+        # The client joins a relative path to its base URL on every call; this is the same URL, once.
+        self._url = str(self._client.base_url).rstrip("/") + _PATH
         self._site = self._call_site(anthropic, anthropic.AnthropicError)
 
     async def aclose(self) -> None:
@@ -145,7 +147,7 @@ class AnthropicProvider(SdkBackend):
 
     async def _plain(self, body: dict[str, Any], call: Call) -> MessageReply:
         response = await self._client.post(
-            _PATH, body=body, cast_to=httpx2.Response, options={"headers": call.headers}
+            self._url, body=body, cast_to=httpx2.Response, options={"headers": call.headers}
         )
         return message_reply(orjson.loads(response.content))
 
@@ -153,7 +155,7 @@ class AnthropicProvider(SdkBackend):
         fold = MessageFold()
         pieces = 0
         response = await self._client.post(
-            _PATH,
+            self._url,
             body={**body, "stream": True},
             cast_to=httpx2.Response,
             options={"headers": call.headers},

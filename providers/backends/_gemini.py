@@ -60,6 +60,8 @@ from ._client import (
 )
 from ._gemini_wire import (
     WRONG_SHAPE,
+    CallOptions,
+    Contents,
     GeminiReply,
     build_config,
     build_contents,
@@ -142,7 +144,7 @@ class GeminiProvider(SdkBackend):
         log.debug("sampling %s via %s", model.id, self)
 
         def tagged(call: Call, **update: object) -> types.GenerateContentConfig:
-            options = types.HttpOptions(headers=call.headers)
+            options = CallOptions(headers=call.headers)
             return config.model_copy(update={"http_options": options, **update})
 
         if self.stream and progress is not None:
@@ -178,7 +180,7 @@ class GeminiProvider(SdkBackend):
     # --- calls -------------------------------------------------------------
 
     async def _plain(
-        self, model: str, contents: list[dict[str, Any]], config: types.GenerateContentConfig
+        self, model: str, contents: Contents, config: types.GenerateContentConfig
     ) -> GeminiReply:
         answer = await self._client.aio.models.generate_content(model=model, contents=contents, config=config)
         body = answer.sdk_http_response.body if answer.sdk_http_response else None
@@ -189,7 +191,7 @@ class GeminiProvider(SdkBackend):
     async def _streamed(
         self,
         model: str,
-        contents: list[dict[str, Any]],
+        contents: Contents,
         config: types.GenerateContentConfig,
         progress: ProgressSink,
     ) -> GeminiReply:
