@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
@@ -111,9 +111,12 @@ class SamplingPlan:
 
     def _traced(self) -> AbstractContextManager[ChatCall]:
         """The call's GenAI span: the provider's convention name and endpoint, the request's settings."""
+        telemetry = current()
+        if not telemetry.recording:  # the span's attributes are not even made
+            return nullcontext(ChatCall(None))
         provider = self.provider
         address = urlsplit(getattr(provider, "base_url", None) or "")
-        return current().chat(
+        return telemetry.chat(
             vendor=getattr(provider, "vendor", None),
             model=self.model.id,
             request=self.params,

@@ -251,4 +251,4 @@ def _decided(decision: Approve | Send | Refuse) -> str:
         edits: tuple[object, ...] = (decision.result,)
     else:
         edits = (decision.messages, decision.system_prompt, decision.model, decision.max_tokens)
-    return "edited" if any(edit is not None for edit in edits) else "approved"
+    return "approved" if edits.count(None) == len(edits) else "edited"

@@ -11,10 +11,10 @@ outcome, never the content; nothing when a policy decides alone).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from host_receiver.telemetry._core import _api, _Core, _Span
+from host_receiver.telemetry._core import _CURRENT, _api, _Core, _Span
 from host_receiver.telemetry._mcp import _SERVING, ServerCall
 
 
@@ -25,6 +25,26 @@ class Person(_Span):
 
     def chose(self, outcome: str) -> None:
         self.outcome = outcome
+
+
+class _Unrecorded(Person):
+    """A wait nothing records, as its own context manager: ``chose`` keeps nothing, so one
+    instance serves every such wait."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def chose(self, outcome: str) -> None:
+        """Nothing records the outcome."""
+
+    def __enter__(self) -> Person:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNRECORDED = _Unrecorded()
 
 
 class TaskTrace:
@@ -39,8 +59,19 @@ class TaskTrace:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """The task's work as one span (linked to its creating request), current while it runs."""
+        """The task's work as one span (linked to its creating request), current while it runs.
+
+        When nothing records, only the telemetry is made current: no span, attributes
+        or link is built (the three nested context managers cost a task 5 to 10 µs).
+        """
         telemetry = self.telemetry
+        if not telemetry.recording:
+            mine = _CURRENT.set(telemetry)
+            try:
+                yield
+            finally:
+                _CURRENT.reset(mine)
+            return
         attributes = {"mcp.method.name": self._method, "host_receiver.task.id": self._task_id}
         link = self._link.context() if isinstance(self._link, ServerCall) else self._link
         with telemetry._span(f"task {self._method}", "INTERNAL", attributes, link=link) as span:
@@ -96,15 +127,18 @@ class _Work(_Core):
             for (method, status), n in self._finished.copy().items()
         ]
 
-    @contextmanager
-    def person(self, step: str, asked: bool) -> Iterator[Person]:
+    def person(self, step: str, asked: bool) -> AbstractContextManager[Person]:
         """The wait for a person at ``step`` (approval, review, form, url_consent); set the outcome.
 
-        When no person is ``asked`` (a policy decides), nothing is recorded.
+        When no person is ``asked`` (a policy decides), or nothing records, nothing is
+        recorded (and nothing is built: one shared :class:`_Unrecorded` serves).
         """
         if not (asked and self.recording):
-            yield Person(None)
-            return
+            return _UNRECORDED
+        return self._person(step)
+
+    @contextmanager
+    def _person(self, step: str) -> Iterator[Person]:
         attributes = {"host_receiver.person.step": step}
         with self._recorded(
             self._start(f"person {step}", "INTERNAL", attributes, None, None), Person
