@@ -375,7 +375,7 @@ class _Connection:
                 if chunk:
                     await self._write(line.data(chunk), timeout)
             await self._write(line.end(), timeout)
-        except wire.LocalError as exc:
+        except wire._LocalError as exc:
             raise httpx.LocalProtocolError(str(exc), request=request) from exc
         except TimeoutError:
             raise httpx.WriteTimeout("sending the request timed out", request=request) from None
@@ -392,7 +392,7 @@ class _Connection:
         """The next event from the bytes received, or None when more are needed."""
         try:
             return self.wire.next_event()
-        except wire.RemoteError as exc:
+        except wire._RemoteError as exc:
             raise httpx.RemoteProtocolError(str(exc), request=request) from exc
 
     async def next_event(self, request: httpx.Request, timeout: float | None) -> wire.Event:
@@ -406,7 +406,7 @@ class _Connection:
                 raise httpx.ReadError(_describe(exc), request=request) from exc
             try:
                 line.receive(data)
-            except wire.RemoteError as exc:
+            except wire._RemoteError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from exc
         return event
 

@@ -1,5 +1,8 @@
 """HTTP/1.1 on one connection, one exchange at a time: the pool's requests written, its responses parsed.
 
+(About 460 lines, one idea: two parsers behind one interface, held to the
+same bounds; apart, each bound would be written twice in two places.)
+
 Two implementations of one small interface (:class:`Wire`), both held to the
 same tests (tests/_net/test_wire.py):
 
@@ -30,11 +33,12 @@ Rules (both):
 * A request's headers are validated as h11 does (names are tokens; values
   hold no NUL, CR, LF or surrounding whitespace; a ``Host``; one
   ``Content-Length``; ``Transfer-Encoding: chunked`` only): a bad one is a
-  :class:`LocalError` and nothing is written. Its body is framed by its
+  :class:`_LocalError` and nothing is written. Its body is framed by its
   headers: chunked, or exactly ``Content-Length`` bytes.
 
-Errors are :class:`LocalError` (the request) and :class:`RemoteError` (the
-response), with h11's words where h11 has them.
+Errors are :class:`_LocalError` (the request) and :class:`_RemoteError` (the
+response), with h11's words where h11 has them; the pool raises them as
+httpx's ``LocalProtocolError`` and ``RemoteProtocolError``.
 
 Fixed caps (docs/limits.md): ``MAX_HEAD``.
 """
@@ -55,8 +59,6 @@ __all__ = [
     "H11Wire",
     "Head",
     "LlhttpWire",
-    "LocalError",
-    "RemoteError",
     "Wire",
     "new_wire",
 ]
@@ -67,11 +69,11 @@ MAX_HEAD = 16 * 1024
 Header = tuple[bytes, bytes]
 
 
-class LocalError(Exception):
+class _LocalError(Exception):
     """The request cannot be written as given."""
 
 
-class RemoteError(Exception):
+class _RemoteError(Exception):
     """The server's bytes are not an HTTP/1.1 response, or it closed too early."""
 
 
@@ -106,13 +108,13 @@ class Wire(Protocol):
     """One connection's HTTP/1.1, one request and its response at a time."""
 
     def request(self, method: bytes, target: bytes, headers: list[Header]) -> bytes:
-        """The request head's bytes (validated); raises :class:`LocalError`."""
+        """The request head's bytes (validated); raises :class:`_LocalError`."""
 
     def data(self, chunk: bytes) -> bytes:
         """A non-empty piece of the request body, framed."""
 
     def end(self) -> bytes:
-        """The end of the request body, framed; :class:`LocalError` when it is short."""
+        """The end of the request body, framed; :class:`_LocalError` when it is short."""
 
     def receive(self, data: bytes) -> None:
         """Bytes from the server; ``b""`` when it closed."""
@@ -142,23 +144,23 @@ class H11Wire:
         try:
             return self._h11.send(h11.Request(method=method, target=target, headers=headers)) or b""
         except h11.LocalProtocolError as exc:
-            raise LocalError(str(exc)) from exc
+            raise _LocalError(str(exc)) from exc
 
     def data(self, chunk: bytes) -> bytes:
         try:
             return self._h11.send(h11.Data(data=chunk)) or b""
         except h11.LocalProtocolError as exc:
-            raise LocalError(str(exc)) from exc
+            raise _LocalError(str(exc)) from exc
 
     def end(self) -> bytes:
         try:
             return self._h11.send(h11.EndOfMessage()) or b""
         except h11.LocalProtocolError as exc:
-            raise LocalError(str(exc)) from exc
+            raise _LocalError(str(exc)) from exc
 
     def receive(self, data: bytes) -> None:
         if not data and self._h11.their_state is h11.SEND_RESPONSE:
-            raise RemoteError(_DISCONNECTED)
+            raise _RemoteError(_DISCONNECTED)
         self._h11.receive_data(data)
 
     def next_event(self) -> Event | None:
@@ -166,7 +168,9 @@ class H11Wire:
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise RemoteError(str(exc)) from exc
+                if "_SWITCH_UPGRADE" in str(exc):  # a 101 for a switch the client did not propose
+                    raise _RemoteError("the server switched protocols") from exc
+                raise _RemoteError(str(exc)) from exc
             if isinstance(event, h11.Data):
                 return bytes(event.data)
             if isinstance(event, h11.Response):
@@ -176,10 +180,10 @@ class H11Wire:
             if isinstance(event, h11.InformationalResponse):  # 100 Continue and the like
                 continue
             if event is h11.PAUSED:  # the server switched protocols, which nobody asked it to
-                raise RemoteError("the server switched protocols")
+                raise _RemoteError("the server switched protocols")
             if event is h11.NEED_DATA:
                 return None
-            raise RemoteError(f"unexpected {type(event).__name__}")  # ConnectionClosed
+            raise _RemoteError(f"unexpected {type(event).__name__}")  # ConnectionClosed
 
     def reusable(self) -> bool:
         connection = self._h11
@@ -214,38 +218,38 @@ class _Writer:
 
     def request(self, method: bytes, target: bytes, headers: list[Header]) -> bytes:
         if not _TOKEN.fullmatch(method):
-            raise LocalError(f"Illegal method characters: {method!r}")
+            raise _LocalError(f"Illegal method characters: {method!r}")
         if not _TARGET.fullmatch(target):
-            raise LocalError(f"Illegal target characters: {target!r}")
+            raise _LocalError(f"Illegal target characters: {target!r}")
         lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
         length: bytes | None = None
         chunked = host = False
         for name, value in headers:
             if not _TOKEN.fullmatch(name):
-                raise LocalError(f"Illegal header name {name!r}")
+                raise _LocalError(f"Illegal header name {name!r}")
             if not _FIELD_VALUE.fullmatch(value):
-                raise LocalError(f"Illegal header value {value!r}")
+                raise _LocalError(f"Illegal header value {value!r}")
             lowered = name.lower()
             if lowered == b"host":
                 host = True
             elif lowered == b"content-length":
                 lengths = {part.strip() for part in value.split(b",")}
                 if len(lengths) != 1 or (length is not None and lengths != {length}):
-                    raise LocalError("conflicting Content-Length headers")
+                    raise _LocalError("conflicting Content-Length headers")
                 length = lengths.pop()
                 if not _CONTENT_LENGTH.fullmatch(length):
-                    raise LocalError("bad Content-Length")
+                    raise _LocalError("bad Content-Length")
                 value = length
             elif lowered == b"transfer-encoding":
                 if chunked:
-                    raise LocalError("multiple Transfer-Encoding headers")
+                    raise _LocalError("multiple Transfer-Encoding headers")
                 value = value.lower()
                 if value != b"chunked":
-                    raise LocalError("Only Transfer-Encoding: chunked is supported")
+                    raise _LocalError("Only Transfer-Encoding: chunked is supported")
                 chunked = True
             lines.append(b"%s: %s\r\n" % (name, value))
         if not host:
-            raise LocalError("Missing mandatory Host: header")
+            raise _LocalError("Missing mandatory Host: header")
         lines.append(b"\r\n")
         self._chunked = chunked
         self._left = int(length) if length is not None and not chunked else 0
@@ -255,7 +259,7 @@ class _Writer:
         if self._chunked:
             return b"%x\r\n%s\r\n" % (len(chunk), chunk)
         if len(chunk) > self._left:
-            raise LocalError("Too much data for declared Content-Length")
+            raise _LocalError("Too much data for declared Content-Length")
         self._left -= len(chunk)
         return chunk
 
@@ -263,7 +267,7 @@ class _Writer:
         if self._chunked:
             return b"0\r\n\r\n"
         if self._left:
-            raise LocalError("Too little data for declared Content-Length")
+            raise _LocalError("Too little data for declared Content-Length")
         return b""
 
 
@@ -332,26 +336,26 @@ class LlhttpWire:
         try:
             self._parser.feed_data(data)
         except _httptools.HttpParserUpgrade:
-            raise RemoteError("the server switched protocols") from None
+            raise _RemoteError("the server switched protocols") from None
         except _httptools.HttpParserCallbackError as exc:
             if not isinstance(exc.__context__, _Stop):
-                raise RemoteError(str(exc)) from exc
+                raise _RemoteError(str(exc)) from exc
         except _httptools.HttpParserError as exc:
             if not self._ended:
-                raise RemoteError(_describe(exc)) from exc
+                raise _RemoteError(_describe(exc)) from exc
             self._unread = True  # garbage after a complete response
         if self._head_bytes > MAX_HEAD:
-            raise RemoteError("Receive buffer too long")
+            raise _RemoteError("Receive buffer too long")
 
     def _eof(self) -> None:
         if self._head_bytes >= 0:
-            raise RemoteError(_DISCONNECTED)
+            raise _RemoteError(_DISCONNECTED)
         if self._chunked:
-            raise RemoteError(
+            raise _RemoteError(
                 "peer closed connection without sending complete message body: incomplete chunked read"
             )
         if self._body_left is not None:
-            raise RemoteError(
+            raise _RemoteError(
                 "peer closed connection without sending complete message body: "
                 f"received {self._received()} bytes, expected {self._expected()}"
             )
