@@ -30,6 +30,14 @@ Rules (both):
   response. After a ``HEAD``, the llhttp wire does not reuse the connection
   (llhttp cannot be told that such a response has no body, so it is stopped
   at the head and what followed is unknown).
+* Both refuse what is not HTTP/1.1, a ``Transfer-Encoding`` other than
+  ``chunked``, a ``Content-Length`` that is not a number, two different ones,
+  a bad chunk. llhttp is stricter than h11 on a few things h11 lets through
+  (obsolete line folding, a control character in a header value, the same
+  ``Content-Length`` twice or as a list, ``Transfer-Encoding`` with
+  ``Content-Length``):
+  those are errors on the llhttp wire. A bare LF as a line's end is read by
+  both.
 * A request's headers are validated as h11 does (names are tokens; values
   hold no NUL, CR, LF or surrounding whitespace; a ``Host``; one
   ``Content-Length``; ``Transfer-Encoding: chunked`` only): a bad one is a
@@ -338,6 +346,8 @@ class LlhttpWire:
         except _httptools.HttpParserUpgrade:
             raise _RemoteError("the server switched protocols") from None
         except _httptools.HttpParserCallbackError as exc:
+            if isinstance(exc.__context__, _RemoteError):
+                raise exc.__context__ from None
             if not isinstance(exc.__context__, _Stop):
                 raise _RemoteError(str(exc)) from exc
         except _httptools.HttpParserError as exc:
@@ -407,6 +417,8 @@ class LlhttpWire:
         for name, value in self._headers:
             lowered = name.lower()
             if lowered == b"transfer-encoding":
+                if value.strip().lower() != b"chunked":  # as h11: nothing else can be read
+                    raise _RemoteError("Only Transfer-Encoding: chunked is supported")
                 self._chunked = framed = True
             elif lowered == b"content-length" and not self._chunked:
                 self._body_left = int(value.split(b",")[0].strip())
@@ -450,7 +462,10 @@ else:
 def _new_parser(wire: LlhttpWire) -> _httptools.HttpResponseParser:
     if not HAVE_LLHTTP:
         raise RuntimeError("httptools is not installed (host-receiver[speed])")
-    return _httptools.HttpResponseParser(wire)
+    parser = _httptools.HttpResponseParser(wire)
+    # h11 takes a bare LF as a line's end; so does this wire, for the servers that send one.
+    parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
+    return parser
 
 
 def _default() -> Callable[[], Wire]:

@@ -294,3 +294,20 @@ async def test_a_body_other_than_its_content_length_is_refused(parser: str) -> N
             with pytest.raises(httpx.LocalProtocolError, match=words):
                 await http.post(server.url, content=pieces(), headers={"Content-Length": length})
         assert (await http.get(server.url)).content == b"1"
+
+
+async def test_a_transfer_coding_other_than_chunked_is_refused_at_the_head(parser: str) -> None:
+    gzip = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b"
+    async with scripted(gzip, CLOSE, ok(b"next")) as server, client() as http:
+        with pytest.raises(httpx.RemoteProtocolError, match="Only Transfer-Encoding: chunked is supported"):
+            await http.get(server.url)
+        assert (await http.get(server.url)).content == b"next"
+
+
+async def test_lines_ended_by_a_bare_lf_are_read(parser: str) -> None:
+    sloppy = b"HTTP/1.1 200 OK\nContent-Type: text/plain\nContent-Length: 5\n\nsloppy"[:-1]
+    async with scripted(sloppy, ok(b"next")) as server, client() as http:
+        first = await http.get(server.url)
+        second = await http.get(server.url)
+    assert (first.content, first.headers["content-type"], second.content) == (b"slopp", "text/plain", b"next")
+    assert server.connections == 1
