@@ -8,6 +8,7 @@ next scripted reply, so a test says exactly which bytes the pool gets.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ import anyio
 import anyio.abc
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host_receiver._net import wire
 from host_receiver._net.pool import LeanTransport
@@ -311,3 +314,68 @@ async def test_lines_ended_by_a_bare_lf_are_read(parser: str) -> None:
         second = await http.get(server.url)
     assert (first.content, first.headers["content-type"], second.content) == (b"slopp", "text/plain", b"next")
     assert server.connections == 1
+
+
+def _read_all(made: Callable[[], wire.Wire], method: bytes, data: bytes, cuts: list[int]) -> list[object]:
+    """What a wire makes of ``data`` received in pieces cut at ``cuts``, then a close."""
+    line = made()
+    line.request(method, b"/", [(b"Host", b"x")])
+    line.end()
+    seen: list[object] = []
+    bounds = [0, *sorted(set(cuts)), len(data)]
+    pieces = [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    try:
+        for piece in [*pieces, b""]:
+            line.receive(piece)
+            while (event := line.next_event()) is not None:
+                if isinstance(event, wire.Head):
+                    seen.append((event.status_code, event.reason, event.http_version, event.headers))
+                elif event is wire.END:
+                    return [b"".join(e for e in seen if isinstance(e, bytes)), *seen[:1], "end"]
+                else:
+                    seen.append(event)
+    except Exception as exc:  # the outcome compared is "an error", whichever
+        return ["error", type(exc).__name__]
+    return ["no end"]
+
+
+_names = st.sampled_from([b"X-A", b"x-b", b"Content-Type", b"Mcp-Session-Id", b"Set-Cookie"])
+_values = st.binary(min_size=1, max_size=30).filter(
+    lambda v: v.strip(b" \t") == v and all(0x21 <= c <= 0x7E or c in b" \t" for c in v)
+)
+
+
+@given(
+    status=st.sampled_from([200, 201, 202, 204, 304, 400, 404, 500]),
+    headers=st.lists(st.tuples(_names, _values), max_size=6),
+    body=st.binary(max_size=200),
+    chunked=st.booleans(),
+    interim=st.booleans(),
+    cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_both_wires_read_any_well_formed_response_alike(
+    status: int,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    chunked: bool,
+    interim: bool,
+    cuts: list[int],
+) -> None:
+    if not wire.HAVE_LLHTTP:
+        pytest.skip("httptools is not installed (host-receiver[speed])")
+    lines = b"".join(b"%s: %s\r\n" % header for header in headers)
+    if status in (204, 304):
+        framed = b""
+    elif chunked:
+        halves = [body[: len(body) // 2], body[len(body) // 2 :]]
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(h), h) for h in halves if h) + b"0\r\n\r\n"
+        lines += b"Transfer-Encoding: chunked\r\n"
+    else:
+        framed = body
+        lines += b"Content-Length: %d\r\n" % len(body)
+    first = b"HTTP/1.1 100 Continue\r\n\r\n" if interim else b""
+    data = first + b"HTTP/1.1 %d Some Reason\r\n%s\r\n%s" % (status, lines, framed)
+    h11_read = _read_all(wire.H11Wire, b"GET", data, cuts)
+    assert _read_all(wire.LlhttpWire, b"GET", data, cuts) == h11_read
+    assert h11_read[-1] == "end"
