@@ -1,6 +1,6 @@
 """The Streamable HTTP client's own CPU per post: a request with its JSON answer, a notification's 202.
 
-``python -m benchmarks.http_client_cpu [--posts N] [--rounds R]``
+``python -m benchmarks.http_client_cpu [--posts N] [--rounds R] [--parser h11|llhttp]``
 
 The wall time of the HTTP scenarios is mostly the other processes' on a
 shared machine; this measures the one process a change to the client path
@@ -12,7 +12,9 @@ sequential pings (each a POST answered with JSON) and as many
 notifications (each a POST answered with an empty 202), and prints the
 median of ``--rounds`` rounds of each, in µs of CPU per post. Point
 ``PYTHONPATH`` at a checkout to measure its code; alternate two checkouts to
-compare them.
+compare them. ``--parser`` picks the lean pool's HTTP/1.1 wire
+(:mod:`host_receiver._net.wire`): llhttp (httptools, the default when it is
+installed) or h11.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 
 import anyio
 
+from host_receiver._net import wire
 from host_receiver.protocol.jsonrpc import Notification, Request
 from host_receiver.transports.base import MessageStream
 from host_receiver.transports.http import HttpTransport
@@ -106,7 +109,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http_client_cpu", description=__doc__)
     parser.add_argument("--posts", type=int, default=1000, help="posts of each kind per round (1000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, after one warm-up (3)")
+    parser.add_argument(
+        "--parser",
+        choices=["h11", "llhttp"],
+        help="the lean pool's wire (the default: llhttp when httptools is installed, else h11)",
+    )
     args = parser.parse_args(argv)
+    if args.parser:
+        wire.new_wire = wire.H11Wire if args.parser == "h11" else wire.LlhttpWire
     with subprocess.Popen(
         [sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as server:
@@ -116,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ping, note = anyio.run(measure, url, args.posts, args.rounds)
         finally:
             server.stdin.close()
+    print(f"wire: {wire.new_wire.__name__}")
     print(f"ping (JSON answer): {ping:.0f} µs CPU per post; notification (202): {note:.0f} µs")
 
 

@@ -33,7 +33,9 @@ Rules:
 * At most ``max_connections`` are open; a request waits at most the ``pool``
   timeout for one (:class:`httpx.PoolTimeout`), closing an idle connection to
   another origin when that makes room.
-* The protocol is h11 over anyio sockets (asyncio and trio). An IP address is
+* The protocol is HTTP/1.1 over anyio sockets (asyncio and trio), written and
+  parsed by :mod:`host_receiver._net.wire` (llhttp when httptools is
+  installed, h11 otherwise). An IP address is
   connected to with a socket of our own (:mod:`host_receiver._net.socket_stream`):
   a request is written, and a response read, without yielding to the event
   loop when the socket is ready, so a burst of requests goes out as it is
@@ -76,9 +78,9 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
-import h11
 import httpx
 
+from host_receiver._net import wire
 from host_receiver._net.socket_stream import PlainSocketStream, socket_ready
 from host_receiver._net.tls import TlsStream
 from host_receiver.sanitize import safe_logger, safe_url
@@ -288,13 +290,13 @@ _Stream = anyio.abc.SocketStream | TlsStream
 
 
 class _Connection:
-    """One socket and its h11 state; serves one request at a time."""
+    """One socket and its HTTP/1.1 state (:mod:`.wire`); serves one request at a time."""
 
     def __init__(self, pool: LeanTransport, origin: _Origin, stream: _Stream) -> None:
         self.pool = pool
         self.origin = origin
         self.stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.wire = wire.new_wire()
         self.idle_since = 0.0
         self.closed = False
 
@@ -338,83 +340,63 @@ class _Connection:
     async def exchange(self, request: httpx.Request, timeouts: dict[str, float | None]) -> httpx.Response:
         """Send ``request`` and read the response head; the body streams (``_Body``).
 
-        A response that h11 finds complete with its head (an empty 202, a 204) gives the
-        connection back at once, before its caller reads the (empty) body.
+        A response complete with its head (an empty 202, a 204) gives the connection
+        back at once, before its caller reads the (empty) body.
         """
         try:
             await self._send(request, timeouts.get("write"))
             head = await self._receive_head(request, timeouts.get("read"))
             first = self._next_now(request)
-            if isinstance(first, h11.EndOfMessage):
+            if first is wire.END:
                 await self.finish()
         except BaseException:
             await self.close()
             raise
-        ended = isinstance(first, h11.EndOfMessage)
+        ended = first is wire.END
         return httpx.Response(
             head.status_code,
-            headers=head.headers.raw_items(),
+            headers=head.headers,
             stream=_NO_BODY if ended else _Body(self, request, timeouts.get("read"), first),
             extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
         )
 
     async def _send(self, request: httpx.Request, timeout: float | None) -> None:
+        line = self.wire
         try:
-            head = self.h11.send(
-                h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
-            )
-        except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc), request=request) from exc
-        try:
+            head = line.request(request.method.encode("ascii"), request.url.raw_path, request.headers.raw)
             if isinstance(request.stream, httpx.ByteStream):
                 body = b"".join(request.stream)  # a redirect's request has its stream, not its content
-                data = self._frame(h11.Data(data=body), request) if body else b""
-                await self._write(b"".join((head or b"", data, self._end(request))), timeout)
+                await self._write(b"".join((head, line.data(body) if body else b"", line.end())), timeout)
                 return
             if not isinstance(request.stream, httpx.AsyncByteStream):
                 raise RuntimeError("a synchronous request body cannot be sent by an async transport")
-            await self._write(head or b"", timeout)
+            await self._write(head, timeout)
             async for chunk in request.stream:
                 if chunk:
-                    await self._write(self._frame(h11.Data(data=chunk), request), timeout)
-            await self._write(self._end(request), timeout)
+                    await self._write(line.data(chunk), timeout)
+            await self._write(line.end(), timeout)
+        except wire._LocalError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
         except TimeoutError:
             raise httpx.WriteTimeout("sending the request timed out", request=request) from None
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx.WriteError(_describe(exc), request=request) from exc
 
-    def _frame(self, event: h11.Data, request: httpx.Request) -> bytes:
-        try:
-            return self.h11.send(event) or b""
-        except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+    async def _receive_head(self, request: httpx.Request, timeout: float | None) -> wire.Head:
+        event = await self.next_event(request, timeout)
+        if not isinstance(event, wire.Head):
+            raise httpx.RemoteProtocolError(f"unexpected {event!r}", request=request)
+        return event
 
-    def _end(self, request: httpx.Request) -> bytes:
+    def _next_now(self, request: httpx.Request) -> wire.Event | None:
+        """The next event from the bytes received, or None when more are needed."""
         try:
-            return self.h11.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc), request=request) from exc
-
-    async def _receive_head(self, request: httpx.Request, timeout: float | None) -> h11.Response:
-        while True:
-            event = await self.next_event(request, timeout)
-            if isinstance(event, h11.Response):
-                return event
-            if not isinstance(event, h11.InformationalResponse):  # 100 Continue and the like
-                raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__}", request=request)
-
-    def _next_now(self, request: httpx.Request) -> h11.Event | None:
-        """The next event h11 can give from the bytes it has, or None when it needs more."""
-        try:
-            event = self.h11.next_event()
-        except h11.RemoteProtocolError as exc:
+            return self.wire.next_event()
+        except wire._RemoteError as exc:
             raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-        if event is h11.PAUSED:  # the server switched protocols, which nobody asked it to
-            raise httpx.RemoteProtocolError("the server switched protocols", request=request)
-        return event if isinstance(event, h11.Event) else None
 
-    async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
-        connection = self.h11
+    async def next_event(self, request: httpx.Request, timeout: float | None) -> wire.Event:
+        line = self.wire
         while (event := self._next_now(request)) is None:
             try:
                 data = await self._read(timeout)
@@ -422,18 +404,16 @@ class _Connection:
                 raise httpx.ReadTimeout("waiting for response data timed out", request=request) from None
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 raise httpx.ReadError(_describe(exc), request=request) from exc
-            if not data and connection.their_state is h11.SEND_RESPONSE:
-                raise httpx.RemoteProtocolError(
-                    "Server disconnected without sending a response.", request=request
-                )
-            connection.receive_data(data)
+            try:
+                line.receive(data)
+            except wire._RemoteError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
         return event
 
     async def finish(self) -> None:
         """The response was read to the end: back to the pool if both sides allow it."""
-        unread, _ = self.h11.trailing_data  # bytes after the response: the server is confused
-        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE and not unread:
-            self.h11.start_next_cycle()
+        if self.wire.reusable():
+            self.wire.next_cycle()
             await self.pool._give_back(self)
         else:
             await self.close()
@@ -447,12 +427,16 @@ class _Body(httpx.AsyncByteStream):
     """The response body, read from the connection as the consumer asks for it."""
 
     def __init__(
-        self, connection: _Connection, request: httpx.Request, timeout: float | None, first: h11.Event | None
+        self,
+        connection: _Connection,
+        request: httpx.Request,
+        timeout: float | None,
+        first: wire.Event | None,
     ) -> None:
         self._connection = connection
         self._request = request
         self._timeout = timeout
-        self._first = first  # an event h11 gave with the head
+        self._first = first  # an event parsed with the head
         self._done = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -462,15 +446,13 @@ class _Body(httpx.AsyncByteStream):
                 event, self._first = self._first, None
                 if event is None:
                     event = await connection.next_event(self._request, self._timeout)
-                if isinstance(event, h11.Data):
-                    yield bytes(event.data)
-                elif isinstance(event, h11.EndOfMessage):
+                if isinstance(event, bytes):
+                    yield event
+                elif event is wire.END:
                     self._done = True
                     await connection.finish()
                 else:
-                    raise httpx.RemoteProtocolError(
-                        f"unexpected {type(event).__name__}", request=self._request
-                    )
+                    raise httpx.RemoteProtocolError(f"unexpected {event!r}", request=self._request)
         except BaseException:
             # An error, a cancellation, or this iterator dropped unfinished. Only an unfinished
             # body closes the connection: httpx may iterate the stream again (the openai client

@@ -159,6 +159,7 @@ BASE = {
     "host_receiver._keyring",
     "host_receiver._net.socket_stream",
     "host_receiver._net.tls",
+    "host_receiver._net.wire",
     "host_receiver._moved",
     "host_receiver.errors",
     "host_receiver.sanitize",
