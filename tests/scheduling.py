@@ -1,15 +1,16 @@
 """How the test workers share the tests (pytest-xdist, ``--dist loadscope``, the default).
 
-A module whose tests share an expensive setup (a module-scoped fixture: a peer, the built wheel, a
-browser, the conformance runs; or a parse cached for the module) runs on one worker, so that it is
-set up once; so does every module of a slow directory (the interop suite, whose session peers each
-worker would otherwise start again). Every other test is a unit of its own, given to whichever
-worker is free: when a few large modules went whole to one worker each, the two workers ended 4 to
-5 s apart in the inner loop (docs/architecture.md, "How long the tests take").
+``loadscope`` gives each worker whole modules, the largest first, so that what a module's tests
+share is set up once: a module-scoped fixture (a peer, the built wheel, a browser, the conformance
+runs), and what each worker starts or imports at a module's first test (the PostgreSQL cluster,
+the vendor SDKs, Apprise). Its end was uneven: the last modules handed out decided which worker
+finished last, 2 to 4 s after the other in the inner loop.
 
-The controller sees only the tests' ids, not their fixtures, so the modules are named here
-(:data:`ONE_WORKER_MODULES`); each worker checks, once collected, that every test using a module-,
-class- or package-scoped fixture is in one of them (:func:`check_shared_setups`).
+The modules named in :data:`SPREAD_MODULES` are many small tests that share nothing costly: their
+tests go one by one, after every whole module, to whichever worker is free, and so even out the
+end (docs/architecture.md, "How long the tests take"). Each worker checks, once collected, that
+none of their tests uses a module-, class- or package-scoped fixture
+(:func:`check_spread_modules`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from collections.abc import Sequence
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-#: Modules (ids relative to the project's root) whose tests share one setup.
-ONE_WORKER_MODULES = frozenset(
+#: Modules (ids relative to the project's root) whose tests go one by one to either worker.
+SPREAD_MODULES = frozenset(
     {
-        "tests/client/remote_tasks/test_shared_tasks.py",  # the fastmcp peer
-        "tests/project/test_limits_table.py",  # the library's modules, parsed once
-        "tests/project/test_packaging.py",  # the built wheel
-        "tests/project/test_structure.py",  # the library's modules, parsed once
-        "tests/web/test_inbox_browser.py",  # chromium and the inbox it drives
+        "tests/transports/test_http.py",  # 435 tests, each with its own server on loopback
     }
 )
 _SHARED_SCOPES = frozenset({"module", "class", "package"})
@@ -36,20 +33,11 @@ def _module(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def shares_a_setup(nodeid: str, slow_directories: Sequence[str]) -> bool:
-    """Whether the test ``nodeid`` runs on the worker that runs the rest of its module."""
-    module = _module(nodeid)
-    parts = module.split("/")
-    return module in ONE_WORKER_MODULES or (
-        len(parts) > 2 and parts[0] == "tests" and parts[1] in slow_directories
-    )
-
-
-def check_shared_setups(items: Sequence[pytest.Item], slow_directories: Sequence[str]) -> None:
-    """A test with a module-, class- or package-scoped fixture in a module not kept on one worker
-    is an error that names the module (its fixture would be set up on both workers)."""
+def check_spread_modules(items: Sequence[pytest.Item]) -> None:
+    """A test of a spread module with a module-, class- or package-scoped fixture is an error that
+    names the module (its fixture would be set up on both workers)."""
     for item in items:
-        if not isinstance(item, pytest.Function) or shares_a_setup(item.nodeid, slow_directories):
+        if not isinstance(item, pytest.Function) or _module(item.nodeid) not in SPREAD_MODULES:
             continue
         shared = sorted(
             name
@@ -59,17 +47,13 @@ def check_shared_setups(items: Sequence[pytest.Item], slow_directories: Sequence
         if shared:
             raise pytest.UsageError(
                 f"{item.nodeid} uses the {', '.join(shared)} fixture(s) shared by its module: "
-                f"add {_module(item.nodeid)} to ONE_WORKER_MODULES in tests/scheduling.py"
+                f"take {_module(item.nodeid)} out of SPREAD_MODULES in tests/scheduling.py"
             )
 
 
-class SharedSetupScheduling(LoadScopeScheduling):
-    """``loadscope`` with a module as the unit only where its tests share a setup; each other test
-    is a unit of its own (the largest units, the shared modules, go first)."""
-
-    def __init__(self, config: pytest.Config, log: object, slow_directories: Sequence[str]) -> None:
-        super().__init__(config, log)
-        self._slow_directories = slow_directories
+class SpreadScheduling(LoadScopeScheduling):
+    """``loadscope``, with each test of a module of :data:`SPREAD_MODULES` a unit of its own (the
+    units are handed out largest first: these come last)."""
 
     def _split_scope(self, nodeid: str) -> str:
-        return _module(nodeid) if shares_a_setup(nodeid, self._slow_directories) else nodeid
+        return nodeid if _module(nodeid) in SPREAD_MODULES else super()._split_scope(nodeid)
