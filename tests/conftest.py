@@ -14,8 +14,10 @@ The suite runs on two processes (pytest-xdist: ``-n 2 --dist loadscope`` in
 pyproject.toml; ``-n 0`` runs it in this one). Each worker sets up a session
 fixture once (the HTTP peers, the test CA), and a module's tests all run on
 one worker, so that a module-scoped fixture (a peer started for one module,
-the built wheel, the conformance runs) is set up once. No test may rely on
-another having run, on its worker or before it.
+the built wheel, the conformance runs) is set up once; the tests of a few
+large modules that share nothing go one by one, at the end, to whichever
+worker is free (tests/scheduling.py). No test may rely on another having
+run, on its worker or before it.
 
 A TLS client context made from the default CA bundle gets its certificates
 from a hashed directory (:func:`ca_bundles_read_on_demand`): the same
@@ -53,6 +55,7 @@ import certifi
 import pytest
 
 from tests.postgres_cluster import NO_POSTGRES, PostgresCluster, postgres_binaries, running_cluster
+from tests.scheduling import SpreadScheduling, check_spread_modules
 
 # Before the project's modules and the test modules are imported (the module docstring).
 sys.dont_write_bytecode = False
@@ -69,6 +72,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = item.path.resolve()
         if path.is_relative_to(_TESTS) and path.relative_to(_TESTS).parts[0] in SLOW_DIRECTORIES:
             item.add_marker(pytest.mark.slow)
+    check_spread_modules(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> SpreadScheduling | None:
+    """``--dist loadscope`` (the default), with the tests of a few large modules handed out one by
+    one at the end (tests/scheduling.py); any other ``--dist`` is pytest-xdist's own."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    return SpreadScheduling(config, log)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -12,7 +12,6 @@ own providers.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from host_receiver.telemetry import Telemetry
+from tests.serving import ServerThread
 
 _KINDS = {1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 
@@ -98,15 +98,14 @@ class OtlpReceiver:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # A short poll interval makes shutdown() quick (the stdlib server polls for it every 0.5 s).
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-        self._thread.start()
+        self._serving = ServerThread(self._server)  # stopped at once, without a shutdown poll
+        self._serving.start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._server.shutdown()
+        self._serving.stop()
         self._server.server_close()
 
     @property

@@ -41,6 +41,8 @@ from urllib.parse import parse_qs, parse_qsl, unquote_plus, urlencode, urlsplit
 from joserfc import jws, jwt
 from joserfc.jwk import ECKey
 
+from tests.serving import ServerThread
+
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
@@ -140,16 +142,15 @@ class OAuthServer:
         self.port = self._http.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
-        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.02,), daemon=True)
+        self._serving = ServerThread(self._http)
 
     def __enter__(self) -> OAuthServer:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def __exit__(self, *exc: object | TracebackType) -> None:
-        self._http.shutdown()
+        self._serving.stop()
         self._http.server_close()
-        self._thread.join(5)
 
     # --- views for tests -------------------------------------------------------------------
 

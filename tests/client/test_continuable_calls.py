@@ -11,8 +11,6 @@ refuse the state; docs/fleet.md says so.)"""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -43,8 +41,8 @@ from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.store import ASKED_AGAIN, CallKeeping, ContinuableCall, open_store
 from providers import EchoProvider, ProviderRegistry
-from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
-from tests.fleet.processes import call_item, calls, in_store, inbox_serve, until_lease_ends
+from tests.cli_command import LIMIT_S, cli_env, run_cli
+from tests.fleet.processes import call_item, calls, in_store, inbox_serve, kill, start_cli, until_lease_ends
 from tests.interop import PY2_SERVER, http_server, peer_python
 from tests.postgres_cluster import PostgresCluster
 from tests.web.test_store_inbox import cut_off, let_in
@@ -86,22 +84,6 @@ def _waiting_call(url: str, proc: subprocess.Popen[str], *, not_owner: str | Non
     raise AssertionError("the call was never kept waiting in the store")
 
 
-def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=LIMIT_S)
-
-
 def _rows(url: str) -> str:
     """Every row of the calls and the leases, as the database holds them."""
 
@@ -139,7 +121,7 @@ def _answer(url: str, call: ContinuableCall, key: str, answer: dict[str, object]
 def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_one_process_at_a_time(
     env: dict[str, str], url: str, server_url: str
 ) -> None:
-    host = _start(
+    host = start_cli(
         env,
         "call",
         "rounds",
@@ -159,7 +141,7 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
     try:
         call = _waiting_call(url, host)
     finally:
-        _kill(host)  # kill -9 mid-wait: nothing is cleaned up
+        kill(host)  # kill -9 mid-wait: nothing is cleaned up
     assert (call.method, call.target, call.arguments, call.rounds_used) == (
         "tools/call",
         "rounds",
@@ -176,14 +158,16 @@ def test_a_killed_hosts_call_is_finished_by_calls_resume_with_the_inbox_answer_o
     assert listed.returncode == 0 and listed.stdout.startswith(f"{call.id}\t"), listed
 
     until_lease_ends(url, call.id)  # three periods after the kill: another process may take it
-    first = _start(env, "calls", "resume", call.id, "--store", url, "--lease", str(LEASE), "--elicit", "web")
+    first = start_cli(
+        env, "calls", "resume", call.id, "--store", url, "--lease", str(LEASE), "--elicit", "web"
+    )
     try:
         _waiting_call(url, first, not_owner=call.lease_owner)  # it asks its own inbox, and waits
         second = run_cli(env, "calls", "resume", call.id, "--store", url, "--elicit", "decline")
         assert second.returncode == 2 and second.stdout == ""
         assert f"call {call.id} is being continued by another process" in second.stderr
     finally:
-        _kill(first)
+        kill(first)
 
     _answer(url, call, "round1", {"action": "accept", "content": {"n": 7}})
     until_lease_ends(url, call.id)
@@ -202,7 +186,7 @@ def test_a_killed_hosts_round_item_stays_pending_past_the_sweep_and_its_inbox_an
     env: dict[str, str], url: str, server_url: str
 ) -> None:
     _, token = in_store(url, lambda store: store.add_person("ann", ["ops"]))
-    host = _start(
+    host = start_cli(
         env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
         "--url", server_url, "--for", "ops",
     )  # fmt: skip
@@ -210,7 +194,7 @@ def test_a_killed_hosts_round_item_stays_pending_past_the_sweep_and_its_inbox_an
         item = call_item(url, host)
         call = _waiting_call(url, host)
     finally:
-        _kill(host)  # kill -9 mid-wait
+        kill(host)  # kill -9 mid-wait
     assert (item.call_id, item.call_key, item.routed_to) == (call.id, "round1", ("ops",))
     until_lease_ends(url, call.id)
     left = in_store(url, lambda store: store.item(item.id))
@@ -234,17 +218,17 @@ def test_a_killed_hosts_round_item_stays_pending_past_the_sweep_and_its_inbox_an
 def test_a_resumed_call_asking_again_leaves_one_item_pending_for_its_round(
     env: dict[str, str], url: str, server_url: str
 ) -> None:
-    host = _start(
+    host = start_cli(
         env, "call", "rounds", "n=1", "--store", url, "--lease", str(LEASE), "--elicit", "web",
         "--url", server_url,
     )  # fmt: skip
     try:
         first = call_item(url, host)
     finally:
-        _kill(host)
+        kill(host)
     assert first.call_id is not None
     until_lease_ends(url, first.call_id)
-    resumed = _start(
+    resumed = start_cli(
         env, "calls", "resume", first.call_id, "--store", url, "--lease", str(LEASE), "--elicit", "web"
     )
     try:
@@ -253,7 +237,7 @@ def test_a_resumed_call_asking_again_leaves_one_item_pending_for_its_round(
             assert time.monotonic() < deadline
             time.sleep(0.1)
     finally:
-        _kill(resumed)
+        kill(resumed)
     pending = in_store(url, lambda store: store.pending_items())
     assert [(i.id, i.call_id, i.call_key) for i in pending] == [(again.id, first.call_id, "round1")]
     replaced = in_store(url, lambda store: store.item(first.id))

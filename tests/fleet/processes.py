@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -58,6 +59,24 @@ def inbox_serve(
         if process.poll() is None:
             process.terminate()
         process.communicate(timeout=WAIT_S)
+
+
+def start_cli(env: Mapping[str, str], *args: str) -> subprocess.Popen[str]:
+    """``host-receiver *args`` started with exactly ``env``, its output read as text."""
+    return subprocess.Popen(
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def kill(process: subprocess.Popen[str]) -> None:
+    """``kill -9`` the process (a host that dies without a word) and reap it."""
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=LIMIT_S)
 
 
 def calls(url: str) -> list[ContinuableCall]:

@@ -19,6 +19,8 @@ import anyio
 import pytest
 from aiosmtpd.controller import Controller
 
+from tests.serving import ServerThread
+
 #: A Standard Webhooks secret (whsec_ and base64 of 24 bytes).
 SECRET = "whsec_" + base64.b64encode(b"host-receiver-test-secret").decode()
 
@@ -75,9 +77,8 @@ class HttpReceiver:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        # polls for shutdown every 0.02 s, not 0.5 s: a quick stop()
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-        self._thread.start()
+        self._serving = ServerThread(self._server)  # stopped at once, without a shutdown poll
+        self._serving.start()
         self._stopped = False
 
     @property
@@ -92,7 +93,7 @@ class HttpReceiver:
         self.let_go()
         if not self._stopped:
             self._stopped = True
-            self._server.shutdown()
+            self._serving.stop()
             self._server.server_close()
 
     async def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:

@@ -252,7 +252,7 @@ async def test_a_body_cut_short_is_a_connection_error(transport: HttpTransport) 
 
 
 async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection(
-    transport: HttpTransport,
+    transport: HttpTransport, quick_sdk_retries: None
 ) -> None:
     async with (
         raw_server(cut_short(), Answer(json_reply("second try"))) as server,
@@ -262,7 +262,9 @@ async def test_a_body_cut_short_is_retried_by_the_client_on_a_new_connection(
     assert [number for number, _ in server.requests] == [1, 2]
 
 
-async def test_a_kept_alive_connection_dropped_after_the_request_arrived(transport: HttpTransport) -> None:
+async def test_a_kept_alive_connection_dropped_after_the_request_arrived(
+    transport: HttpTransport, quick_sdk_retries: None
+) -> None:
     # The server may have seen the request: the transport reports it, the client's retry sends it again.
     answers = Answer(json_reply("one")), Answer(hang_up=True), Answer(json_reply("two"))
     async with raw_server(*answers) as server, opened(transport, server.url, max_retries=1) as p:

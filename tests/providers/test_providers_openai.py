@@ -444,7 +444,7 @@ async def test_dropped_connection_before_a_response(fake: FakeOpenAI) -> None:
         await run(provider(fake, max_retries=0), params())
 
 
-async def test_dropped_connection_is_retried(fake: FakeOpenAI) -> None:
+async def test_dropped_connection_is_retried(fake: FakeOpenAI, quick_sdk_retries: None) -> None:
     fake.queue(Drop(), Completion(text="second try"))
     out = await run(provider(fake, max_retries=1), params())
     assert out["content"]["text"] == "second try"

@@ -63,6 +63,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.serving import ServerThread
+
 #: How long the server waits for the client before giving up (a test failure, not a timing claim).
 PATIENCE = 10.0
 
@@ -130,8 +132,7 @@ class StreamableHttpServer:
             self._httpd.socket = tls.wrap_socket(
                 self._httpd.socket, server_side=True, do_handshake_on_connect=False
             )
-        # A short poll interval makes shutdown() quick; the stdlib server polls for it.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+        self._serving = ServerThread(self._httpd)  # stopped at once, without a shutdown poll
 
     @property
     def url(self) -> str:
@@ -139,7 +140,7 @@ class StreamableHttpServer:
         return f"{self.scheme}://{host!s}:{port}/mcp"
 
     def __enter__(self) -> StreamableHttpServer:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def __exit__(
@@ -150,7 +151,7 @@ class StreamableHttpServer:
             for session in self.sessions.values():
                 session.alive = False
             self.changed.notify_all()
-        self._httpd.shutdown()
+        self._serving.stop()
         self._httpd.server_close()
 
     # --- control and inspection (from the test's thread) ---------------------

@@ -10,8 +10,6 @@ scripted server (asyncio and trio), the keys sent are recorded in the store and 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 import uuid
@@ -29,8 +27,8 @@ from host_receiver.client.remote_tasks.shared import SharedRemoteTaskStore
 from host_receiver.client.remote_tasks.store import StoredTask
 from host_receiver.errors import ConnectionClosed
 from host_receiver.store import ASKED_AGAIN, CallKeeping, InboxItem, StoredRemoteTask, open_store
-from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
-from tests.fleet.processes import in_store, inbox_serve
+from tests.cli_command import LIMIT_S, cli_env, run_cli
+from tests.fleet.processes import in_store, inbox_serve, kill, start_cli
 from tests.interop import FASTMCP_SERVER, http_server, peer_python
 
 pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
@@ -59,22 +57,6 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def server_url() -> Iterator[str]:
     with http_server([str(peer_python("fastmcp")), str(FASTMCP_SERVER), "--http", "stateless"]) as url:
         yield url
-
-
-def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=LIMIT_S)
 
 
 def _task(url: str) -> StoredRemoteTask | None:
@@ -117,7 +99,7 @@ def _host(
 ) -> subprocess.Popen[str]:
     """The host that follows the task (its requests tagged ``tag`` and a fresh suffix in the server's
     report: the server outlives the test)."""
-    return _start(
+    return start_cli(
         env, "call", "task_form", f"tag={tag}-{uuid.uuid4().hex[:8]}", "--json", "--store", url,
         "--lease", str(lease), "--elicit", "web", "--host-name", "worker-a", "--url", server_url,
     )  # fmt: skip
@@ -139,7 +121,7 @@ def test_a_killed_hosts_task_input_answered_in_the_inbox_is_sent_by_tasks_resume
     try:
         task, item = _waiting(url, host, "worker-a")
     finally:
-        _kill(host)  # kill -9 while the task waits for a person's answer
+        kill(host)  # kill -9 while the task waits for a person's answer
     assert (item.call_id, item.kind) == (f"task:{task.id}", "form") and item.call_key  # the server's key
     assert item.lease_expires is None  # it waits for the task, not for the host: never swept
 
@@ -167,9 +149,9 @@ def test_a_resumer_that_took_over_an_expired_lease_asks_again_and_refuses_a_seco
     try:
         task, first = _waiting(url, host, "worker-a")
     finally:
-        _kill(host)
+        kill(host)
     _until_lease_ends(url)
-    resumer = _start(
+    resumer = start_cli(
         env, *_resume(url, server_url, task), "--lease", str(2 * LEASE), "--elicit", "web",
         "--host-name", "worker-b",
     )  # fmt: skip
@@ -190,7 +172,7 @@ def test_a_resumer_that_took_over_an_expired_lease_asks_again_and_refuses_a_seco
         stdout, stderr = resumer.communicate(timeout=LIMIT_S)
     finally:
         if resumer.poll() is None:
-            _kill(resumer)
+            kill(resumer)
     assert resumer.returncode == 0, stderr
     assert _sent(stdout)["elicitation"] == ANSWER
     assert _task(url) is None
