@@ -1,5 +1,7 @@
 """MCP sampling <-> the Gemini API's ``generateContent`` (the ``google-genai`` types; no I/O).
 
+(About 430 lines, one idea: the mapping both ways, with the SDK's types made cheap to build.)
+
 Request rules:
 
 * ``systemPrompt`` becomes ``system_instruction``; ``maxTokens``
