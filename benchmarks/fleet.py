@@ -38,6 +38,7 @@ import anyio
 import anyio.abc
 import httpx
 
+from benchmarks.fleet_inbox import ANSWER_STAGES
 from benchmarks.processes import stop
 from benchmarks.table import Run, cell, phase, ratio
 from tests.postgres_cluster import NO_POSTGRES, postgres_binaries, running_cluster
@@ -93,11 +94,14 @@ async def cli(*args: str) -> str:
 Drain = Callable[[], Coroutine[Any, Any, None]]
 
 
-async def inbox_serve(url: str, log: Path) -> tuple[anyio.abc.Process, str, Drain]:
-    """``host-receiver inbox serve`` on a free loopback port: the process, its address, and what
+async def inbox_serve(url: str, log: Path, answers: Path) -> tuple[anyio.abc.Process, str, Drain]:
+    """``host-receiver inbox serve`` on a free loopback port (through :mod:`benchmarks.fleet_inbox`,
+    which writes each answer's stages inside it to ``answers``): the process, its address, and what
     copies its stderr into ``log`` (to run beside it)."""
+    await anyio.Path(answers).unlink(missing_ok=True)
+    serve = ["inbox", "serve", "--store", url, "--listen", "127.0.0.1:0"]
     process = await anyio.open_process(
-        [str(HOST_RECEIVER), "inbox", "serve", "--store", url, "--listen", "127.0.0.1:0"],
+        [str(VENV_PYTHON), "-m", "benchmarks.fleet_inbox", "--answers-out", str(answers), *serve],
         env=environment(),
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
@@ -169,12 +173,14 @@ async def run_mode(url: str, mode: str, size: Size, workdir: Path) -> dict[str, 
     token = await cli("people", "add", "ann", "--store", url)
     processes: list[anyio.abc.Process] = []
     outs = [workdir / f"fleet-{mode}-host-{n}.json" for n in range(HOSTS)]
+    answers = [workdir / f"fleet-{mode}-inbox-{n}.answers" for n in range(2)]
     result: dict[str, Any] = {}
     try:
         async with anyio.create_task_group() as group:
             addresses = []
-            for n in range(2):
-                process, address, drain = await inbox_serve(url, workdir / f"fleet-{mode}-inbox-{n}.err")
+            for n, answered in enumerate(answers):
+                log = workdir / f"fleet-{mode}-inbox-{n}.err"
+                process, address, drain = await inbox_serve(url, log, answered)
                 processes.append(process)
                 addresses.append(address)
                 group.start_soon(drain)
@@ -231,8 +237,25 @@ async def run_mode(url: str, mode: str, size: Size, workdir: Path) -> dict[str, 
             stage: {"p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99), "n": len(v)}
             for stage, v in stages.items()
         },
+        "answer_stages": answer_stages(answers),
     }
     return result
+
+
+def answer_stages(answers: list[Path]) -> dict[str, dict[str, float]]:
+    """Each answer's stages inside ``inbox serve`` (:data:`benchmarks.fleet_inbox.ANSWER_STAGES`),
+    from the lines the inbox processes wrote: p50, p99 and how many (ms)."""
+    split: dict[str, list[float]] = {name: [] for name, _, _ in ANSWER_STAGES}
+    for path in answers:
+        lines = path.read_text().splitlines() if path.exists() else []
+        for marks in map(json.loads, lines):
+            for name, start, end in ANSWER_STAGES:
+                if start in marks and end in marks:
+                    split[name].append((marks[end] - marks[start]) * 1e3)
+    return {
+        name: {"p50_ms": percentile(v, 50), "p99_ms": percentile(v, 99), "n": len(v)}
+        for name, v in split.items()
+    }
 
 
 async def run_fleet(size: str, workdir: Path, *, items: int | None = None) -> dict[str, Any]:
@@ -293,6 +316,13 @@ def summary(runs: dict[str, Any]) -> str:
         ]
         if split:
             lines.append(f"  {mode} stages: " + "; ".join(split))
+        inside = [
+            f"{stage} p50 {v['p50_ms']:,.1f} / p99 {v['p99_ms']:,.1f} ms"
+            for stage, v in run.get("answer_stages", {}).items()
+            if v["n"]
+        ]
+        if inside:
+            lines.append(f"  {mode} the answer inside inbox serve: " + "; ".join(inside))
     for mode in MODES:
         failure = runs.get(mode, {}).get("failure")
         if failure:

@@ -84,10 +84,10 @@ class Stages:
         wake = SqlStore._wake
         stages = self
 
-        def timed_wake(store: SqlStore, item_id: str | None) -> None:
+        def timed_wake(store: SqlStore, item_id: str | None, *known: Any) -> None:
             if item_id is not None:
                 stages.notified.setdefault(item_id, []).append(time.time())
-            wake(store, item_id)
+            wake(store, item_id, *known)
 
         read_one = SqlStore.item
 

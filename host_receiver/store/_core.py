@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 import anyio
@@ -127,16 +128,51 @@ class StoreCore:
         self._changed = anyio.Event()
         #: The item each of the last :data:`CHANGES_KEPT` changes named (None: unnamed), and their count.
         self._named: deque[str | None] = deque(maxlen=CHANGES_KEPT)
+        #: The count of the last change that named each item (of the last ``CHANGES_KEPT``).
+        self._last_named: dict[str, int] = {}
+        #: Each item as this process knows it, and the count of changes it is as new as: its own
+        #: changes, and the change feed's reads (:meth:`~._waiting.AnswerWaiting.changed_items`).
+        self._states: dict[str, tuple[int, InboxItem]] = {}
+        #: The change feed's reads under way: each item's, the count it began at, and its end.
+        self._inflight: dict[str, tuple[int, anyio.Event]] = {}
+        #: This process's own changes under way (their transaction not back yet), by item.
+        self._writing: dict[str, set[anyio.Event]] = {}
         self._poll = NOTIFY_FALLBACK_POLL if engine.dialect.name == "postgresql" else POLL_INTERVAL
 
     async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One query in a read-only transaction (SQLite: no write lock taken)."""
         return await self._engine.run(lambda tx: tx.rows(sql, params), write=False)
 
-    def _wake(self, item_id: str | None) -> None:
-        """Wake the waiters of ``item_id`` (None: every waiter, to read again), and the change feed."""
+    @contextmanager
+    def _changing(self, item_id: str) -> Iterator[None]:
+        """While this process changes ``item_id`` (its NOTIFY may come back before its transaction
+        does): the change feed's readers wait for the change's end (:meth:`_wake` with the item) rather
+        than read the item back."""
+        done = anyio.Event()
+        self._writing.setdefault(item_id, set()).add(done)
+        try:
+            yield
+        finally:
+            writes = self._writing.get(item_id, set())
+            writes.discard(done)
+            if not writes:
+                self._writing.pop(item_id, None)
+            done.set()
+
+    def _wake(self, item_id: str | None, item: InboxItem | None = None) -> None:
+        """Wake the waiters of ``item_id`` (None: every waiter, to read again), and the change feed;
+        ``item``: the item as this process's own change left it (committed), so that the feed's
+        readers of this process need not read it back."""
         self._changes += 1
         self._named.append(item_id)
+        if item_id is not None:
+            self._last_named[item_id] = self._changes
+            if item is not None:
+                self._states[item_id] = (self._changes, item)
+            if len(self._last_named) > 2 * CHANGES_KEPT:  # forget what fell out of the kept changes
+                oldest = self._changes - CHANGES_KEPT
+                self._last_named = {i: n for i, n in self._last_named.items() if n > oldest}
+                self._states = {i: s for i, s in self._states.items() if s[0] > oldest}
         self._changed.set()
         self._changed = anyio.Event()
         if self._reading:  # the reader reads for them

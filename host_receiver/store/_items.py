@@ -115,8 +115,9 @@ class InboxItems(StoreCore):
                     tx.rows(tx.dialect.notify, (changed,))
             return replaced
 
-        for changed in (*await self._engine.run(step), item.id):
+        for changed in await self._engine.run(step):
             self._wake(changed)
+        self._wake(item.id, item)
         return item
 
     async def item(self, item_id: str) -> InboxItem | None:
@@ -164,26 +165,25 @@ class InboxItems(StoreCore):
         now = time.time()
 
         def step(tx: Tx) -> InboxItem:
-            changed = tx.execute(
+            changed = tx.rows(
                 "UPDATE inbox_items SET status = ?, answer = ?, answered_by = ?, answered_from = ?, "
-                "answered_at = ? WHERE id = ? AND status = ?",
+                f"answered_at = ? WHERE id = ? AND status = ? RETURNING {ITEM_COLUMNS}",
                 ("answered", to_json(answer), by, address, now, item_id, "pending"),
             )
             if not changed:
                 if tx.rows("SELECT 1 FROM inbox_items WHERE id = ?", (item_id,)):
                     raise AlreadyAnswered(item_id)
                 raise UnknownItem(f"no item {safe_id(item_id)} in the store")
-            item = item_from_row(
-                tx.rows(f"SELECT {ITEM_COLUMNS} FROM inbox_items WHERE id = ?", (item_id,))[0]
-            )
+            item = item_from_row(changed[0])
+            if tx.dialect.notify:  # sent at the commit: asked before the audit's lock, held the less
+                tx.rows(tx.dialect.notify, (item_id,))
             detail = {"kind": item.kind, "answer": answer, "server_identity": item.server_identity}
             append_audit_row(tx, "answered", item.host, item.server_name, item_id, by, address, detail, now)
-            if tx.dialect.notify:
-                tx.rows(tx.dialect.notify, (item_id,))
             return item
 
-        item = await self._engine.run(step)
-        self._wake(item_id)
+        with self._changing(item_id):  # its own NOTIFY is not read back
+            item = await self._engine.run(step)
+            self._wake(item_id, item)
         return item
 
     async def close_item(self, item_id: str, status: ItemStatus, reason: str) -> bool:
@@ -232,9 +232,10 @@ class InboxItems(StoreCore):
                 tx.rows(tx.dialect.notify, (item_id,))
             return replace(item, routed_to=routed)
 
-        item = await self._engine.run(step)
-        if item is not None:
-            self._wake(item_id)
+        with self._changing(item_id):
+            item = await self._engine.run(step)
+            if item is not None:
+                self._wake(item_id, item)
         return item
 
     async def withdraw_session(self, session: str, reason: str) -> list[str]:

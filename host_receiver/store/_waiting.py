@@ -117,6 +117,54 @@ class AnswerWaiting(InboxItems):
             found += map(item_from_row, rows)
         return found
 
+    async def changed_items(self, ids: Iterable[str]) -> list[InboxItem]:
+        """The items ``ids`` (those the change feed named) as they are now, whatever their status, in
+        no set order, the store read once per process: an item is taken as this process knows it when
+        it ended (an ended item changes no more: a process's own answer is not read back) or when its
+        last change was this process's own, or read since by another reader of the feed (the page's
+        and the notifier's: one read for both); the rest are read (:meth:`items`), or awaited from a
+        read of them under way that began after their last change."""
+        wanted, found = set(ids), dict[str, InboxItem]()
+        while missing := wanted - found.keys():
+            unread, flights = [], set[anyio.Event]()
+            for item_id in missing:
+                needed, known = self._last_named.get(item_id, 0), self._states.get(item_id)
+                flight = self._inflight.get(item_id)
+                if item_id in self._writing:  # this process's own change: its end tells the item
+                    flights |= self._writing[item_id]
+                elif known is not None and (known[1].status != "pending" or known[0] >= needed):
+                    found[item_id] = known[1]
+                elif flight is not None and flight[0] >= needed:
+                    flights.add(flight[1])
+                else:
+                    unread.append(item_id)
+            if unread:
+                found |= {item.id: item for item in await self._read_changed(unread)}
+                wanted -= set(unread)  # read: those not found are not in the store
+            elif flights:
+                for flight_done in flights:
+                    await flight_done.wait()  # then taken as read, or read here if it failed
+        return list(found.values())
+
+    async def _read_changed(self, ids: list[str]) -> list[InboxItem]:
+        """Read ``ids`` for :meth:`changed_items`: what is found is known as new as the changes
+        announced before the read began; meanwhile the read is under way for another reader."""
+        begun, done = self._changes, anyio.Event()
+        flight = (begun, done)
+        self._inflight.update(dict.fromkeys(ids, flight))
+        try:
+            read = await self.items(ids)
+        finally:
+            for item_id in ids:
+                if self._inflight.get(item_id) is flight:
+                    del self._inflight[item_id]
+            done.set()
+        for item in read:
+            known = self._states.get(item.id)
+            if known is None or known[0] < begun:
+                self._states[item.id] = (begun, item)
+        return read
+
     async def _wait_read(self, item_id: str) -> InboxItem:
         """:meth:`wait_answer` while :meth:`_read_answers` reads for every waiter: one read of the
         item's own (it may have ended already, or not exist), then the reader's word."""

@@ -231,7 +231,7 @@ class StoreBoard:
                     read = known.keys() | shown | fresh.keys()
                 else:
                     read = set(named) | (shown - known.keys())
-                    fresh = {item.id: item for item in await self.store.items(read)}
+                    fresh = {item.id: item for item in await self.store.changed_items(read)}
                 pending = {i: item for i, item in known.items() if i not in read}
                 pending |= {i: item for i, item in fresh.items() if item.status == "pending"}
                 for item in sorted(fresh.values(), key=lambda i: (i.created, i.id)):

@@ -340,7 +340,7 @@ class FleetNotifier:
                     ended = first or bool(pending.keys() - now.keys())
                 else:
                     now, ended = dict(pending), False
-                    for item in await self.store.items(named):
+                    for item in await self.store.changed_items(named):
                         if item.status == "pending":
                             now[item.id] = item
                         elif now.pop(item.id, None) is not None:

@@ -148,14 +148,16 @@ async def test_a_change_to_one_of_a_thousand_pending_items_reads_that_item_only(
             async with FleetNotifier(store, [], environ={}, poll=0.1).running(INBOX):
                 await reads.until(lambda ids: len(ids) >= 1000)  # its first read: every pending item
                 probe = await add(host)  # PostgreSQL: read once the notifier listens (by name, or all)
-                await reads.until(lambda ids: probe in ids)
+                if shared_url != "memory":  # memory: this process's own change, not read back
+                    await reads.until(lambda ids: probe in ids)
                 await anyio.sleep(0.2)
                 reads.ids.clear()
                 added = await add(host)
                 await host.answer(items[500], {"action": "decline"}, by="ann", address=None)
-                await reads.until(lambda ids: len(ids) >= 2)
+                read = [] if shared_url == "memory" else [added, items[500]]
+                await reads.until(lambda ids: len(ids) >= len(read))
                 await anyio.sleep(0.2)  # a few of its reads, were there any
-        assert sorted(reads.ids) == sorted([added, items[500]])
+        assert sorted(reads.ids) == sorted(read)
 
 
 async def test_an_item_added_during_the_first_read_of_the_pending_ones_is_notified(

@@ -27,7 +27,6 @@ from host_receiver.store import (
     open_store,
 )
 from host_receiver.store import _core as store_core
-from host_receiver.store import _store as store_module
 from tests.postgres_cluster import PostgresCluster
 
 pytestmark = pytest.mark.anyio
@@ -99,9 +98,7 @@ class _same:
 async def test_the_owner_waiting_on_an_item_wakes_when_another_process_answers_it(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        store_module, "NOTIFY_FALLBACK_POLL", 60.0
-    )  # PostgreSQL: only NOTIFY wakes it in time
+    monkeypatch.setattr(store_core, "NOTIFY_FALLBACK_POLL", 60.0)  # PostgreSQL: only NOTIFY wakes it in time
     async with open_store(store_url) as owner:
         item = await new_item(owner)
         async with open_store(store_url) if store_url != "memory" else _same(owner) as inbox:
@@ -150,7 +147,7 @@ async def woken_in(board: SqlStore, since: int, change: Callable[[], Awaitable[A
 async def test_the_change_feed_wakes_on_an_item_added_or_answered_by_another_process(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 60.0)  # PostgreSQL: only NOTIFY in time
+    monkeypatch.setattr(store_core, "NOTIFY_FALLBACK_POLL", 60.0)  # PostgreSQL: only NOTIFY in time
     async with (
         open_store(store_url) as board,
         open_store(store_url) if store_url != "memory" else _same(board) as host,
@@ -464,7 +461,7 @@ async def test_a_followed_remote_task_is_kept_once_listed_with_its_lease_and_for
 async def test_a_waiter_on_postgresql_still_wakes_after_its_listen_connection_was_cut(
     postgres_cluster: PostgresCluster, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 60.0)  # only NOTIFY can wake it in time
+    monkeypatch.setattr(store_core, "NOTIFY_FALLBACK_POLL", 60.0)  # only NOTIFY can wake it in time
     database = postgres_url.rsplit("/", 1)[1]
     async with open_store(postgres_url) as owner, open_store(postgres_url) as inbox:
         item = await new_item(owner)
@@ -600,7 +597,7 @@ class _Counted:
 async def test_three_hundred_waiting_items_are_read_in_one_query_per_poll_period_and_all_answered(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "NOTIFY_FALLBACK_POLL", 0.2)  # PostgreSQL: 5 periods a second
+    monkeypatch.setattr(store_core, "NOTIFY_FALLBACK_POLL", 0.2)  # PostgreSQL: 5 periods a second
     async with open_store(store_url) as owner:
         items = [await new_item(owner) for _ in range(300)]
         got: dict[str, InboxItem] = {}
