@@ -23,11 +23,11 @@ Fixed caps (docs/limits.md): ``PIECE``, ``MAX_ERROR_BODY``.
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import httpx
 
-__all__ = ["MAX_ERROR_BODY", "PIECE", "cap_unread_body", "decoded"]
+__all__ = ["MAX_ERROR_BODY", "PIECE", "cap_unread_body", "decoded", "decoded_stream"]
 
 #: The most bytes one step of inflation gives.
 PIECE = 64 * 1024
@@ -39,7 +39,20 @@ _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate":
 
 async def decoded(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body of ``response`` decoded per its ``Content-Encoding``, in pieces of at most ``PIECE`` bytes."""
-    async for chunk in _decode(response.aiter_raw(), response):
+    async for chunk in _decode(response.aiter_raw(), response.headers, response.request):
+        yield chunk
+
+
+async def decoded_stream(
+    raw: httpx.AsyncByteStream, content_encoding: str, request: httpx.Request
+) -> AsyncIterator[bytes]:
+    """A transport's body stream ``raw`` decoded per ``content_encoding``, as :func:`decoded` does.
+
+    For a transport between the pool and its client: the stream is read directly (no
+    response object's reader around it), and the coding is given, taken from the
+    headers before they are changed.
+    """
+    async for chunk in _decode(aiter(raw), {"content-encoding": content_encoding}, request):
         yield chunk
 
 
@@ -53,22 +66,24 @@ def cap_unread_body(response: httpx.Response, limit: int) -> None:
     raw = response.stream
     if not isinstance(raw, httpx.AsyncByteStream):
         raise TypeError("only the body of an async response can be capped")
-    capped = _Capped(_decode(aiter(raw), response), limit, raw)
+    capped = _Capped(_decode(aiter(raw), response.headers, response.request), limit, raw)
     for name in ("content-encoding", "content-length"):
         response.headers.pop(name, None)
     response.stream = capped
 
 
-def _decode(raw: AsyncIterator[bytes], response: httpx.Response) -> AsyncIterator[bytes]:
-    codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+def _decode(
+    raw: AsyncIterator[bytes], headers: Mapping[str, str], request: httpx.Request
+) -> AsyncIterator[bytes]:
+    codings = [c.strip().lower() for c in headers.get("content-encoding", "").split(",")]
     body = raw
     for coding in reversed([c for c in codings if c and c != "identity"]):
         if coding not in _WBITS:
             raise httpx.DecodingError(
                 f"the response is in Content-Encoding {coding[:40]!r}, which was not asked for",
-                request=response.request,
+                request=request,
             )
-        body = _inflated(body, coding, response.request)
+        body = _inflated(body, coding, request)
     return body
 
 

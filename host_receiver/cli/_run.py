@@ -59,7 +59,7 @@ from host_receiver.cli._show import (
 )
 from host_receiver.cli._store import call_keeping
 from host_receiver.cli._target import Target, json_object, prepare
-from host_receiver.client.host import Host, ServerConnection
+from host_receiver.client.host import Host, ServerConnection, tune_gc_for_serving
 from host_receiver.client.options import DEFAULT_DISCOVER_TIMEOUT, ConnectionOptions
 from host_receiver.errors import ProviderError, StoreError, StoreUnreachable, UnsafeFile
 from host_receiver.receiver import Receiver, ReceiverConfig
@@ -137,6 +137,9 @@ async def serve(
     except ProviderError as exc:
         print(f"host-receiver: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    # Building the registry imported the provider's SDK (hundreds of thousands of objects,
+    # made after main() froze start-up's): freeze them too, out of every later collection.
+    tune_gc_for_serving()
     async with registry, AsyncExitStack() as stack:
         console = await stack.enter_async_context(open_console()) if uses_terminal(args) else None
         if progress is not None and console is not None:

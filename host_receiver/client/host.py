@@ -355,7 +355,9 @@ def tune_gc_for_serving() -> None:
     Freezes what start-up made (modules, configuration) out of the collector's
     way and lets it run less often. In the benchmarks this is 10 to 20 % of a
     busy host's CPU. It changes process-wide settings, so the library never
-    calls it by itself: a host calls it once, after start-up (the CLI does).
+    calls it by itself: a host calls it after start-up, once its providers are
+    built (building one imports its SDK: objects made later are not frozen);
+    the CLI calls it at start and again after building its providers.
     """
     gc.freeze()
     gc.set_threshold(20_000, 20, 50)

@@ -20,7 +20,7 @@ given as arguments, through the SDKs' public options only:
   backend that did not answer within ``timeout`` would not answer the next
   time either). Connect timeouts and other errors are left to its retries.
 * Size: no body is read beyond the call's ``max_reply_bytes``, counted after
-  decompression (:func:`host_receiver._net.body.decoded`); for an event
+  decompression (:func:`host_receiver._net.body.decoded_stream`); for an event
   stream the bound is on each event. Past it the call fails with
   :class:`~host_receiver.errors.ReplyTooLong`.
 * Every body a call opened is closed when the call ends (:func:`close_bodies`,
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 import anyio
 import httpx
 
-from host_receiver._net.body import decoded
+from host_receiver._net.body import decoded_stream
 from host_receiver.errors import ReplyTooLong
 
 from .._limits import SamplingLimits
@@ -116,10 +116,14 @@ class CallTransport(httpx.AsyncBaseTransport):
         body = _CappedBody(response, call)
         if call is not None:
             call.bodies.append(body)
-        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DECODED_AWAY]
-        return httpx.Response(
-            response.status_code, headers=headers, stream=body, extensions=response.extensions
-        )
+        # The pool's response goes on with the capped, decoded body in place of its own (one
+        # response object per request, not two); its headers no longer describe the bytes given.
+        headers = response.headers
+        for name in _DECODED_AWAY:
+            if name in headers:
+                del headers[name]
+        response.stream = body
+        return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -148,8 +152,11 @@ class _CappedBody(httpx.AsyncByteStream):
     """
 
     def __init__(self, response: httpx.Response, call: Call | None) -> None:
-        self._response = response
-        self._chunks = decoded(response)
+        raw = response.stream
+        if not isinstance(raw, httpx.AsyncByteStream):
+            raise TypeError("only the body of an async response can be capped")
+        self._raw = raw
+        self._chunks = decoded_stream(raw, response.headers.get("content-encoding", ""), response.request)
         self._event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
         self._call = call
         self._limits = _DEFAULT_LIMITS if call is None else call.limits
@@ -178,4 +185,4 @@ class _CappedBody(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
-            await self._response.aclose()
+            await self._raw.aclose()
