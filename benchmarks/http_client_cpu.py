@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import anyio
 
 from host_receiver._net import wire
-from host_receiver.protocol.jsonrpc import Notification, Request
-from host_receiver.transports.base import MessageStream
+from host_receiver.protocol.jsonrpc import Notification, Request, Response
+from host_receiver.transports.base import MessageStream, StreamAttribute
 from host_receiver.transports.http import HttpTransport
 
 #: The server: asyncio streams and a minimal HTTP/1.1 reader (keep-alive, Content-Length bodies),
@@ -38,12 +38,27 @@ from host_receiver.transports.http import HttpTransport
 _SERVER = r"""
 import asyncio, json, sys
 
+stream = None  # the GET stream's writer: the pushed pings go there
+
+def push(request_id):
+    ping = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode()
+    event = b"event: message\ndata: " + ping + b"\n\n"
+    stream.write(b"%x\r\n%s\r\n" % (len(event), event))
+
 async def serve(reader, writer):
+    global stream
     while True:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError):  # the client hung up
             return
+        if head.startswith(b"GET"):
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            )
+            stream = writer
+            push(1)
+            continue
         length = 0
         for line in head.split(b"\r\n"):
             if line.lower().startswith(b"content-length:"):
@@ -57,6 +72,8 @@ async def serve(reader, writer):
             )
         else:
             writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+            if "result" in message:  # the answer to a pushed ping: push the next
+                push(message["id"] + 1)
 
 async def main():
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
@@ -88,10 +105,21 @@ async def _notes(stream: MessageStream, posts: int) -> float:
     return (time.process_time() - start) / posts * 1e6
 
 
-async def measure(url: str, posts: int, rounds: int) -> tuple[float, float]:
-    """Median CPU µs per ping and per notification over ``rounds`` rounds (one warm-up round first)."""
+async def _pushed(stream: MessageStream, posts: int) -> float:
+    start = time.process_time()
+    for _ in range(posts):
+        request = await stream.receive()
+        assert isinstance(request, Request)
+        stream.send_nowait(Response(request.id, {}))
+    return (time.process_time() - start) / posts * 1e6
+
+
+async def measure(url: str, posts: int, rounds: int) -> tuple[float, float, float]:
+    """Median CPU µs per ping, per notification and per pushed ping over ``rounds`` rounds (one
+    warm-up round first)."""
     pings: list[float] = []
     notes: list[float] = []
+    pushed: list[float] = []
     async with HttpTransport(url).connect() as stream:
         await stream.send(Request(0, "initialize", _INITIALIZE))
         await stream.receive()
@@ -102,7 +130,14 @@ async def measure(url: str, posts: int, rounds: int) -> tuple[float, float]:
             if round_:
                 pings.append(ping)
                 notes.append(note)
-    return statistics.median(pings), statistics.median(notes)
+        binding = stream.extra(StreamAttribute.binding)
+        binding.agree("2025-11-25")
+        await binding.open_listener()
+        for round_ in range(rounds + 1):
+            answered = await _pushed(stream, posts)
+            if round_:
+                pushed.append(answered)
+    return statistics.median(pings), statistics.median(notes), statistics.median(pushed)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -123,11 +158,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         assert server.stdout is not None and server.stdin is not None
         url = server.stdout.readline().strip()
         try:
-            ping, note = anyio.run(measure, url, args.posts, args.rounds)
+            ping, note, pushed = anyio.run(measure, url, args.posts, args.rounds)
         finally:
             server.stdin.close()
     print(f"wire: {wire.new_wire.__name__}")
-    print(f"ping (JSON answer): {ping:.0f} µs CPU per post; notification (202): {note:.0f} µs")
+    print(
+        f"ping (JSON answer): {ping:.0f} µs CPU per post; notification (202): {note:.0f} µs; "
+        f"pushed ping (an SSE event on the GET stream, answered by a POST): {pushed:.0f} µs"
+    )
 
 
 if __name__ == "__main__":

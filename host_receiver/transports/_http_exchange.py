@@ -320,8 +320,13 @@ class Exchange:
         await self.check(response, body)
 
     async def deliver(self, message: Message | InvalidMessage) -> None:
+        """Hand ``message`` to ``receive``: at once while the queue has room (no turn of the event
+        loop between a message read and the session taking it), else once it has."""
         try:
-            await self._incoming_in.send(message)
+            try:
+                self._incoming_in.send_nowait(message)
+            except anyio.WouldBlock:
+                await self._incoming_in.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             logger.debug("dropped a message that arrived after the stream closed")
 

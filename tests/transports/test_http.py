@@ -395,6 +395,28 @@ async def test_an_event_whose_data_is_a_bare_nul_is_data_not_the_cut_marker() ->
     assert [(e.data, e.head) for e in got] == [("\x00", b""), ("a\n\x00", b"")]
 
 
+async def test_the_event_reader_follows_the_event_stream_format_in_any_chunks() -> None:
+    """Comments, field names without a value, ``event``, ``retry``, an ``id`` kept for the
+    events after it (one holding a NUL ignored), a blank line that sets nothing, a last event
+    without its blank line: read as the format says, however the bytes are cut."""
+    wire = (
+        b": a comment\r\n\r\n"  # nothing set: no event
+        b"event: status\rdata\rdata:x\r\rretry: 250\n\n"  # a CR-ended event; an empty data line first
+        b"id: 7\ndata:  two spaces\n\n"
+        b"id: bad\x00id\nretry: soon\nnot-a-field: 1\ndata: \xff\xfe\n\n"  # the id and retry ignored
+        b"data: unfinished"
+    )
+    expected = [
+        Event("status", "\nx"),
+        Event("message", "", "", 250),
+        Event("message", " two spaces", "7"),
+        Event("message", "\ufffd\ufffd", "7"),
+    ]
+    assert await _read_all([wire], 256) == expected
+    for size in (1, 2, 3, 5, 7):  # every way of cutting it
+        assert await _read_all([wire[i : i + size] for i in range(0, len(wire), size)], 256) == expected
+
+
 async def _read_all(chunks: list[bytes], limit: int) -> list[Event]:
     async def stream() -> AsyncIterator[bytes]:
         for chunk in chunks:
