@@ -16,7 +16,7 @@ Rules (2024-11-05 transports.mdx, "HTTP with SSE"):
   connect time is a :class:`TransportError`, and no stream is handed out.
 - Every later ``message`` event is one JSON-RPC message from the server, read
   through the shared SSE reader (:mod:`~host_receiver.transports._sse`,
-  host-receiver's own) and bounded by ``max_message_size`` as on Streamable HTTP (an
+  ``httpx-sse``) and bounded by ``max_message_size`` as on Streamable HTTP (an
   oversized one is judged by its head); other events are ignored.
 - ``send`` POSTs one message as JSON to the endpoint; any 2xx is accepted
   (202), an error status is :class:`HttpStatusError`. Answers come on the SSE
