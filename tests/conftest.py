@@ -10,7 +10,7 @@ A test that takes more than about a second is marked ``slow``, so that
 interop suite, against real SDK peers), a whole module by its ``pytestmark``
 (the long fuzz runs), any other test by its own ``@pytest.mark.slow``.
 
-The suite runs on two processes (pytest-xdist: ``-n 2 --dist loadscope`` in
+The suite runs on three processes (pytest-xdist: ``-n 3 --dist loadscope`` in
 pyproject.toml; ``-n 0`` runs it in this one). Each worker sets up a session
 fixture once (the HTTP peers, the test CA), and a module's tests all run on
 one worker, so that a module-scoped fixture (a peer started for one module,
