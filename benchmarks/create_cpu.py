@@ -39,9 +39,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.compare import compare, exported
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -106,10 +108,39 @@ def checkout(side: str) -> Iterator[Path]:
     if side == TREE:
         yield ROOT
         return
-    from benchmarks.compare import exported
-
     with exported(side) as where:
         yield where
+
+
+def sides_given(parser: argparse.ArgumentParser, given: Sequence[str]) -> list[str]:
+    """The sides to run: those given, ``tree`` after a single one; each at most once."""
+    sides = list(given) if len(given) > 1 else [*given, TREE]
+    if len(set(sides)) < len(sides):
+        parser.error("each side once")
+    return sides
+
+
+def alternating(
+    name: str, sides: Sequence[str], count: int, measure: Callable[[Path], dict[str, float]]
+) -> dict[str, list[dict[str, float]]]:
+    """``count`` runs of ``measure`` per side, alternating (OLD, NEW, NEW, OLD, ...)."""
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    with contextlib.ExitStack() as stack:
+        files = [(side, stack.enter_context(checkout(side))) for side in sides]
+        for k in range(count):
+            for side, where in files if k % 2 == 0 else files[::-1]:
+                runs[side].append(measure(where))
+                print(f"{name}: {side}: {runs[side][-1]}", file=sys.stderr)
+    return runs
+
+
+def beside(before: Sequence[dict[str, float]], after: Sequence[dict[str, float]], key: str) -> list[str]:
+    """Two cells: the ratio of ``key``'s medians (``*`` when every pair moved the same way) and the
+    lowest and highest ratio of the runs paired in turn."""
+    figure = next((figure for figure in compare(before, after) if figure.path == key), None)
+    if figure is None:
+        return ["-", "-"]
+    return [f"{figure.ratio:.3f}{' *' if figure.seen else ''}", f"{figure.low:.3f}-{figure.high:.3f}"]
 
 
 def run_once(where: Path, args: argparse.Namespace) -> dict[str, float]:
@@ -147,10 +178,6 @@ def run_once(where: Path, args: argparse.Namespace) -> dict[str, float]:
     return {"cpu_us": statistics.median(figures["cpu_us"]), "per_s": statistics.median(figures["per_s"])}
 
 
-def median_of(runs: Sequence[dict[str, float]], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
-
-
 def render(runs: dict[str, list[dict[str, float]]]) -> str:
     """One row per side, in the order given: its medians, and each beside the side before it."""
     sides = list(runs)
@@ -169,16 +196,7 @@ def render(runs: dict[str, list[dict[str, float]]]) -> str:
             values = [run[key] for run in runs[side]]
             middle = statistics.median(values)
             cells.append(f"{middle:,.{digits}f}")
-            if index == 0:
-                cells += ["-", "-"]
-            else:
-                before = runs[sides[index - 1]]
-                pairs = [run[key] / prior[key] for run, prior in zip(runs[side], before, strict=True)]
-                mark = " *" if min(pairs) > 1 or max(pairs) < 1 else ""
-                cells += [
-                    f"{middle / median_of(before, key):.3f}{mark}",
-                    f"{min(pairs):.3f}-{max(pairs):.3f}",
-                ]
+            cells += ["-", "-"] if index == 0 else beside(runs[sides[index - 1]], runs[side], key)
             cells.append(f"{(max(values) - min(values)) / middle:.0%}")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -200,17 +218,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=2000, help="creates before the first burst")
     parser.add_argument("--json", help="also write every run's figures to this file")
     args = parser.parse_args(argv)
-    sides: list[str] = args.sides if len(args.sides) > 1 else [*args.sides, TREE]
-    if len(set(sides)) < len(sides):
-        parser.error("each side once")
+    sides = sides_given(parser, args.sides)
     started = time.perf_counter()
-    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
-    with contextlib.ExitStack() as stack:
-        files = [(side, stack.enter_context(checkout(side))) for side in sides]
-        for k in range(args.runs):
-            for side, where in files if k % 2 == 0 else files[::-1]:
-                runs[side].append(run_once(where, args))
-                print(f"create_cpu: {side}: {runs[side][-1]}", file=sys.stderr)
+    runs = alternating("create_cpu", sides, args.runs, lambda where: run_once(where, args))
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
     print(render(runs))

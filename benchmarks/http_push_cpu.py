@@ -26,7 +26,6 @@ the side before and the lowest and highest ratio of the runs paired in turn.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import socket
@@ -38,7 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.create_cpu import CLI, PYTHON, ROOT, TREE, checkout, receiver_cpu_ns
+from benchmarks.create_cpu import CLI, PYTHON, ROOT, alternating, beside, receiver_cpu_ns, sides_given
 
 REQUESTOR = (
     f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.http_push_cpu import serve; serve()"
@@ -153,16 +152,7 @@ def render(runs: dict[str, list[dict[str, float]]]) -> str:
         for key in KEYS:
             middle = statistics.median(run[key] for run in runs[side])
             cells.append(f"{middle:,.0f}")
-            if index == 0:
-                cells += ["-", "-"]
-                continue
-            before = runs[sides[index - 1]]
-            pairs = [run[key] / prior[key] for run, prior in zip(runs[side], before, strict=True)]
-            mark = " *" if min(pairs) > 1 or max(pairs) < 1 else ""
-            cells += [
-                f"{middle / statistics.median(run[key] for run in before):.3f}{mark}",
-                f"{min(pairs):.3f}-{max(pairs):.3f}",
-            ]
+            cells += ["-", "-"] if index == 0 else beside(runs[sides[index - 1]], runs[side], key)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for side in sides:
@@ -181,17 +171,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=500, help="creates (and gets) per round")
     parser.add_argument("--warmup", type=int, default=200, help="creates before the first round")
     args = parser.parse_args(argv)
-    sides: list[str] = args.sides if len(args.sides) > 1 else [*args.sides, TREE]
-    if len(set(sides)) < len(sides):
-        parser.error("each side once")
+    sides = sides_given(parser, args.sides)
     started = time.perf_counter()
-    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
-    with contextlib.ExitStack() as stack:
-        files = [(side, stack.enter_context(checkout(side))) for side in sides]
-        for k in range(args.runs):
-            for side, where in files if k % 2 == 0 else files[::-1]:
-                runs[side].append(run_once(where, args))
-                print(f"http_push_cpu: {side}: {runs[side][-1]}", file=sys.stderr)
+    runs = alternating("http_push_cpu", sides, args.runs, lambda where: run_once(where, args))
     print(render(runs))
     print(f"\n(python -m benchmarks.http_push_cpu, {time.perf_counter() - started:.0f} s)")
 
