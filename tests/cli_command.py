@@ -21,6 +21,18 @@ CLI = (
 LIMIT_S = 60
 
 
+def start_cli(env: Mapping[str, str], *args: str) -> subprocess.Popen[str]:
+    """``host-receiver *args`` started with exactly ``env``, its output read as text."""
+    return subprocess.Popen(
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def run_cli(env: Mapping[str, str] | None, *args: str) -> subprocess.CompletedProcess[str]:
     """``host-receiver *args`` run to its end with ``env`` (None: this process's), stdin closed."""
     return subprocess.run(
@@ -42,14 +54,7 @@ def cli_env(tmp: Path) -> dict[str, str]:
 def interrupted(env: Mapping[str, str], marker: str, *args: str) -> tuple[int, str, str]:
     """``host-receiver *args`` sent Ctrl-C (SIGINT) once ``marker`` shows on stderr (failing the
     test if it never does); its exit code, stdout and stderr."""
-    proc = subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(env, *args)
     watchdog = threading.Timer(LIMIT_S, proc.kill)  # a hung command fails instead of hanging
     watchdog.start()
     seen = []

@@ -41,8 +41,8 @@ from host_receiver.protocol.results import CallToolResult
 from host_receiver.protocol.types import ElicitResult
 from host_receiver.store import ASKED_AGAIN, CallKeeping, ContinuableCall, open_store
 from providers import EchoProvider, ProviderRegistry
-from tests.cli_command import LIMIT_S, cli_env, run_cli
-from tests.fleet.processes import call_item, calls, in_store, inbox_serve, kill, start_cli, until_lease_ends
+from tests.cli_command import LIMIT_S, cli_env, run_cli, start_cli
+from tests.fleet.processes import call_item, calls, in_store, inbox_serve, kill, until_lease_ends
 from tests.interop import PY2_SERVER, http_server, peer_python
 from tests.postgres_cluster import PostgresCluster
 from tests.web.test_store_inbox import cut_off, let_in

@@ -61,18 +61,6 @@ def inbox_serve(
         process.communicate(timeout=WAIT_S)
 
 
-def start_cli(env: Mapping[str, str], *args: str) -> subprocess.Popen[str]:
-    """``host-receiver *args`` started with exactly ``env``, its output read as text."""
-    return subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def kill(process: subprocess.Popen[str]) -> None:
     """``kill -9`` the process (a host that dies without a word) and reap it."""
     os.kill(process.pid, signal.SIGKILL)

@@ -24,7 +24,7 @@ import pytest
 
 from host_receiver.store import InboxItem, SqlStore
 from tests.cli.test_terminal import PEER_PYTHON, ROOT
-from tests.cli_command import CLI, LIMIT_S, cli_env, run_cli
+from tests.cli_command import LIMIT_S, cli_env, run_cli, start_cli
 from tests.fleet.processes import WAIT_S, calls, in_store, inbox_serve, until_lease_ends
 from tests.interop import PY2_SERVER, http_server, peer_python
 from tests.postgres_cluster import PostgresCluster
@@ -48,14 +48,7 @@ WAIT_MS = 15_000
 def command(env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
     """``host-receiver *args`` running for the block (it and what it started killed after it if it
     has not ended: a stdio server outlives a host killed with SIGKILL)."""
-    process = subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_cli(env, *args)
     started: list[int] = []
     try:
         yield process

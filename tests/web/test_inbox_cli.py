@@ -21,7 +21,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from tests.cli.test_terminal import PEER_PYTHON, ROOT
-from tests.cli_command import CLI, LIMIT_S, run_cli
+from tests.cli_command import LIMIT_S, run_cli, start_cli
 from tests.notify.conftest import SECRET, HttpReceiver
 
 pytestmark = pytest.mark.slow
@@ -54,14 +54,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 @contextmanager
 def command(env: dict[str, str], *args: str) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     """The command running; its inbox's address and token, read from its first line on stderr."""
-    process = subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_cli(env, *args)
     try:
         assert process.stderr is not None
         line = process.stderr.readline().rstrip("\n")

@@ -26,7 +26,7 @@ from host_receiver._identity import stdio_identity
 from host_receiver.errors import AlreadyAnswered
 from host_receiver.store import InboxItem, SqlStore, open_store
 from tests.cli.test_terminal import PEER_PYTHON, ROOT
-from tests.cli_command import CLI, LIMIT_S, cli_env
+from tests.cli_command import LIMIT_S, cli_env, start_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -59,14 +59,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 @contextmanager
 def command(env: dict[str, str], *args: str) -> Iterator[subprocess.Popen[str]]:
     """``host-receiver *args`` running for the block (killed after it if it has not ended)."""
-    process = subprocess.Popen(
-        [*CLI, *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_cli(env, *args)
     try:
         yield process
     finally:

@@ -27,8 +27,8 @@ from host_receiver.client.remote_tasks.shared import SharedRemoteTaskStore
 from host_receiver.client.remote_tasks.store import StoredTask
 from host_receiver.errors import ConnectionClosed
 from host_receiver.store import ASKED_AGAIN, CallKeeping, InboxItem, StoredRemoteTask, open_store
-from tests.cli_command import LIMIT_S, cli_env, run_cli
-from tests.fleet.processes import in_store, inbox_serve, kill, start_cli
+from tests.cli_command import LIMIT_S, cli_env, run_cli, start_cli
+from tests.fleet.processes import in_store, inbox_serve, kill
 from tests.interop import FASTMCP_SERVER, http_server, peer_python
 
 pytestmark = pytest.mark.slow  # fresh interpreters and a real peer
